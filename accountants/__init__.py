@@ -1,0 +1,29 @@
+"""Privacy accountants: events in, certified (epsilon, delta), mu or RDP curves out.
+
+No knowledge of bandits lives here (DESIGN.md, "Layers"). Events mirror ``dp_accounting``'s
+vocabulary; each accountant is a small module with the same interface
+(``compose(event, count)``, ``epsilon(delta)``, ``delta(epsilon)``).
+"""
+
+from accountants.base import Accountant, UnsupportedEventError
+from accountants.best import Certificate, best_delta, best_epsilon
+from accountants.calibrate import Calibration, UnreachableTargetError, calibrate
+from accountants.events import (
+    GDP,
+    ApproxDP,
+    Composed,
+    Event,
+    Gaussian,
+    Laplace,
+    LeafEvent,
+    PureDP,
+    SelfComposed,
+)
+from accountants.gdp import GDPAccountant
+from accountants.pure import PureAccountant
+
+__all__ = [
+    "Accountant", "UnsupportedEventError", "Certificate", "best_delta", "best_epsilon",
+    "Calibration", "UnreachableTargetError", "calibrate", "GDP", "ApproxDP", "Composed", "Event",
+    "Gaussian", "Laplace", "LeafEvent", "PureDP", "SelfComposed", "GDPAccountant", "PureAccountant",
+]

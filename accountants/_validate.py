@@ -1,0 +1,67 @@
+"""Input validation shared by the accountant layer.
+
+Every public entry point checks its numbers here, so that bad input fails with a message that
+names the parameter and the valid range (DESIGN.md, "Inputs"). Nothing is silently coerced.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def _as_float(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    x = float(value)
+    if math.isnan(x):
+        raise ValueError(f"{name} must not be NaN")
+    return x
+
+
+def positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float, requiring ``0 < value`` (``< inf`` unless ``allow_inf``)."""
+    x = _as_float(name, value)
+    if not x > 0 or (math.isinf(x) and not allow_inf):
+        upper = "inf]" if allow_inf else "inf)"
+        raise ValueError(f"{name} must lie in (0, {upper}, got {x!r}")
+    return x
+
+
+def nonnegative(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring ``0 <= value < inf``."""
+    x = _as_float(name, value)
+    if not 0 <= x < math.inf:
+        raise ValueError(f"{name} must lie in [0, inf), got {x!r}")
+    return x
+
+
+def probability(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring ``0 < value < 1`` (a delta or a failure probability)."""
+    x = _as_float(name, value)
+    if not 0 < x < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {x!r}")
+    return x
+
+
+def probability_closed(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring ``0 <= value < 1`` (the delta of an (eps, delta) event)."""
+    x = _as_float(name, value)
+    if not 0 <= x < 1:
+        raise ValueError(f"{name} must lie in [0, 1), got {x!r}")
+    return x
+
+
+def count(name: str, value: object) -> int:
+    """Return ``value`` as an int, requiring a non-negative whole number."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be a whole number in [0, inf), got {value!r}")
+    n = int(value)
+    if n < 0:
+        raise ValueError(f"{name} must be a whole number in [0, inf), got {n}")
+    return n

@@ -1,0 +1,90 @@
+"""Generic calibration: invert a monotone parameter -> certificate map without overshooting.
+
+Used by every inversion in ``privbandit.budget``. The returned parameter is re-evaluated and its
+certificate is guaranteed <= the target (ACCOUNTING.md, "Calibration": autodp's calibrator was
+measured to overshoot; dp-accounting's bisects until it does not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+from scipy import optimize
+
+from accountants import _validate
+
+
+class UnreachableTargetError(ValueError):
+    """No parameter in the allowed range meets the target."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The calibrated ``parameter`` and its re-evaluated ``certificate`` (<= ``target``)."""
+
+    parameter: float
+    certificate: float
+    target: float
+
+
+def calibrate(certificate: Callable[[float], float], target: float, lower: float, upper: float,
+              *, increasing: bool, integer: bool = False, xtol: float = 1e-12) -> Calibration:
+    """The parameter in [lower, upper] closest to the feasibility boundary with certificate <= target.
+
+    ``certificate(p)`` must be monotone in p: ``increasing=True`` if a larger p spends more (then the
+    largest feasible p is returned, e.g. a horizon or a per-release epsilon), ``increasing=False`` if
+    a larger p spends less (then the smallest feasible p, e.g. a noise scale). With ``integer=True``
+    the search runs over whole numbers. Raises :class:`UnreachableTargetError` when even the most
+    private end of the range misses the target.
+    """
+    target = _validate.positive("target", target)
+    if not lower < upper:
+        raise ValueError(f"lower must be < upper, got [{lower}, {upper}]")
+    safe_end, risky_end = (lower, upper) if increasing else (upper, lower)
+
+    def feasible(p: float) -> bool:
+        c = certificate(p)
+        return not math.isnan(c) and c <= target
+
+    if not feasible(safe_end):
+        raise UnreachableTargetError(
+            f"target {target} is unreachable: even the most private parameter {safe_end} "
+            f"certifies {certificate(safe_end)}"
+        )
+    if feasible(risky_end):
+        return Calibration(risky_end, certificate(risky_end), target)
+    good, bad = safe_end, risky_end
+    if integer:
+        good, bad = int(good), int(bad)
+        while abs(bad - good) > 1:
+            mid = (good + bad) // 2
+            if feasible(mid):
+                good = mid
+            else:
+                bad = mid
+    else:
+        # brentq on the sign change of (certificate - target) finds the boundary fast; then the
+        # bisection invariant (good feasible, bad not) is restored around it.
+        try:
+            root = optimize.brentq(lambda p: certificate(p) - target, min(good, bad), max(good, bad),
+                                   xtol=xtol, maxiter=200)
+            span = max(xtol, abs(root) * 1e-12)
+            for cand in (root, root - span if increasing else root + span):
+                if min(good, bad) <= cand <= max(good, bad) and feasible(cand):
+                    good = cand
+                    break
+        except ValueError:  # no sign change found numerically: fall back to bisection
+            pass
+        for _ in range(200):
+            if abs(bad - good) <= xtol * max(1.0, abs(good)):
+                break
+            mid = 0.5 * (good + bad)
+            if feasible(mid):
+                good = mid
+            else:
+                bad = mid
+    value = certificate(good)
+    assert value <= target, "calibration invariant broken"  # defensive: feasible() checked it
+    return Calibration(float(good), float(value), target)

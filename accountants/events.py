@@ -1,0 +1,237 @@
+"""Privacy events: small frozen values that describe what one record went through.
+
+The vocabulary mirrors ``dp_accounting.DpEvent`` (``LaplaceDpEvent``, ``GaussianDpEvent``,
+``ComposedDpEvent``, ``SelfComposedDpEvent``). Each leaf event knows its own privacy curves, so an
+accountant asks the event ("what is your pure epsilon? your RDP curve? your mu?") instead of
+switching on its type; adding a new kind of event touches this module only.
+
+A curve method returns ``None`` when the event does not have that kind of guarantee (a Gaussian has
+no pure epsilon; an (eps, delta) event has no RDP curve); accountants treat ``None`` as "unsupported"
+and never approximate it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+
+from accountants import _validate, gdp_conversion, rdp_curves
+
+
+class Event(abc.ABC):
+    """A privacy-loss event. Leaves describe one release; ``Composed``/``SelfComposed`` combine them."""
+
+    def leaves(self) -> Iterator[tuple["LeafEvent", int]]:
+        """Yield ``(leaf, count)`` pairs whose sequential composition is this event."""
+        raise NotImplementedError  # pragma: no cover - every concrete class overrides
+
+    def grouped(self) -> dict["LeafEvent", int]:
+        """The multiset of leaves: identical leaves merged with their counts added."""
+        out: dict[LeafEvent, int] = {}
+        for leaf, n in self.leaves():
+            if n:
+                out[leaf] = out.get(leaf, 0) + n
+        return out
+
+    def __mul__(self, count: int) -> "SelfComposed":
+        return SelfComposed(self, count)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other: "Event") -> "Composed":
+        if not isinstance(other, Event):
+            return NotImplemented
+        return Composed((self, other))
+
+
+class LeafEvent(Event):
+    """One release. Subclasses implement the curve methods that apply to them."""
+
+    def leaves(self) -> Iterator[tuple["LeafEvent", int]]:
+        yield self, 1
+
+    # --- privacy curves (None = this guarantee does not apply) ---------------------------------
+    def pure_epsilon(self) -> float | None:
+        """eps such that the release is eps-DP, or None."""
+        return None
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        """A single (eps, delta) point the release satisfies, or None (no canonical point)."""
+        eps = self.pure_epsilon()
+        return None if eps is None else (eps, 0.0)
+
+    def gdp_mu(self) -> float | None:
+        """mu such that the release is mu-GDP (exact for Gaussians, via conversion for pure DP)."""
+        eps = self.pure_epsilon()
+        return None if eps is None else gdp_conversion.mu_from_pure_epsilon(eps)
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray | None:
+        """RDP epsilon at each order in ``alphas`` (all > 1), or None."""
+        return None
+
+    def to_dp_accounting(self):  # -> dp_accounting.DpEvent
+        """The equivalent ``dp_accounting`` event (see :mod:`accountants.interop`)."""
+        raise NotImplementedError  # pragma: no cover - every concrete class overrides
+
+
+@dataclasses.dataclass(frozen=True)
+class Laplace(LeafEvent):
+    """Laplace mechanism: a statistic with L1 sensitivity ``sensitivity`` plus Lap(``scale``) noise.
+
+    Pure (sensitivity/scale)-DP (Dwork & Roth 2014, Thm 3.6).
+    """
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _validate.positive("scale", self.scale))
+        object.__setattr__(self, "sensitivity", _validate.positive("sensitivity", self.sensitivity))
+
+    def pure_epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray:
+        return rdp_curves.laplace(alphas, self.pure_epsilon())
+
+    def to_dp_accounting(self):
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.scale / self.sensitivity)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gaussian(LeafEvent):
+    """Gaussian mechanism: sensitivity ``sensitivity`` plus N(0, ``sigma``^2) noise; (sensitivity/sigma)-GDP."""
+
+    sigma: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", _validate.positive("sigma", self.sigma))
+        object.__setattr__(self, "sensitivity", _validate.positive("sensitivity", self.sensitivity))
+
+    def gdp_mu(self) -> float:
+        return self.sensitivity / self.sigma
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray:
+        return rdp_curves.gaussian(alphas, self.gdp_mu())
+
+    def to_dp_accounting(self):
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma / self.sensitivity)
+
+
+@dataclasses.dataclass(frozen=True)
+class PureDP(LeafEvent):
+    """A release known only to be ``epsilon``-DP (its RDP curve is randomized response's)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _validate.positive("epsilon", self.epsilon))
+
+    def pure_epsilon(self) -> float:
+        return self.epsilon
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray:
+        return rdp_curves.randomized_response(alphas, self.epsilon)
+
+    def to_dp_accounting(self):
+        import dp_accounting
+
+        # Binary randomized response is the tight eps-DP mechanism (Kairouz, Oh & Viswanath 2015).
+        # dp_accounting's RR outputs a uniform bucket with probability p: eps = log((1 - p/2)/(p/2)).
+        return dp_accounting.RandomizedResponseDpEvent(
+            noise_parameter=2.0 / (1.0 + float(np.exp(self.epsilon))), num_buckets=2
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ApproxDP(LeafEvent):
+    """A release known only to be (``epsilon``, ``delta``)-DP."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _validate.nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", _validate.probability_closed("delta", self.delta))
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return self.epsilon, self.delta
+
+    def gdp_mu(self) -> None:
+        return None
+
+    def to_dp_accounting(self):
+        raise ValueError(
+            "dp_accounting has no event for a bare (epsilon, delta) guarantee; "
+            "compose ApproxDP events with accountants.PLDAccountant instead"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class GDP(LeafEvent):
+    """A release known to be ``mu``-Gaussian-DP (Dong, Roth & Su 2022)."""
+
+    mu: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", _validate.positive("mu", self.mu))
+
+    def gdp_mu(self) -> float:
+        return self.mu
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray:
+        return rdp_curves.gaussian(alphas, self.mu)
+
+    def to_dp_accounting(self):
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(noise_multiplier=1.0 / self.mu)
+
+
+@dataclasses.dataclass(frozen=True)
+class Composed(Event):
+    """Sequential (adaptive) composition of ``events``."""
+
+    events: tuple[Event, ...]
+
+    def __post_init__(self) -> None:
+        events = tuple(self.events)
+        for i, e in enumerate(events):
+            if not isinstance(e, Event):
+                raise ValueError(f"events[{i}] must be an accountants Event, got {type(e).__name__}")
+        object.__setattr__(self, "events", events)
+
+    def leaves(self) -> Iterator[tuple[LeafEvent, int]]:
+        for e in self.events:
+            yield from e.leaves()
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfComposed(Event):
+    """``count``-fold sequential composition of ``event`` with itself (``count`` may be 0)."""
+
+    event: Event
+    count: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event, Event):
+            raise ValueError(f"event must be an accountants Event, got {type(self.event).__name__}")
+        object.__setattr__(self, "count", _validate.count("count", self.count))
+
+    def leaves(self) -> Iterator[tuple[LeafEvent, int]]:
+        if self.count == 0:
+            return
+        for leaf, n in self.event.leaves():
+            yield leaf, n * self.count
+
+
+NO_EVENT = Composed(())
+"""The empty composition: a record that no release touched."""

@@ -1,0 +1,3 @@
+from privbandit.cli import main
+
+raise SystemExit(main())
