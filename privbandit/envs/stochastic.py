@@ -1,0 +1,95 @@
+"""Stochastic reward distributions on [0, 1]: Bernoulli, truncated exponential, clipped Gaussian."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.envs.base import BlockedRun, StationaryEnvironment
+
+_BLOCK = 1024
+
+
+class _InverseCdfRun(BlockedRun):
+    def __init__(self, env, replicates, rng):
+        super().__init__(replicates, rng, _BLOCK, normal=env._normal)
+        self._env = env
+
+    def rewards(self, t, arms):
+        return self._env._transform(self._variates(), arms)
+
+
+class Bernoulli(StationaryEnvironment):
+    """Bernoulli arms with success probabilities ``means`` in [0, 1] (all five source papers)."""
+
+    name = "bernoulli"
+    _normal = False
+
+    def __init__(self, means) -> None:
+        super().__init__(means)
+        if np.any((self.means < 0) | (self.means > 1)):
+            raise ValueError(f"Bernoulli means must lie in [0, 1], got {self.means.tolist()}")
+
+    def start(self, replicates, rng):
+        return _InverseCdfRun(self, replicates, rng)
+
+    def _transform(self, u, arms):
+        return (u < self.means[arms]).astype(float)
+
+
+class TruncatedExponential(StationaryEnvironment):
+    """Exponential rewards truncated to [0, 1]: density lambda e^(-lambda x) / (1 - e^(-lambda)).
+
+    Ou, Cummings & Avella Medina's second experiment uses rates [0.1, 1, 2, 5, 10]; the mean of a
+    rate-lambda arm is 1/lambda - e^(-lambda)/(1 - e^(-lambda)). Sampled by inverting the CDF.
+    """
+
+    name = "truncated_exponential"
+    _normal = False
+
+    def __init__(self, rates) -> None:
+        rates = np.asarray(rates, dtype=float)
+        if rates.ndim != 1 or rates.size < 2 or np.any(~(rates > 0)) or np.any(~np.isfinite(rates)):
+            raise ValueError(f"rates must be a 1-D sequence of at least 2 values in (0, inf), got {rates.tolist()}")
+        self.rates = rates
+        super().__init__(1.0 / rates - np.exp(-rates) / -np.expm1(-rates))
+        self._mass = -np.expm1(-rates)  # 1 - e^-lambda, the untruncated mass of [0, 1]
+
+    def start(self, replicates, rng):
+        return _InverseCdfRun(self, replicates, rng)
+
+    def _transform(self, u, arms):
+        lam = self.rates[arms]
+        return np.minimum(-np.log1p(-u * self._mass[arms]) / lam, 1.0)
+
+    def params(self):
+        return {"environment": self.name, "rates": self.rates.tolist()}
+
+
+class ClippedGaussian(StationaryEnvironment):
+    """Gaussian rewards N(loc_k, scale^2) clipped to [0, 1]; ``means`` are the clipped means."""
+
+    name = "clipped_gaussian"
+    _normal = True
+
+    def __init__(self, locs, scale: float = 0.1) -> None:
+        from scipy import stats
+
+        locs = np.asarray(locs, dtype=float)
+        if not np.isfinite(scale) or scale <= 0:
+            raise ValueError(f"scale must lie in (0, inf), got {scale!r}")
+        if locs.ndim != 1 or locs.size < 2 or np.any(~np.isfinite(locs)):
+            raise ValueError("locs must be a 1-D sequence of at least 2 finite values")
+        self.locs, self.scale = locs, float(scale)
+        # E[clip(X, 0, 1)] = E[X; 0<X<1] + P(X >= 1) for X ~ N(loc, scale^2).
+        a, b = (0 - locs) / scale, (1 - locs) / scale
+        inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
+        super().__init__(inside + stats.norm.sf(b))
+
+    def start(self, replicates, rng):
+        return _InverseCdfRun(self, replicates, rng)
+
+    def _transform(self, z, arms):
+        return np.clip(self.locs[arms] + self.scale * z, 0.0, 1.0)
+
+    def params(self):
+        return {"environment": self.name, "locs": self.locs.tolist(), "scale": self.scale}

@@ -1,0 +1,68 @@
+"""The policy contract.
+
+A :class:`Policy` is an immutable, validated configuration. It *decides* (through the
+:class:`PolicyRun` it starts) and *declares* its privacy schedule; it never computes an epsilon
+(DESIGN.md, "Layers"). A run holds state arrays of shape (replicates, arms) and advances all
+replicates in lock-step:
+
+* ``select(t)`` returns the arm of every replicate for round ``t`` (1-based), shape (replicates,);
+* ``update(t, arms, rewards)`` feeds back the rewards, already clipped to [0, 1] by the engine.
+
+Every noise draw of a private policy happens inside a mechanism of ``privbandit.mechanisms`` that
+reports it to the ledger the run was started with.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+
+from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
+
+
+class PolicyRun(abc.ABC):
+    """The state of one policy across lock-stepped replicates."""
+
+    @abc.abstractmethod
+    def select(self, t: int) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def update(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None: ...
+
+
+class Policy(abc.ABC):
+    """A bandit algorithm's configuration; subclasses document their source (paper, algorithm, eq.)."""
+
+    name: ClassVar[str] = "policy"
+    private: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def start(self, n_arms: int, replicates: int, horizon: int, rng: np.random.Generator,
+              ledger=None) -> PolicyRun:
+        """A fresh run; ``ledger`` (a ``privbandit.ledger.Ledger`` or None) receives every noise draw."""
+
+    def privacy_schedule(self, horizon: int, n_arms: int) -> PrivacySchedule:
+        """The worst-case per-record releases over ``horizon`` rounds; non-private by default."""
+        return NonPrivateSchedule()
+
+    def claimed_epsilon(self, horizon: int, n_arms: int, delta: float) -> float | None:
+        """The epsilon the source paper claims for this configuration (None if it claims none)."""
+        return None
+
+    def params(self) -> dict[str, Any]:
+        """The configuration, for result records."""
+        return {"policy": self.name}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "policy")
+        return f"{type(self).__name__}({args})"
+
+
+def check_arms(n_arms: int, horizon: int) -> None:
+    """Shared validation: at least two arms and a horizon of at least one round per arm."""
+    if n_arms < 2:
+        raise ValueError(f"n_arms must be >= 2, got {n_arms}")
+    if horizon < n_arms:
+        raise ValueError(f"horizon must be >= n_arms ({n_arms}), got {horizon}")

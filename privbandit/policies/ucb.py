@@ -1,0 +1,117 @@
+"""Non-private UCB baselines: UCB1 and KL-UCB.
+
+* UCB1 — Auer, Cesa-Bianchi & Fischer (2002), "Finite-time Analysis of the Multiarmed Bandit
+  Problem", Machine Learning 47, Fig. 1: play each arm once, then argmax mean + sqrt(2 ln t / n).
+* KL-UCB — Garivier & Cappé (2011), "The KL-UCB Algorithm for Bounded Stochastic Bandits and
+  Beyond", COLT, Algorithm 1 with the Bernoulli divergence: argmax of
+  max{q in [mean, 1] : n kl(mean, q) <= ln t + c ln ln t}.
+
+Ties are broken toward the lowest arm index (deterministic, like ``numpy.argmax``).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+from scipy import special
+
+from privbandit.policies.base import Policy, PolicyRun, check_arms
+
+
+class _CountingRun(PolicyRun):
+    """Shared state: per-replicate, per-arm reward sums and pull counts; round-robin start."""
+
+    def __init__(self, n_arms: int, replicates: int):
+        self.n_arms = n_arms
+        self.rows = np.arange(replicates)
+        self.sums = np.zeros((replicates, n_arms))
+        self.counts = np.zeros((replicates, n_arms))
+
+    def update(self, t, arms, rewards):
+        self.sums[self.rows, arms] += rewards
+        self.counts[self.rows, arms] += 1
+
+    def select(self, t):
+        if t <= self.n_arms:
+            return np.full(self.rows.size, t - 1, dtype=np.intp)
+        return np.argmax(self.index(t), axis=1)
+
+    @abc.abstractmethod
+    def index(self, t: int) -> np.ndarray:
+        """The (replicates, arms) index whose argmax is played in round ``t`` > n_arms."""
+
+
+class _UCB1Run(_CountingRun):
+    def index(self, t):
+        return self.sums / self.counts + np.sqrt(2.0 * np.log(t) / self.counts)
+
+
+class UCB1(Policy):
+    """UCB1 (Auer et al. 2002, Fig. 1). Non-private."""
+
+    name = "ucb1"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _UCB1Run(n_arms, replicates)
+
+
+def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """kl(p, q) = p ln(p/q) + (1-p) ln((1-p)/(1-q)), with 0 ln 0 = 0; q clipped inside (0, 1)."""
+    tiny = 1e-15
+    q = np.clip(q, tiny, 1 - tiny)
+    return special.xlogy(p, p) - special.xlogy(p, q) + special.xlogy(1 - p, 1 - p) - special.xlogy(1 - p, 1 - q)
+
+
+class _KLUCBRun(_CountingRun):
+    def __init__(self, n_arms, replicates, c, iterations):
+        super().__init__(n_arms, replicates)
+        self.c, self.iterations = c, iterations
+
+    def index(self, t):
+        mean = self.sums / self.counts
+        p = np.minimum(mean, 1.0 - 1e-9)  # the index of a mean of 1 is 1 (set below)
+        budget = (np.log(t) + self.c * np.log(max(np.log(t), 1.0))) / self.counts
+        # g(q) = kl(p, q) - budget is convex and increasing on [p, 1). Newton's method started to the
+        # right of the root (Pinsker: kl(p, q) >= 2 (q - p)^2, so the root is <= p + sqrt(budget/2))
+        # decreases monotonically to the root and never crosses it.
+        entropy = special.xlogy(p, p) + special.xlogy(1 - p, 1 - p)
+        # Newton's method in y = -ln(1 - q): g(y) = kl(p, q(y)) - budget is convex and increasing
+        # for q > p and nearly linear for large y (where kl blows up in q), so Newton started to the
+        # right of the root converges fast and monotonically from above (never below the index).
+        q0 = np.minimum(1.0 - 1e-12, p + np.sqrt(budget / 2.0))
+        y = -np.log1p(-q0)
+        for _ in range(self.iterations):
+            q = -np.expm1(-y)
+            g = entropy - p * np.log(q) + (1 - p) * y - budget
+            slope = (q - p) / q  # dg/dy = dg/dq * (1 - q) = (q - p) / q
+            step = np.divide(g, slope, out=np.zeros_like(g), where=slope > 0)
+            y = np.maximum(-np.log1p(-p), y - np.maximum(step, 0.0))
+        q = -np.expm1(-y)
+        return np.where(mean >= 1.0 - 1e-9, 1.0, q)
+
+
+class KLUCB(Policy):
+    """KL-UCB (Garivier & Cappé 2011, Alg. 1, Bernoulli kl). Non-private.
+
+    ``c`` is the ln ln t exploration constant (the paper's theory uses c = 3; c = 0 is the usual
+    practical choice and the default); ``iterations`` is the number of Newton steps toward the index
+    (from above, so a truncated iteration errs toward more exploration).
+    """
+
+    name = "kl_ucb"
+
+    def __init__(self, c: float = 0.0, iterations: int = 8):
+        if not np.isfinite(c) or c < 0:
+            raise ValueError(f"c must lie in [0, inf), got {c!r}")
+        if int(iterations) != iterations or not 1 <= iterations <= 60:
+            raise ValueError(f"iterations must be a whole number in [1, 60], got {iterations!r}")
+        self.c, self.iterations = float(c), int(iterations)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _KLUCBRun(n_arms, replicates, self.c, self.iterations)
+
+    def params(self):
+        return {"policy": self.name, "c": self.c, "iterations": self.iterations}

@@ -1,0 +1,103 @@
+"""Privacy schedules: the worst-case multiset of releases one record can be part of in t rounds.
+
+A policy declares its schedule; ``privbandit.budget`` evaluates it before a run and the engine
+evaluates the same function at every checkpoint of a run (the *live certificate*). A schedule is
+data-independent: it bounds every pair of neighbouring reward streams and every transcript
+(DESIGN.md, "Certified (eps, delta) at round t").
+
+Schedules must be monotone in t (more rounds never shrink the worst case); :meth:`curve` relies on
+it to fill the rounds between evaluated points with the value of the next evaluated point, which is
+a valid upper bound.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from accountants import Certificate, Event, GDPAccountant, best_delta, best_epsilon
+from accountants.events import NO_EVENT
+
+
+class PrivacySchedule(abc.ABC):
+    """Worst-case per-record composition as a function of the number of rounds."""
+
+    @abc.abstractmethod
+    def events(self, rounds: int) -> Event:
+        """The multiset of releases the worst record can be part of in the first ``rounds`` rounds."""
+
+    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
+        """Certified epsilon at ``delta`` after ``rounds`` rounds (minimum over accountants)."""
+        return best_epsilon(self.events(rounds), delta, accountants)
+
+    def delta(self, rounds: int, epsilon: float, accountants=None) -> Certificate:
+        """Certified delta at ``epsilon`` after ``rounds`` rounds (minimum over accountants)."""
+        return best_delta(self.events(rounds), epsilon, accountants)
+
+    def mu(self, rounds: int) -> float:
+        """GDP mu of the worst record after ``rounds`` rounds (inf when some release is not GDP)."""
+        acc = GDPAccountant()
+        ev = self.events(rounds)
+        if not acc.supports(ev):
+            return math.inf
+        return acc.compose(ev).mu()
+
+    def curve(self, rounds: Sequence[int] | np.ndarray, delta: float, accountants=None,
+              max_evaluations: int = 64) -> np.ndarray:
+        """Certified epsilon at each entry of ``rounds``, a valid upper bound at every entry.
+
+        At most ``max_evaluations`` distinct round counts are certified exactly (a geometric grid
+        that always contains the largest requested round); every other entry takes the value at
+        the next evaluated round above it, valid because the schedule is monotone in t.
+        """
+        rounds = np.asarray(rounds, dtype=np.int64)
+        if rounds.size == 0:
+            return np.empty(0)
+        if np.any(rounds < 0):
+            raise ValueError("rounds must be >= 0")
+        unique = np.unique(rounds)
+        if unique.size > max_evaluations:
+            grid = np.unique(np.geomspace(max(1, unique[0]), unique[-1], max_evaluations).astype(np.int64))
+            grid = np.union1d(grid, [unique[-1]])
+            grid = grid[grid >= unique[0]]
+        else:
+            grid = unique
+        values = np.array([self._epsilon_value(int(r), delta, accountants) for r in grid])
+        values = np.maximum.accumulate(values)  # guard monotonicity against numerical jitter
+        idx = np.searchsorted(grid, rounds, side="left")
+        return values[idx]
+
+    def _epsilon_value(self, rounds: int, delta: float, accountants) -> float:
+        if rounds == 0:
+            return 0.0
+        return self.epsilon(rounds, delta, accountants).value
+
+
+@dataclasses.dataclass(frozen=True)
+class EventSchedule(PrivacySchedule):
+    """A schedule given by a function ``rounds -> Event``."""
+
+    function: Callable[[int], Event]
+
+    def events(self, rounds: int) -> Event:
+        return self.function(rounds) if rounds > 0 else NO_EVENT
+
+
+class NonPrivateSchedule(PrivacySchedule):
+    """A policy that publishes raw statistics: no finite certificate exists."""
+
+    def events(self, rounds: int) -> Event:
+        raise ValueError("a non-private policy has no privacy events; its certified epsilon is inf")
+
+    def epsilon(self, rounds, delta, accountants=None) -> Certificate:
+        return Certificate(math.inf if rounds > 0 else 0.0, "non-private", {})
+
+    def delta(self, rounds, epsilon, accountants=None) -> Certificate:
+        return Certificate(1.0 if rounds > 0 else 0.0, "non-private", {})
+
+    def mu(self, rounds: int) -> float:
+        return math.inf if rounds > 0 else 0.0

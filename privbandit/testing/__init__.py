@@ -1,0 +1,1 @@
+"""Plain per-round reference implementations, for verification and benchmarks (not for speed)."""

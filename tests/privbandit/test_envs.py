@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from privbandit.envs import Bernoulli, ClippedGaussian, RewardTable, TruncatedExponential
+
+
+def _draw(env, arm, n, seed=0):
+    run = env.start(n, np.random.default_rng(seed))
+    return run.rewards(1, np.full(n, arm))
+
+
+def test_bernoulli_frequency_within_binomial_tolerance():
+    env = Bernoulli([0.3, 0.8])
+    x = _draw(env, 1, 200_000)
+    sd = np.sqrt(0.8 * 0.2 / x.size)
+    assert set(np.unique(x)) == {0.0, 1.0}
+    assert abs(x.mean() - 0.8) < 5 * sd
+
+
+def test_truncated_exponential_matches_its_cdf():
+    rates = [0.1, 1, 2, 5, 10]
+    env = TruncatedExponential(rates)
+    np.testing.assert_allclose(env.means, [0.492, 0.418, 0.343, 0.193, 0.1], atol=1e-3)
+    for arm, lam in enumerate(rates):
+        x = _draw(env, arm, 20_000, seed=arm)
+        assert x.min() >= 0 and x.max() <= 1
+        cdf = lambda v, lam=lam: -np.expm1(-lam * np.asarray(v)) / -np.expm1(-lam)
+        assert stats.kstest(x, cdf).pvalue > 1e-3
+
+
+def test_clipped_gaussian_mean_matches_closed_form():
+    env = ClippedGaussian([0.05, 0.5, 0.97], scale=0.2)
+    for arm in range(3):
+        x = _draw(env, arm, 200_000, seed=10 + arm)
+        assert x.min() >= 0 and x.max() <= 1
+        assert abs(x.mean() - env.means[arm]) < 5 * x.std() / np.sqrt(x.size)
+
+
+def test_reward_table_replays_rows_and_uses_best_fixed_arm():
+    table = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    env = RewardTable(table)
+    run = env.start(2, np.random.default_rng(0))
+    np.testing.assert_array_equal(run.rewards(2, np.array([0, 1])), [0.0, 1.0])
+    np.testing.assert_array_equal(env.best(np.array([1, 2, 3])), [0.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="beyond"):
+        run.rewards(4, np.array([0, 1]))
+
+
+@pytest.mark.parametrize("factory, match", [
+    (lambda: Bernoulli([0.5]), "means"),
+    (lambda: Bernoulli([0.5, 1.5]), "means"),
+    (lambda: TruncatedExponential([1.0, -2.0]), "rates"),
+    (lambda: ClippedGaussian([0.2, 0.4], scale=0.0), "scale"),
+    (lambda: RewardTable(np.ones(3)), "table"),
+])
+def test_bad_environment_parameters(factory, match):
+    with pytest.raises(ValueError, match=match):
+        factory()
