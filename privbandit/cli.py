@@ -1,15 +1,92 @@
-"""The ``privbandit`` command line. Subcommands grow with the toolkit; ``demo`` is the README's main job."""
+"""The ``privbandit`` command line.
+
+* ``privbandit demo`` — the README's main job: a short private-bandit run on an embedded default,
+  printing regret next to the certified epsilon.
+* ``privbandit run POLICY --arms ... --horizon ... --replicates ... --seed ...`` — simulate a policy
+  and print final regret (with a 95% band), certified epsilon at ``--delta`` and the realized spend.
+* ``privbandit certify --epsilon E --releases N`` — certify N Laplace releases with every accountant.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
 import privbandit
 
+FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 
-def _demo(args: argparse.Namespace) -> int:
+
+def _parse_params(items: Sequence[str]) -> dict:
+    params = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"--param takes NAME=VALUE, got {item!r}")
+        key, raw = item.split("=", 1)
+        for cast in (int, float):
+            try:
+                params[key] = cast(raw)
+                break
+            except ValueError:
+                continue
+        else:
+            params[key] = {"true": True, "false": False}.get(raw.lower(), raw)
+    return params
+
+
+def _environment(args):
+    from privbandit.envs import Bernoulli, TruncatedExponential
+
+    if args.env == "bernoulli":
+        return Bernoulli(args.arms or FIVE_ARMS)
+    return TruncatedExponential(args.arms or [0.1, 1, 2, 5, 10])
+
+
+def _print_table(rows: list[dict]) -> None:
+    header = f"{'policy':<26} {'regret (95% band)':>26} {'certified eps':>14} {'realized eps':>13} {'claimed eps':>12}"
+    print(header)
+    print("-" * len(header))
+    for s in rows:
+        band = f"{s['regret']:.1f} [{s['regret_lower']:.1f}, {s['regret_upper']:.1f}]"
+        cert = "inf (non-private)" if math.isinf(s["certified_epsilon"]) else f"{s['certified_epsilon']:.4g}"
+        real = "-" if s["realized_epsilon_max"] is None else f"{s['realized_epsilon_max']:.4g}"
+        claim = "-" if s["claimed_epsilon"] is None else f"{s['claimed_epsilon']:.4g}"
+        print(f"{s['label']:<26} {band:>26} {cert:>14} {real:>13} {claim:>12}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from privbandit.engine import simulate
+    from privbandit.policies import make_policy
+
+    params = _parse_params(args.param)
+    if args.epsilon is not None:
+        params["epsilon"] = args.epsilon
+    policy = make_policy(args.policy, **params)
+    env = _environment(args)
+    result = simulate(policy, env, args.horizon, args.replicates, seed=args.seed, delta=args.delta,
+                      progress=None if not args.quiet else False)
+    summary = result.summary() | {"label": repr(policy)[:26]}
+    print(f"{env.name} arms={env.means.round(4).tolist()} horizon={args.horizon} "
+          f"replicates={args.replicates} seed={args.seed} delta={args.delta:g}")
+    _print_table([summary])
+    if math.isfinite(summary["certified_epsilon"]):
+        print(f"certified by: {summary['certified_by']}")
+    if args.save:
+        print(f"saved {result.save(args.save)}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = result.plot()
+        ax.figure.tight_layout()
+        ax.figure.savefig(args.plot, dpi=120)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def _certify(args: argparse.Namespace) -> int:
     from accountants import Laplace, best_epsilon
 
     event = Laplace(scale=1.0 / args.epsilon) * args.releases
@@ -23,15 +100,41 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from privbandit.demo import run_demo
+
+    return run_demo(quick=args.quick)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="privbandit", description=__doc__)
+    parser = argparse.ArgumentParser(prog="privbandit", description="Privacy accounting for private bandits.")
     parser.add_argument("--version", action="version", version=f"privbandit {privbandit.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="certify an embedded default configuration")
-    demo.add_argument("--epsilon", type=float, default=0.1, help="per-release epsilon (default 0.1)")
-    demo.add_argument("--releases", type=int, default=1000, help="number of releases (default 1000)")
-    demo.add_argument("--delta", type=float, default=1e-6, help="target delta (default 1e-6)")
+
+    demo = sub.add_parser("demo", help="run the embedded default: private and non-private policies, regret and certified epsilon")
+    demo.add_argument("--quick", action="store_true", help="a smaller horizon, for smoke tests")
     demo.set_defaults(func=_demo)
+
+    run = sub.add_parser("run", help="simulate a policy and print regret next to its certified epsilon")
+    run.add_argument("policy", help="policy name (see privbandit.policies.REGISTRY)")
+    run.add_argument("--arms", type=float, nargs="+", help="arm means (bernoulli) or rates (truncated-exponential); default: the 5-arm instance")
+    run.add_argument("--env", choices=["bernoulli", "truncated-exponential"], default="bernoulli")
+    run.add_argument("--horizon", type=int, default=10_000)
+    run.add_argument("--replicates", type=int, default=100)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--epsilon", type=float, help="the policy's privacy parameter, as its paper defines it")
+    run.add_argument("--delta", type=float, default=1e-6, help="delta of the reported certificate (default 1e-6)")
+    run.add_argument("--param", action="append", metavar="NAME=VALUE", help="another policy parameter (repeatable)")
+    run.add_argument("--save", help="write the per-round results to a .parquet or .csv file")
+    run.add_argument("--plot", help="write a regret / certified-epsilon plot to this image file")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_run)
+
+    cert = sub.add_parser("certify", help="certify N Laplace releases with every accountant")
+    cert.add_argument("--epsilon", type=float, default=0.1, help="per-release epsilon (default 0.1)")
+    cert.add_argument("--releases", type=int, default=1000, help="number of releases (default 1000)")
+    cert.add_argument("--delta", type=float, default=1e-6, help="target delta (default 1e-6)")
+    cert.set_defaults(func=_certify)
     return parser
 
 

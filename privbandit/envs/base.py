@@ -25,6 +25,8 @@ class Environment(abc.ABC):
     """A bandit instance: ``n_arms`` arms and their expected rewards."""
 
     name: str = "environment"
+    #: True when every reward lies in [0, 1] by construction, so the engine need not clip.
+    rewards_in_unit_interval: bool = False
 
     @property
     @abc.abstractmethod
@@ -47,6 +49,8 @@ class Environment(abc.ABC):
 
 class StationaryEnvironment(Environment):
     """Arms with fixed reward distributions on [0, 1], described by their ``means``."""
+
+    rewards_in_unit_interval = True
 
     def __init__(self, means) -> None:
         means = np.asarray(means, dtype=float)

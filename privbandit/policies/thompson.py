@@ -13,21 +13,30 @@ from privbandit.policies.base import Policy, PolicyRun, check_arms
 
 
 class _BetaTSRun(PolicyRun):
+    _BLOCK = 1024
+
     def __init__(self, n_arms, replicates, rng):
         self.rng = rng
-        self.rows = np.arange(replicates)
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.alpha = np.ones((replicates, n_arms))
         self.beta = np.ones((replicates, n_arms))
+        self._uniforms = np.empty((0, replicates))
+        self._pos = 0
 
     def select(self, t):
         return np.argmax(self.rng.beta(self.alpha, self.beta), axis=1)
 
     def update(self, t, arms, rewards):
-        binary = (rewards == 0) | (rewards == 1)
-        if not binary.all():  # Agrawal & Goyal's Bernoulli trick for fractional rewards
-            rewards = np.where(binary, rewards, self.rng.random(rewards.shape) < rewards).astype(float)
-        self.alpha[self.rows, arms] += rewards
-        self.beta[self.rows, arms] += 1.0 - rewards
+        # Agrawal & Goyal's Bernoulli trick: success with probability r. For r in {0, 1} it is the
+        # identity (u < 1 always, u < 0 never), so Bernoulli rewards are used as observed.
+        if self._pos == self._uniforms.shape[0]:
+            self._uniforms = self.rng.random((self._BLOCK, self.offsets.size))
+            self._pos = 0
+        success = self._uniforms[self._pos] < rewards
+        self._pos += 1
+        flat = self.offsets + arms
+        self.alpha.ravel()[flat] += success
+        self.beta.ravel()[flat] += ~success
 
 
 class BetaTS(Policy):

@@ -25,12 +25,14 @@ class _CountingRun(PolicyRun):
     def __init__(self, n_arms: int, replicates: int):
         self.n_arms = n_arms
         self.rows = np.arange(replicates)
+        self.offsets = self.rows * n_arms  # flat index of (replicate, arm 0)
         self.sums = np.zeros((replicates, n_arms))
         self.counts = np.zeros((replicates, n_arms))
 
     def update(self, t, arms, rewards):
-        self.sums[self.rows, arms] += rewards
-        self.counts[self.rows, arms] += 1
+        flat = self.offsets + arms
+        self.sums.ravel()[flat] += rewards
+        self.counts.ravel()[flat] += 1
 
     def select(self, t):
         if t <= self.n_arms:

@@ -1,0 +1,130 @@
+"""Engine throughput: simulated pulls per second, as ratios measured in one run.
+
+For Beta-TS and UCB1 on the 5-arm instance [0.75, 0.625, 0.5, 0.375, 0.25] with 100 replicates:
+
+* privbandit's vectorised engine;
+* (a) a plain per-round Python loop (``privbandit.testing.reference``, one replicate at a time);
+* (b) the raw numpy cost of drawing the same random numbers in bulk (the practical limit): one
+  Beta(a, b) per arm and one uniform per replicate per round for TS (at the parameters of a real
+  run's final state), one uniform per replicate per round for UCB1;
+* (c) peer libraries where they install and run on current numpy: MABWiser, and SMPyBandits 0.9.7
+  (which imports ``scipy.special.btdtri``, removed from SciPy; this script aliases it to the
+  identical ``betaincinv`` before importing it, and says so).
+
+Usage: ``python bench/bench_engine.py [--horizon 20000] [--replicates 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+
+from privbandit.engine import simulate
+from privbandit.envs import Bernoulli
+from privbandit.policies import BetaTS, UCB1
+from privbandit.testing import reference
+
+MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
+
+
+def engine_rate(policy, horizon, replicates):
+    start = time.perf_counter()
+    simulate(policy, Bernoulli(MEANS), horizon, replicates, seed=0, progress=False)
+    return horizon * replicates / (time.perf_counter() - start)
+
+
+def plain_rate(fn, horizon, runs):
+    rng = random.Random(0)
+    start = time.perf_counter()
+    for _ in range(runs):
+        fn(MEANS, horizon, rng)
+    return horizon * runs / (time.perf_counter() - start)
+
+
+def raw_rng_rate(kind, horizon, replicates, state=None):
+    rng = np.random.default_rng(0)
+    block = 500
+    start = time.perf_counter()
+    for _ in range(horizon // block):
+        if kind == "ts":
+            a = np.broadcast_to(state[0], (block,) + state[0].shape)
+            b = np.broadcast_to(state[1], (block,) + state[1].shape)
+            rng.beta(a, b)
+        rng.random((block, replicates))
+    return (horizon // block) * block * replicates / (time.perf_counter() - start)
+
+
+def mabwiser_rate(kind, pulls):
+    try:
+        from mabwiser.mab import MAB, LearningPolicy
+    except ImportError:
+        return None, "not installed (pip install mabwiser)"
+    lp = LearningPolicy.ThompsonSampling() if kind == "ts" else LearningPolicy.UCB1(alpha=np.sqrt(2))
+    mab = MAB(arms=list(range(5)), learning_policy=lp, seed=0)
+    mab.fit(decisions=list(range(5)), rewards=[1, 0, 1, 0, 1])
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(pulls):
+        arm = mab.predict()
+        mab.partial_fit([arm], [int(rng.random() < MEANS[arm])])
+    return pulls / (time.perf_counter() - start), "MABWiser " + __import__("importlib.metadata").metadata.version("mabwiser")
+
+
+def smpybandits_rate(kind, pulls):
+    try:
+        import scipy.special
+
+        if not hasattr(scipy.special, "btdtri"):
+            scipy.special.btdtri = scipy.special.betaincinv  # same function; removed in SciPy 1.14
+        from SMPyBandits.Policies import UCB, Thompson
+    except ImportError as exc:
+        return None, f"not runnable ({exc})"
+    policy = Thompson(5) if kind == "ts" else UCB(5)
+    policy.startGame()
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(pulls):
+        arm = policy.choice()
+        policy.getReward(arm, float(rng.random() < MEANS[arm]))
+    return pulls / (time.perf_counter() - start), "SMPyBandits 0.9.7 (btdtri shim)"
+
+
+def final_ts_state(horizon, replicates):
+    """Beta parameters at the end of a real run (the RNG cost depends on them)."""
+    pulls = simulate(BetaTS(), Bernoulli(MEANS), horizon, replicates, seed=1, progress=False).pulls
+    successes = pulls * np.asarray(MEANS)
+    return 1 + successes, 1 + pulls - successes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--horizon", type=int, default=20_000)
+    parser.add_argument("--replicates", type=int, default=100)
+    args = parser.parse_args()
+    T, R = args.horizon, args.replicates
+    state = final_ts_state(T, R)
+    rows = []
+    for kind, policy, plain in (("ts", BetaTS(), reference.beta_ts), ("ucb", UCB1(), reference.ucb1)):
+        ours = engine_rate(policy, T, R)
+        loop = plain_rate(plain, T, 3)
+        raw = raw_rng_rate(kind, T, R, state)
+        mw, mw_note = mabwiser_rate(kind, 3_000)
+        smpy, smpy_note = smpybandits_rate(kind, 20_000)
+        rows.append((policy.name, ours, loop, raw, mw, mw_note, smpy, smpy_note))
+    print(f"horizon {T}, {R} replicates, 5 Bernoulli arms; pulls per second (ratio = ours / other)\n")
+    print("| policy | privbandit | plain loop | ours/loop | raw RNG limit | ours/raw | MABWiser | ours/MABWiser | SMPyBandits | ours/SMPyBandits |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, ours, loop, raw, mw, _, smpy, _ in rows:
+        mw_s = f"{mw:.3g} | {ours / mw:.0f}x" if mw else "n/a | n/a"
+        sm_s = f"{smpy:.3g} | {ours / smpy:.0f}x" if smpy else "n/a | n/a"
+        print(f"| {name} | {ours:.3g} | {loop:.3g} | {ours / loop:.0f}x | {raw:.3g} | {ours / raw:.0%} | {mw_s} | {sm_s} |")
+    print()
+    for row in rows[:1]:
+        print(f"peers: {row[5]}; {row[7]}")
+
+
+if __name__ == "__main__":
+    main()

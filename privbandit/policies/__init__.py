@@ -1,0 +1,37 @@
+"""Bandit policies: non-private baselines and the private algorithms of the source papers.
+
+``REGISTRY`` maps the command-line name of every policy to its class; ``make_policy`` builds one
+from keyword parameters (the class validates them).
+"""
+
+from __future__ import annotations
+
+from privbandit.policies.base import Policy, PolicyRun
+from privbandit.policies.thompson import BetaTS
+from privbandit.policies.ucb import KLUCB, UCB1
+
+REGISTRY: dict[str, type[Policy]] = {
+    UCB1.name: UCB1,
+    KLUCB.name: KLUCB,
+    BetaTS.name: BetaTS,
+}
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    """Add a policy class to ``REGISTRY`` under its ``name`` (usable as a decorator)."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def make_policy(name: str, **params) -> Policy:
+    """The policy registered as ``name``, configured with ``params``."""
+    key = name.replace("-", "_").lower()
+    if key not in REGISTRY:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    try:
+        return REGISTRY[key](**params)
+    except TypeError as exc:  # unknown keyword: say which parameters exist
+        raise ValueError(f"bad parameters for {key}: {exc}") from None
+
+
+__all__ = ["Policy", "PolicyRun", "BetaTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
