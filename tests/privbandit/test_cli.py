@@ -1,0 +1,30 @@
+import subprocess
+import sys
+
+from privbandit.cli import main
+
+
+def test_run_prints_regret_and_certificate(capsys, tmp_path):
+    out_csv = tmp_path / "r.csv"
+    assert main(["run", "ucb1", "--horizon", "300", "--replicates", "4", "--quiet", "--save", str(out_csv)]) == 0
+    text = capsys.readouterr().out
+    assert "regret" in text and "inf (non-private)" in text
+    assert out_csv.exists() and (tmp_path / "r.csv.json").exists()
+
+
+def test_bad_input_is_a_clear_error(capsys):
+    assert main(["run", "no_such_policy", "--horizon", "100"]) == 2
+    assert "unknown policy" in capsys.readouterr().err
+    assert main(["run", "ucb1", "--horizon", "2", "--quiet"]) == 2
+    assert "horizon" in capsys.readouterr().err
+
+
+def test_demo_quick_runs_as_a_command():
+    proc = subprocess.run([sys.executable, "-m", "privbandit", "demo", "--quick"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "certified eps" in proc.stdout
+
+
+def test_certify_lists_accountants(capsys):
+    assert main(["certify", "--epsilon", "0.5", "--releases", "10"]) == 0
+    assert "best:" in capsys.readouterr().out
