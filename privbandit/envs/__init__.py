@@ -3,6 +3,7 @@
 from privbandit.envs.base import Environment, EnvironmentRun, StationaryEnvironment
 from privbandit.envs.stochastic import Bernoulli, ClippedGaussian, TruncatedExponential
 from privbandit.envs.table import RewardTable
+from privbandit.envs.tape import RewardTape
 
 __all__ = ["Environment", "EnvironmentRun", "StationaryEnvironment", "Bernoulli", "ClippedGaussian",
-           "TruncatedExponential", "RewardTable"]
+           "TruncatedExponential", "RewardTable", "RewardTape"]

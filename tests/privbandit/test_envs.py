@@ -57,3 +57,15 @@ def test_reward_table_replays_rows_and_uses_best_fixed_arm():
 def test_bad_environment_parameters(factory, match):
     with pytest.raises(ValueError, match=match):
         factory()
+
+
+def test_reward_tape_pays_the_jth_pull_of_each_arm():
+    from privbandit.envs import RewardTape
+
+    env = RewardTape([[0.1, 0.2, 0.3], [0.9, 0.8, 0.7]])
+    run = env.start(2, np.random.default_rng(0))
+    np.testing.assert_allclose(run.rewards(1, np.array([0, 1])), [0.1, 0.9])
+    np.testing.assert_allclose(run.rewards(2, np.array([0, 0])), [0.2, 0.1])
+    np.testing.assert_allclose(run.rewards(3, np.array([0, 0])), [0.3, 0.2])
+    with pytest.raises(ValueError, match="tape"):
+        run.rewards(4, np.array([0, 0]))
