@@ -6,6 +6,7 @@ vocabulary; each accountant is a small module with the same interface
 """
 
 from accountants.base import Accountant, UnsupportedEventError
+from accountants.advanced import AdvancedCompositionAccountant, advanced_composition_epsilon
 from accountants.best import Certificate, best_delta, best_epsilon
 from accountants.calibrate import Calibration, UnreachableTargetError, calibrate
 from accountants.events import (
@@ -20,10 +21,18 @@ from accountants.events import (
     SelfComposed,
 )
 from accountants.gdp import GDPAccountant
+from accountants.interop import from_dp_accounting, to_dp_accounting
+from accountants.kov import KOVHeterogeneousAccountant
+from accountants.optimal import OptimalHomogeneousAccountant
+from accountants.pld import PLDAccountant
 from accountants.pure import PureAccountant
+from accountants.rdp import RDPAccountant
 
 __all__ = [
     "Accountant", "UnsupportedEventError", "Certificate", "best_delta", "best_epsilon",
     "Calibration", "UnreachableTargetError", "calibrate", "GDP", "ApproxDP", "Composed", "Event",
     "Gaussian", "Laplace", "LeafEvent", "PureDP", "SelfComposed", "GDPAccountant", "PureAccountant",
+    "AdvancedCompositionAccountant", "advanced_composition_epsilon", "KOVHeterogeneousAccountant",
+    "OptimalHomogeneousAccountant", "RDPAccountant", "PLDAccountant", "to_dp_accounting",
+    "from_dp_accounting",
 ]

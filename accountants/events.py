@@ -24,9 +24,9 @@ from accountants import _validate, gdp_conversion, rdp_curves
 class Event(abc.ABC):
     """A privacy-loss event. Leaves describe one release; ``Composed``/``SelfComposed`` combine them."""
 
+    @abc.abstractmethod
     def leaves(self) -> Iterator[tuple["LeafEvent", int]]:
         """Yield ``(leaf, count)`` pairs whose sequential composition is this event."""
-        raise NotImplementedError  # pragma: no cover - every concrete class overrides
 
     def grouped(self) -> dict["LeafEvent", int]:
         """The multiset of leaves: identical leaves merged with their counts added."""
@@ -72,9 +72,9 @@ class LeafEvent(Event):
         """RDP epsilon at each order in ``alphas`` (all > 1), or None."""
         return None
 
+    @abc.abstractmethod
     def to_dp_accounting(self):  # -> dp_accounting.DpEvent
         """The equivalent ``dp_accounting`` event (see :mod:`accountants.interop`)."""
-        raise NotImplementedError  # pragma: no cover - every concrete class overrides
 
 
 @dataclasses.dataclass(frozen=True)

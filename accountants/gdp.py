@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from accountants import _validate, gdp_conversion
+from accountants._sums import CompensatedSum
 from accountants.base import Accountant
 from accountants.events import LeafEvent
 
@@ -22,14 +23,30 @@ class GDPAccountant(Accountant):
     name = "gdp"
 
     def __init__(self) -> None:
-        self.sum_mu_squared = 0.0
+        self._sum = CompensatedSum()
+        self._mu_cache: dict[LeafEvent, float | None] = {}
+
+    def _leaf_mu(self, leaf: LeafEvent) -> float | None:
+        # memoised: the pure-DP conversion costs a scipy call, and the same leaf recurs
+        try:
+            return self._mu_cache[leaf]
+        except KeyError:
+            if len(self._mu_cache) >= 4096:
+                self._mu_cache.clear()
+            mu = self._mu_cache[leaf] = leaf.gdp_mu()
+            return mu
 
     def _supports_leaf(self, leaf: LeafEvent) -> bool:
-        return leaf.gdp_mu() is not None
+        return self._leaf_mu(leaf) is not None
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
-        mu = leaf.gdp_mu()
-        self.sum_mu_squared += mu * mu * count
+        mu = self._leaf_mu(leaf)
+        self._sum.add(mu * mu * count)
+
+    @property
+    def sum_mu_squared(self) -> float:
+        """sum mu_i^2, compensated and rounded up so it is never below the exact sum."""
+        return self._sum.upper()
 
     def mu(self) -> float:
         """The composed GDP parameter sqrt(sum mu_i^2)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from accountants import _validate
+from accountants._sums import CompensatedSum
 from accountants.base import Accountant
 from accountants.events import LeafEvent
 
@@ -21,16 +22,26 @@ class PureAccountant(Accountant):
     name = "pure"
 
     def __init__(self) -> None:
-        self.total_epsilon = 0.0
-        self.total_delta = 0.0
+        self._eps = CompensatedSum()
+        self._delta = CompensatedSum()
+
+    @property
+    def total_epsilon(self) -> float:
+        """sum eps_i, compensated and rounded up (never below the exact sum)."""
+        return self._eps.upper()
+
+    @property
+    def total_delta(self) -> float:
+        """sum delta_i, compensated and rounded up."""
+        return self._delta.upper()
 
     def _supports_leaf(self, leaf: LeafEvent) -> bool:
         return leaf.epsilon_delta() is not None
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
         eps, delta = leaf.epsilon_delta()
-        self.total_epsilon += eps * count
-        self.total_delta += delta * count
+        self._eps.add(eps * count)
+        self._delta.add(delta * count)
 
     def epsilon(self, delta: float) -> float:
         """sum eps_i if ``delta`` >= sum delta_i, else ``inf`` (basic composition says nothing)."""
