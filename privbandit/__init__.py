@@ -6,3 +6,8 @@ environments, the simulation engine, budgets, audits and the command line.
 """
 
 __version__ = "0.1.0"
+
+
+from privbandit.engine import simulate  # noqa: E402  (the main entry point)
+
+__all__ = ["simulate", "__version__"]

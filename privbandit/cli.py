@@ -4,6 +4,9 @@
   printing regret next to the certified epsilon.
 * ``privbandit run POLICY --arms ... --horizon ... --replicates ... --seed ...`` — simulate a policy
   and print final regret (with a 95% band), certified epsilon at ``--delta`` and the realized spend.
+* ``privbandit budget POLICY --horizon T [--param k=v]`` — certified epsilon per accountant and the
+  paper's claim; ``privbandit invert POLICY --epsilon E --delta D --horizon T --solve-for NAME
+  --bounds LO HI`` — the least-noise parameter meeting the target, verified.
 * ``privbandit certify --epsilon E --releases N`` — certify N Laplace releases with every accountant.
 """
 
@@ -100,6 +103,51 @@ def _certify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget(args: argparse.Namespace) -> int:
+    from privbandit import budget
+    from privbandit.policies import make_policy
+
+    params = _parse_params(args.param)
+    if args.epsilon is not None:
+        params["epsilon"] = args.epsilon
+    policy = make_policy(args.policy, **params)
+    cert = budget.epsilon(policy, args.horizon, args.delta, args.n_arms)
+    print(f"{policy!r}: {args.n_arms} arms, horizon {args.horizon}, delta {args.delta:g}")
+    print(f"{'accountant':<12} {'certified epsilon':>18}")
+    for name, value in cert.values.items():
+        shown = "unsupported" if value is None else f"{value:.6g}"
+        print(f"{name:<12} {shown:>18}")
+    print(f"best: {cert.value:.6g} (by {cert.by})")
+    mu = budget.mu(policy, args.horizon, args.n_arms)
+    if mu < float("inf"):
+        print(f"GDP mu: {mu:.6g}")
+    claim = policy.claimed_epsilon(args.horizon, args.n_arms, args.delta)
+    print(f"paper's claim: {'none' if claim is None else f'{claim:.6g}'}")
+    return 0
+
+
+def _invert(args: argparse.Namespace) -> int:
+    from privbandit import budget
+
+    params = _parse_params(args.param)
+    if (args.epsilon is None) == (args.mu is None):
+        raise ValueError("give exactly one target: --epsilon (with --delta) or --mu")
+    target, target_mu = (args.mu, True) if args.mu is not None else (args.epsilon, False)
+    if args.frontier:
+        bs = [int(b) for b in args.frontier.split(",")]
+        points = budget.ts_frontier(target, args.horizon, args.n_arms, bs, delta=None if target_mu else args.delta)
+        print(f"Modified TS frontier c_min(b) for {'mu' if target_mu else 'epsilon'} = {target:g}, horizon {args.horizon}")
+        for p in points:
+            print(f"  b = {p.policy.b:<6d} c_min = {p.value:<14.8g} certified {p.certificate:.6g}")
+        return 0
+    if not args.solve_for or not args.bounds:
+        raise ValueError("--solve-for NAME and --bounds LO HI are required (or --frontier for gaussian_ts)")
+    inv = budget.invert(args.policy, target, args.horizon, solve_for=args.solve_for, bounds=tuple(args.bounds),
+                        n_arms=args.n_arms, delta=args.delta, target_mu=target_mu, integer=args.integer, **params)
+    print(inv)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from privbandit.demo import run_demo
 
@@ -129,6 +177,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plot", help="write a regret / certified-epsilon plot to this image file")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_run)
+
+    bud = sub.add_parser("budget", help="certified epsilon of a configured policy over a horizon, per accountant")
+    bud.add_argument("policy")
+    bud.add_argument("--horizon", type=int, required=True)
+    bud.add_argument("--n-arms", type=int, default=2, help="number of arms (default 2)")
+    bud.add_argument("--delta", type=float, default=1e-6)
+    bud.add_argument("--epsilon", type=float, help="the policy's own privacy parameter")
+    bud.add_argument("--param", action="append", metavar="NAME=VALUE")
+    bud.set_defaults(func=_budget)
+
+    inv = sub.add_parser("invert", help="the least-noise parameter meeting a privacy target (verified)")
+    inv.add_argument("policy")
+    inv.add_argument("--horizon", type=int, required=True)
+    inv.add_argument("--n-arms", type=int, default=2)
+    inv.add_argument("--epsilon", type=float, help="target epsilon (at --delta)")
+    inv.add_argument("--delta", type=float, default=1e-6)
+    inv.add_argument("--mu", type=float, help="target GDP mu instead of an epsilon")
+    inv.add_argument("--solve-for", help="the parameter to solve for, e.g. v, c, epsilon")
+    inv.add_argument("--bounds", type=float, nargs=2, metavar=("LO", "HI"))
+    inv.add_argument("--integer", action="store_true", help="search whole numbers only")
+    inv.add_argument("--frontier", help="gaussian_ts: comma-separated b values; prints c_min(b) for each")
+    inv.add_argument("--param", action="append", metavar="NAME=VALUE", help="fixed policy parameters")
+    inv.set_defaults(func=_invert)
 
     cert = sub.add_parser("certify", help="certify N Laplace releases with every accountant")
     cert.add_argument("--epsilon", type=float, default=0.1, help="per-release epsilon (default 0.1)")

@@ -36,6 +36,17 @@ def default_checkpoints(horizon: int, points: int = 48) -> np.ndarray:
     return np.union1d(grid, [horizon])
 
 
+def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
+    """A geometric subset of ``checkpoints`` (always with the last) at which the ledger is queried.
+
+    A worst-record query scans every tracked record, so it is made at a few points only.
+    """
+    if checkpoints.size <= points:
+        return checkpoints
+    idx = np.unique(np.geomspace(1, checkpoints.size, points).round().astype(np.int64) - 1)
+    return checkpoints[np.union1d(idx, [checkpoints.size - 1])]
+
+
 def _validate(policy, env, horizon, replicates, delta):
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
@@ -64,7 +75,7 @@ def _progress(total: int, enabled: bool | None):
 def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 100, seed=None, *,
              delta: float = 1e-6, checkpoints: Sequence[int] | None = None, ledger: bool | str = True,
              strict_rewards: bool = False, keep_arms: bool = False, progress: bool | None = None,
-             max_tracked_bytes: int = 256 * 2**20) -> SimulationResult:
+             max_tracked_bytes: int = 256 * 2**20, realized_points: int = 8) -> SimulationResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds in ``replicates`` lock-stepped replicates.
 
     Args:
@@ -76,6 +87,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         strict_rewards: reject rewards outside [0, 1] instead of clipping them.
         keep_arms: keep the (horizon, replicates) array of arms played in the result.
         progress: show a progress bar (default: only when stderr is a terminal and tqdm is installed).
+        realized_points: how many checkpoints (a geometric subset, always with the horizon) query the
+            ledger's realized spend; the others hold NaN. Each query scans every tracked record.
     """
     _validate(policy, env, horizon, replicates, delta)
     horizon, replicates = int(horizon), int(replicates)
@@ -100,6 +113,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     arms_dtype = np.int16 if n_arms < 2**15 else np.int32
     arms_played = np.empty((horizon, replicates), dtype=arms_dtype)
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
+    query = set(_realized_points(checkpoints, max(1, int(realized_points))).tolist())
     next_cp = 0
     bar = _progress(horizon, progress)
     started = time.perf_counter()
@@ -118,7 +132,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         run.update(t, arms, rewards)
         arms_played[t - 1] = arms
         if t == checkpoints[next_cp]:
-            if book is not None:
+            if book is not None and t in query:
                 realized[next_cp] = book.realized_epsilon(delta)
             next_cp += 1
         if bar is not None and t % 1000 == 0:
@@ -135,13 +149,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     half = _Z95 * cumulative.std(axis=1, ddof=1) / math.sqrt(replicates) if replicates > 1 else np.zeros(horizon)
     pulls = np.stack([np.bincount(arms_played[:, r], minlength=n_arms) for r in range(replicates)])
 
-    schedule = policy.privacy_schedule(horizon, n_arms)
-    certified, by = [], []
-    for c in checkpoints:
-        cert = schedule.epsilon(int(c), delta)
-        certified.append(cert.value)
-        by.append(cert.by)
-    certified = np.maximum.accumulate(np.asarray(certified, dtype=float))
+    certified, by = policy.privacy_schedule(horizon, n_arms).live_certificates(checkpoints, delta)
 
     return SimulationResult(
         policy=policy.params(), environment=env.params(), horizon=horizon, replicates=replicates,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from accountants import Certificate, Event, GDPAccountant, best_delta, best_epsilon
+from accountants import GDP, Certificate, Event, Gaussian, GDPAccountant, best_delta, best_epsilon
 from accountants.events import NO_EVENT
 
 
@@ -31,8 +31,16 @@ class PrivacySchedule(abc.ABC):
         """The multiset of releases the worst record can be part of in the first ``rounds`` rounds."""
 
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
-        """Certified epsilon at ``delta`` after ``rounds`` rounds (minimum over accountants)."""
-        return best_epsilon(self.events(rounds), delta, accountants)
+        """Certified epsilon at ``delta`` after ``rounds`` rounds (minimum over accountants).
+
+        When every release is Gaussian (or GDP) and no accountants are named, the GDP accountant is
+        used alone: composing Gaussian mechanisms gives exactly a Gaussian trade-off curve (Dong, Roth
+        & Su 2022, Cor. 3.3), so its epsilon is the true one and no valid accountant can be smaller.
+        """
+        events = self.events(rounds)
+        if accountants is None and _all_gaussian(events):
+            return best_epsilon(events, delta, [GDPAccountant])
+        return best_epsilon(events, delta, accountants)
 
     def delta(self, rounds: int, epsilon: float, accountants=None) -> Certificate:
         """Certified delta at ``epsilon`` after ``rounds`` rounds (minimum over accountants)."""
@@ -45,6 +53,35 @@ class PrivacySchedule(abc.ABC):
         if not acc.supports(ev):
             return math.inf
         return acc.compose(ev).mu()
+
+    def live_certificates(self, rounds: np.ndarray, delta: float) -> tuple[np.ndarray, list[str]]:
+        """Certified epsilon after each of the increasing ``rounds`` (the engine's live certificate).
+
+        Every accountant certifies the last entry; the cheap ones (all but PLD, whose FFT costs up
+        to a second) certify the others. Then each entry takes the minimum over itself and every
+        later entry: valid because the schedule is monotone, so the true epsilon at t is at most the
+        true (hence the certified) epsilon at any s >= t. The result is non-decreasing.
+        """
+        from accountants.best import default_accountants
+
+        rounds = np.asarray(rounds, dtype=np.int64)
+        cheap = [f for f in default_accountants() if getattr(f, "name", "") != "pld"]
+        values, by = [], []
+        for i, r in enumerate(rounds):
+            if r == 0:
+                values.append(0.0)
+                by.append("none")
+                continue
+            cert = self.epsilon(int(r), delta, None if i == rounds.size - 1 else cheap)
+            values.append(cert.value)
+            by.append(cert.by)
+        values = np.asarray(values, dtype=float)
+        tightened = np.minimum.accumulate(values[::-1])[::-1]
+        labels = []
+        for i in range(values.size):
+            j = i + int(np.argmax(values[i:] == tightened[i]))  # the round whose value was taken
+            labels.append(by[j] if j == i else f"{by[j]} (via round {rounds[j]})")
+        return tightened, labels
 
     def curve(self, rounds: Sequence[int] | np.ndarray, delta: float, accountants=None,
               max_evaluations: int = 64) -> np.ndarray:
@@ -67,7 +104,8 @@ class PrivacySchedule(abc.ABC):
         else:
             grid = unique
         values = np.array([self._epsilon_value(int(r), delta, accountants) for r in grid])
-        values = np.maximum.accumulate(values)  # guard monotonicity against numerical jitter
+        # The true curve is monotone, so min over later grid points is also a valid bound.
+        values = np.minimum.accumulate(values[::-1])[::-1]
         idx = np.searchsorted(grid, rounds, side="left")
         return values[idx]
 
@@ -75,6 +113,11 @@ class PrivacySchedule(abc.ABC):
         if rounds == 0:
             return 0.0
         return self.epsilon(rounds, delta, accountants).value
+
+
+def _all_gaussian(event: Event) -> bool:
+    leaves = event.grouped()
+    return bool(leaves) and all(isinstance(leaf, (Gaussian, GDP)) for leaf in leaves)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,3 +144,7 @@ class NonPrivateSchedule(PrivacySchedule):
 
     def mu(self, rounds: int) -> float:
         return math.inf if rounds > 0 else 0.0
+
+    def live_certificates(self, rounds, delta):
+        rounds = np.asarray(rounds)
+        return np.where(rounds > 0, math.inf, 0.0), ["non-private"] * rounds.size

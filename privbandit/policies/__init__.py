@@ -7,6 +7,7 @@ from keyword parameters (the class validates them).
 from __future__ import annotations
 
 from privbandit.policies.base import Policy, PolicyRun
+from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.thompson import BetaTS
 from privbandit.policies.ucb import KLUCB, UCB1
 
@@ -14,6 +15,7 @@ REGISTRY: dict[str, type[Policy]] = {
     UCB1.name: UCB1,
     KLUCB.name: KLUCB,
     BetaTS.name: BetaTS,
+    GaussianTS.name: GaussianTS,
 }
 
 
@@ -34,4 +36,4 @@ def make_policy(name: str, **params) -> Policy:
         raise ValueError(f"bad parameters for {key}: {exc}") from None
 
 
-__all__ = ["Policy", "PolicyRun", "BetaTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
+__all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]

@@ -28,3 +28,13 @@ def test_demo_quick_runs_as_a_command():
 def test_certify_lists_accountants(capsys):
     assert main(["certify", "--epsilon", "0.5", "--releases", "10"]) == 0
     assert "best:" in capsys.readouterr().out
+
+
+def test_budget_and_invert_commands(capsys):
+    assert main(["budget", "gaussian_ts", "--horizon", "10000", "--n-arms", "5", "--param", "b=10", "--param", "c=4"]) == 0
+    out = capsys.readouterr().out
+    assert "best:" in out and "paper's claim" in out
+    assert main(["invert", "gaussian_ts", "--horizon", "10000", "--n-arms", "5", "--mu", "5", "--frontier", "0,10"]) == 0
+    assert "c_min" in capsys.readouterr().out
+    assert main(["invert", "gaussian_ts", "--horizon", "1000", "--epsilon", "1", "--solve-for", "c", "--bounds", "0.001", "0.01"]) == 2
+    assert "unreachable" in capsys.readouterr().err

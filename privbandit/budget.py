@@ -1,0 +1,271 @@
+"""Budgets before running, and their inversions: ``privbandit.budget``.
+
+Everything here evaluates a policy's *privacy schedule* (the worst-case multiset of releases one
+record can be part of in T rounds; see :mod:`privbandit.schedule`) with the accountant layer — the
+same function the engine evaluates live during a run — so a budget computed here is exactly the
+certificate a run will report.
+
+* :func:`epsilon`, :func:`delta`, :func:`mu` — the certified spend of a configured policy.
+* :func:`curve` — certified epsilon as a function of the horizon, cheap enough for every round of
+  a 10^6 horizon (a step function from exact evaluations, valid because schedules are monotone).
+* :func:`invert` — the least-noise value of one parameter whose certificate meets a target, never
+  overshooting (re-evaluated and verified); :func:`affordable_horizon` — the largest horizon a
+  budget affords; :func:`ts_frontier` — Modified Thompson sampling's whole (b, c_min(b)) frontier.
+* :func:`tune` — among parameter sets that meet a target, the one with the lowest *simulated*
+  regret on a user-supplied prior instance (simulated data only: tuning on real rewards would
+  itself leak).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from accountants import Certificate, calibrate, gdp_conversion
+from accountants.calibrate import UnreachableTargetError
+from privbandit.policies import REGISTRY, Policy
+from privbandit.policies.gaussian_ts import GaussianTS
+
+__all__ = [
+    "epsilon", "delta", "mu", "curve", "invert", "affordable_horizon", "ts_frontier", "tune",
+    "Inversion", "UnreachableTargetError",
+]
+
+
+def _policy(policy: Policy | str, params: Mapping[str, Any] | None = None) -> Policy:
+    if isinstance(policy, Policy):
+        if params:
+            raise ValueError("params may only be given with a policy name, not a configured policy")
+        return policy
+    if isinstance(policy, str):
+        key = policy.replace("-", "_").lower()
+        if key not in REGISTRY:
+            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(sorted(REGISTRY))}")
+        return REGISTRY[key](**dict(params or {}))
+    raise ValueError(f"policy must be a Policy or a registered name, got {type(policy).__name__}")
+
+
+def _horizon(horizon, n_arms: int) -> int:
+    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < n_arms:
+        raise ValueError(f"horizon must be a whole number >= n_arms ({n_arms}), got {horizon!r}")
+    return int(horizon)
+
+
+def _arms(n_arms) -> int:
+    if isinstance(n_arms, bool) or int(n_arms) != n_arms or n_arms < 2:
+        raise ValueError(f"n_arms must be a whole number >= 2, got {n_arms!r}")
+    return int(n_arms)
+
+
+def epsilon(policy: Policy | str, horizon: int, delta: float, n_arms: int = 2, *,
+            accountants=None, **params) -> Certificate:
+    """Certified epsilon at ``delta`` for ``horizon`` rounds: value, accountant, every accountant's value.
+
+    ``policy`` is a configured policy or a registered name with ``params``.
+    """
+    pol = _policy(policy, params)
+    n_arms = _arms(n_arms)
+    return pol.privacy_schedule(_horizon(horizon, n_arms), n_arms).epsilon(_horizon(horizon, n_arms), delta, accountants)
+
+
+def delta(policy: Policy | str, horizon: int, epsilon: float, n_arms: int = 2, *,
+          accountants=None, **params) -> Certificate:
+    """Certified delta at ``epsilon`` for ``horizon`` rounds."""
+    pol = _policy(policy, params)
+    n_arms = _arms(n_arms)
+    h = _horizon(horizon, n_arms)
+    return pol.privacy_schedule(h, n_arms).delta(h, epsilon, accountants)
+
+
+def mu(policy: Policy | str, horizon: int, n_arms: int = 2, **params) -> float:
+    """GDP mu of the worst record over ``horizon`` rounds (inf when some release is not GDP)."""
+    pol = _policy(policy, params)
+    n_arms = _arms(n_arms)
+    h = _horizon(horizon, n_arms)
+    return pol.privacy_schedule(h, n_arms).mu(h)
+
+
+def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: float, n_arms: int = 2, *,
+          max_evaluations: int = 256, **params) -> np.ndarray:
+    """Certified epsilon after each entry of ``horizons`` (a valid upper bound at every entry).
+
+    At most ``max_evaluations`` round counts (a geometric grid containing the largest) are certified
+    exactly; the others take the value of the next evaluated round above them — valid because a
+    schedule is monotone, and within a factor (max/min)^(1/max_evaluations) in rounds of exact.
+    """
+    pol = _policy(policy, params)
+    n_arms = _arms(n_arms)
+    horizons = np.asarray(horizons, dtype=np.int64)
+    if horizons.size == 0:
+        return np.empty(0)
+    top = _horizon(int(horizons.max()), n_arms)
+    return pol.privacy_schedule(top, n_arms).curve(horizons, delta, max_evaluations=max_evaluations)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inversion:
+    """An inverted parameter with its verified certificate (``certificate <= target``)."""
+
+    policy: Policy
+    parameter: str
+    value: float
+    certificate: float
+    target: float
+    currency: str  # "epsilon at delta=..." or "mu"
+
+    def __str__(self) -> str:
+        return (f"{self.parameter} = {self.value:.10g}: certified {self.currency} {self.certificate:.6g} "
+                f"<= target {self.target:.6g} ({self.policy!r})")
+
+
+def _certificate_fn(make: Callable[[float], Policy], horizon: int, n_arms: int, delta: float | None,
+                    target_is_mu: bool) -> Callable[[float], float]:
+    def certify(value: float) -> float:
+        try:
+            pol = make(value)
+        except ValueError:
+            return math.inf  # outside the family's valid range: treat as infeasible
+        sched = pol.privacy_schedule(horizon, n_arms)
+        return sched.mu(horizon) if target_is_mu else sched.epsilon(horizon, delta).value
+
+    return certify
+
+
+def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for: str,
+           bounds: tuple[float, float], n_arms: int = 2, delta: float | None = None,
+           target_mu: bool = False, integer: bool = False, **fixed) -> Inversion:
+    """The least-noise value of ``solve_for`` whose certificate meets ``target``; never overshoots.
+
+    Args:
+        policy: a registered name or a Policy class; ``fixed`` holds its other parameters.
+        target: the epsilon (at ``delta``) or, with ``target_mu=True``, the GDP mu to meet.
+        solve_for: the constructor parameter to solve for (e.g. ``"v"``, ``"c"``, ``"epsilon"``).
+        bounds: the search range of that parameter.
+        integer: search whole numbers only.
+
+    The certificate must be monotone in the parameter over ``bounds``; the direction is found by
+    evaluating both ends. "Least noise" is the end of the feasible set next to the infeasible one.
+    The returned value is re-evaluated: ``certificate <= target`` is checked, never assumed.
+    """
+    cls = REGISTRY[policy.replace("-", "_").lower()] if isinstance(policy, str) else policy
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValueError(f"policy must be a registered name or a Policy class, got {policy!r}")
+    n_arms = _arms(n_arms)
+    horizon = _horizon(horizon, n_arms)
+    if not target_mu and delta is None:
+        raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
+    lo, hi = (float(b) for b in bounds)
+    if not lo < hi:
+        raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
+
+    def make(value: float) -> Policy:
+        return cls(**(fixed | {solve_for: int(round(value)) if integer else value}))
+
+    certify = _certificate_fn(make, horizon, n_arms, delta, target_mu)
+    c_lo, c_hi = certify(lo), certify(hi)
+    increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
+    result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
+    value = int(round(result.parameter)) if integer else result.parameter
+    final = certify(value)
+    if not final <= target:  # defensive re-verification of the returned parameter
+        raise UnreachableTargetError(f"verification failed: {solve_for}={value} certifies {final} > {target}")
+    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+    return Inversion(make(value), solve_for, value, final, float(target), currency)
+
+
+def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, delta: float | None = None,
+                       target_mu: bool = False, max_horizon: int = 10**9, **params) -> int:
+    """The largest horizon whose certificate is <= ``target`` (UnreachableTargetError if none >= n_arms)."""
+    pol = _policy(policy, params)
+    n_arms = _arms(n_arms)
+    if not target_mu and delta is None:
+        raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
+
+    def certify(h: float) -> float:
+        h = int(h)
+        sched = pol.privacy_schedule(h, n_arms)
+        return sched.mu(h) if target_mu else sched.epsilon(h, delta).value
+
+    return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
+
+
+def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, delta: float | None = None
+                ) -> list[Inversion]:
+    """Modified Thompson sampling's frontier: for each b, the least variance factor c_min(b).
+
+    ``target`` is a GDP mu (``delta=None``) or an epsilon at ``delta``. The schedule is
+    mu(T)^2 = n(T) / (c (max(b, 1) + 1)) with n(T) = T - K b (b >= 1) or T - 1 (b = 0)
+    (:class:`privbandit.policies.gaussian_ts.GaussianTSSchedule`), so
+
+        c_min(b) = n(T) / (mu^2 (max(b, 1) + 1)),
+
+    which is Ou et al.'s T / (mu^2 (b + 1)) where their accounting charges every round, and smaller
+    because pre-pull rounds release nothing. An epsilon target is first converted to the largest mu
+    that certifies it (rounded down). Every point is re-evaluated through the schedule and nudged up
+    by ulps if rounding made it overshoot.
+    """
+    n_arms = _arms(n_arms)
+    horizon = _horizon(horizon, n_arms)
+    if delta is None:
+        mu_target = float(target)
+        if not (mu_target > 0 and math.isfinite(mu_target)):
+            raise ValueError(f"target mu must lie in (0, inf), got {target!r}")
+    else:
+        mu_target = gdp_conversion.mu_for_epsilon_delta(target, delta)
+    out = []
+    for b in bs:
+        b = int(b)
+        if b < 0 or n_arms * b > horizon:
+            raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
+        sched = GaussianTS(b=b).privacy_schedule(horizon, n_arms)
+        n = sched.releases(horizon)
+        c = max(n / (mu_target ** 2 * (max(b, 1) + 1)), 1e-300) if n else 1.0
+
+        def certify(c_value: float, b=b) -> float:
+            s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)
+            return s.mu(horizon) if delta is None else s.epsilon(horizon, delta).value
+
+        cert = certify(c)
+        while cert > target:  # rounding in the conversion: move to the safe side
+            c *= 1 + 1e-14
+            cert = certify(c)
+        out.append(Inversion(GaussianTS(b=b, c=c), "c", c, cert, float(target),
+                             "mu" if delta is None else f"epsilon at delta={delta:g}"))
+    return out
+
+
+def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delta: float | None = None,
+         target_mu: bool = False, replicates: int = 50, seed=0) -> tuple[Policy, list[dict]]:
+    """Among ``candidates`` that meet the target, the one with the lowest simulated regret.
+
+    ``env`` must be a *simulated* prior instance (e.g. ``Bernoulli([...])`` with guessed means):
+    choosing parameters on real rewards would be a data-dependent release in itself. Candidates
+    whose certificate exceeds the target are reported and skipped. Returns the winner and one row
+    per candidate (certificate, regret and its 95% band).
+    """
+    from privbandit.engine import simulate
+
+    if not target_mu and delta is None:
+        raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
+    horizon = _horizon(horizon, env.n_arms)
+    seeds = np.random.SeedSequence(seed).spawn(len(candidates))
+    rows, best = [], None
+    for pol, child in zip(candidates, seeds):
+        sched = pol.privacy_schedule(horizon, env.n_arms)
+        cert = sched.mu(horizon) if target_mu else sched.epsilon(horizon, delta).value
+        row = {"policy": repr(pol), "certificate": cert, "meets_target": cert <= target}
+        if cert <= target:
+            res = simulate(pol, env, horizon, replicates, seed=child, delta=delta or 1e-6, ledger=False,
+                           progress=False)
+            row |= {"regret": float(res.regret_mean[-1]), "regret_lower": float(res.regret_lower[-1]),
+                    "regret_upper": float(res.regret_upper[-1])}
+            if best is None or row["regret"] < best[1]:
+                best = (pol, row["regret"])
+        rows.append(row)
+    if best is None:
+        raise UnreachableTargetError(f"no candidate meets the target {target}")
+    return best[0], rows

@@ -1,0 +1,447 @@
+"""The per-record privacy ledger: which records each noise release touched, and what that cost.
+
+Semantics (DESIGN.md, "Privacy semantics"). A *record* is one observed reward; it belongs to one
+stream (an arm) of one replicate and is indexed by its 0-based insertion position in that stream.
+Every release reports its *footprint*: the half-open range ``[lo, hi)`` of record positions its
+value depends on (for cumulative-noise mechanisms, the increment the release adds). The privacy
+loss of a record is the composition of exactly the releases whose footprint contains it (releases on
+other streams cost it nothing: parallel composition); the realized spend of a transcript is that of
+its *worst* record.
+
+Cheap mode (default) keeps, per (replicate, stream), difference arrays over record positions of the
+additive statistics of the releases:
+
+* ``sum eps``              (Laplace releases; eps = sensitivity / scale),
+* ``sum mu^2``             (Gaussian: (sensitivity/sigma)^2; Laplace: mu_from_pure_epsilon(eps)^2),
+* ``sum eps^2`` and ``sum eps tanh(eps/2)`` (Laplace; for the heterogeneous composition bounds),
+* the number of Gaussian releases (a record in a Gaussian release has no pure epsilon).
+
+A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's totals are the cumulative
+sums over positions. Record cost O(1) each (vectorised with ``np.add.at``); worst-record queries cost
+O(R K capacity), made only at checkpoints. Capacity doubles as streams grow.
+
+Memory guard: the difference arrays take ``R_tracked * K * (capacity + 1) * 5 * 8`` bytes. When that
+would exceed ``max_tracked_bytes``, only the first replicates that fit keep per-record tracking
+(``tracked_replicates``); the ``realized_*`` queries return NaN for the others. ``draws`` is always
+kept for every replicate. Growth happens when a footprint reaches past the capacity, so a long run may
+drop replicates from tracking at that point (their earlier sums are discarded, never truncated
+silently: they become NaN).
+
+Tight mode (``tight=True``) additionally keeps every release (replicate, stream, footprint, kind,
+scale, sensitivity, mechanism, node) so that the exact multiset of releases of the worst record can
+be returned as an accountants ``Event`` (``worst_record_event``), composed with every accountant
+(``best_epsilon``), exported to ``dp_accounting``, and searched for statistics released twice
+(``redraws``). Tight mode is for audits and tests: its memory is O(number of releases) and its
+queries are slower.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accountants import gdp_conversion
+from accountants.best import best_epsilon
+from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, SelfComposed
+
+_S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS = range(5)
+_N_STATS = 5
+_KIND_LAPLACE, _KIND_GAUSSIAN = 0, 1
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
+    return int(value)
+
+
+class Ledger:
+    """Per-record accounting of every noise release, vectorised over (replicates, streams).
+
+    Parameters
+    ----------
+    replicates, streams:
+        Shape (R, K) of the simulation; every record belongs to one (replicate, stream).
+    tight:
+        Keep the full list of releases (exact per-record event multisets, re-draw detection).
+    max_tracked_bytes:
+        Memory guard for the per-record difference arrays (see the module docstring).
+    """
+
+    def __init__(self, replicates: int, streams: int, *, tight: bool = False,
+                 max_tracked_bytes: int = 256 * 2 ** 20) -> None:
+        self.replicates = _whole("replicates", replicates, 1)
+        self.streams = _whole("streams", streams, 1)
+        if not isinstance(tight, (bool, np.bool_)):
+            raise ValueError(f"tight must be True or False, got {tight!r}")
+        self.tight = bool(tight)
+        self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
+        self.draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        self._capacity = 64
+        self._n_tracked = self._fit(self._capacity, self.replicates)
+        # Layout (position, replicate, stream, stat): lock-step runs write near the same positions
+        # in every stream, so recording touches contiguous memory; growth appends positions.
+        self._diff = np.zeros((self._capacity + 1, self._n_tracked, self.streams, _N_STATS))
+        self._mech_ids: dict[str, int] = {}
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self._mu_cache: dict[float, float] = {}
+
+    # --- bookkeeping --------------------------------------------------------------------------
+    def _fit(self, capacity: int, at_most: int) -> int:
+        per_rep = self.streams * (capacity + 1) * _N_STATS * 8
+        return int(min(at_most, self.max_tracked_bytes // per_rep))
+
+    @property
+    def tracked_replicates(self) -> np.ndarray:
+        """Indices of the replicates with per-record tracking (always the first ones)."""
+        return np.arange(self._n_tracked)
+
+    @property
+    def capacity(self) -> int:
+        """Number of record positions currently covered by the difference arrays."""
+        return self._capacity
+
+    def _grow(self, needed: int) -> None:
+        cap = self._capacity
+        while cap < needed:
+            cap *= 2
+        n_tracked = self._fit(cap, self._n_tracked)
+        new = np.zeros((cap + 1, n_tracked, self.streams, _N_STATS))
+        # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
+        new[: self._capacity + 1] = self._diff[:, :n_tracked]
+        self._diff = new
+        self._capacity = cap
+        self._n_tracked = n_tracked
+
+    def _validate(self, replicate, stream, lo, hi, param, sensitivity, param_name, mechanism, node):
+        if not isinstance(mechanism, str) or not mechanism:
+            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+        arrays = [np.asarray(a) for a in (replicate, stream, lo, hi, param, sensitivity)]
+        if node is not None:
+            arrays.append(np.asarray(node))
+        if any(a.ndim > 1 for a in arrays):
+            raise ValueError("replicate, stream, lo, hi, scale/sigma, sensitivity and node must be 1-D or scalars")
+        try:
+            arrays = np.broadcast_arrays(*[np.atleast_1d(a) for a in arrays])
+        except ValueError as exc:
+            raise ValueError(f"release arrays must have equal length (or be scalars): {exc}") from None
+        rep, st, lo_, hi_ = (np.asarray(a) for a in arrays[:4])
+        names = ("replicate", "stream", "lo", "hi") + (("node",) if node is not None else ())
+        int_arrays = [rep, st, lo_, hi_] + ([arrays[6]] if node is not None else [])
+        for name, a in zip(names, int_arrays):
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise ValueError(f"{name} must be an integer array, got dtype {a.dtype}")
+        rep, st, lo_, hi_ = (a.astype(np.int64) for a in (rep, st, lo_, hi_))
+        nd = arrays[6].astype(np.int64) if node is not None else np.full(rep.shape, -1, dtype=np.int64)
+        p = np.asarray(arrays[4], dtype=float)
+        s = np.asarray(arrays[5], dtype=float)
+        if rep.size:
+            if rep.min() < 0 or rep.max() >= self.replicates:
+                raise ValueError(f"replicate must lie in [0, {self.replicates}), got range "
+                                 f"[{rep.min()}, {rep.max()}]")
+            if st.min() < 0 or st.max() >= self.streams:
+                raise ValueError(f"stream must lie in [0, {self.streams}), got range [{st.min()}, {st.max()}]")
+            if lo_.min() < 0:
+                raise ValueError(f"lo must lie in [0, inf), got {lo_.min()}")
+            if np.any(hi_ < lo_):
+                raise ValueError("hi must lie in [lo, inf) for every release (footprint [lo, hi))")
+            if np.any(~(p > 0)) or np.any(~np.isfinite(p)):
+                raise ValueError(f"{param_name} must lie in (0, inf) elementwise")
+            if np.any(~(s > 0)) or np.any(~np.isfinite(s)):
+                raise ValueError("sensitivity must lie in (0, inf) elementwise")
+        return rep, st, lo_, hi_, p, s, nd
+
+    def _record(self, kind, replicate, stream, lo, hi, param, sensitivity, mechanism, node, param_name):
+        rep, st, lo_, hi_, p, s, nd = self._validate(replicate, stream, lo, hi, param, sensitivity,
+                                                     param_name, mechanism, node)
+        p, s = np.broadcast_to(p, rep.shape), np.broadcast_to(s, rep.shape)
+        self._store(kind, rep, st, lo_, hi_, p, s, mechanism, nd, unique=False)
+
+    def _leaf_stats(self, kind: int, p: np.ndarray, s: np.ndarray) -> np.ndarray:
+        vals = np.zeros((p.size, _N_STATS))
+        if kind == _KIND_LAPLACE:
+            eps = s / p
+            if eps.size > 1 and eps.min() == eps.max():  # the common case: one scale per call
+                e = float(eps[0])
+                mu = self._mu_cache.get(e)
+                if mu is None:
+                    if len(self._mu_cache) > 4096:  # e.g. interval releases: one eps per count
+                        self._mu_cache.clear()
+                    mu = self._mu_cache.setdefault(e, float(gdp_conversion.mu_from_pure_epsilon(e)))
+                vals[:] = (e, mu * mu, e * e, e * math.tanh(e / 2.0), 0.0)
+            else:
+                vals[:, _S_EPS] = eps
+                vals[:, _S_MU2] = np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2
+                vals[:, _S_EPS2] = eps ** 2
+                vals[:, _S_TANH] = eps * np.tanh(eps / 2.0)
+        else:
+            vals[:, _S_MU2] = (s / p) ** 2
+            vals[:, _S_GAUSS] = 1.0
+        return vals
+
+    def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, unique: bool) -> None:
+        """Record validated 1-D arrays. ``unique``: every (replicate, stream) occurs at most once,
+        so plain fancy-index additions are exact (the mechanisms' fast path)."""
+        if rep.size == 0:
+            return
+        if unique:
+            self.draws[rep, st] += 1
+        else:
+            np.add.at(self.draws, (rep, st), 1)
+        if self.tight:
+            mech = self._mech_ids.setdefault(mechanism, len(self._mech_ids))
+            m = rep.size
+            self._chunks.append(dict(rep=np.array(rep), st=np.array(st), lo=np.array(lo_), hi=np.array(hi_),
+                                     kind=np.full(m, kind, np.int8),
+                                     param=np.array(p, dtype=float), sens=np.array(s, dtype=float),
+                                     mech=np.full(m, mech, np.int32), node=np.array(nd)))
+        vals = self._leaf_stats(kind, p, s)
+        top = int(hi_.max())
+        if top > self._capacity:
+            self._grow(top)
+        if self._n_tracked < self.replicates or not unique:
+            keep = (rep < self._n_tracked) & (hi_ > lo_)
+            if not np.all(keep):
+                rep, st, lo_, hi_, vals = rep[keep], st[keep], lo_[keep], hi_[keep], vals[keep]
+        if rep.size == 0:
+            return
+        flat = self._diff.reshape(-1, _N_STATS)
+        base = rep * self.streams + st
+        stride = self._n_tracked * self.streams
+        if unique:
+            flat[lo_ * stride + base] += vals
+            flat[hi_ * stride + base] -= vals
+        else:
+            np.add.at(flat, lo_ * stride + base, vals)
+            np.add.at(flat, hi_ * stride + base, -vals)
+
+    def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node) -> None:
+        """Fast path for this package's mechanisms: int64 arrays, each (replicate, stream) at most
+        once, positive finite scale/sensitivity already guaranteed by construction."""
+        shape = rep.shape
+
+        def arr(x, dtype):
+            x = np.asarray(x, dtype=dtype)
+            return x if x.shape == shape else np.broadcast_to(x, shape)
+
+        self._store(_KIND_LAPLACE, rep, st, arr(lo, np.int64), arr(hi, np.int64), arr(scale, float),
+                    arr(sensitivity, float), mechanism, arr(node, np.int64), unique=True)
+
+    # --- recording ----------------------------------------------------------------------------
+    def record_laplace(self, replicate, stream, lo, hi, scale, sensitivity, *, mechanism: str,
+                       node=None) -> None:
+        """Record Laplace releases (one per element): Lap(scale) on a statistic of L1 ``sensitivity``.
+
+        ``replicate``, ``stream``, ``lo``, ``hi`` (and ``node``) are 1-D int arrays or scalars that
+        broadcast to a common length m; the footprint of release i is records [lo[i], hi[i]) of
+        stream ``stream[i]`` in replicate ``replicate[i]``.
+        """
+        self._record(_KIND_LAPLACE, replicate, stream, lo, hi, scale, sensitivity, mechanism, node, "scale")
+
+    def record_gaussian(self, replicate, stream, lo, hi, sigma, sensitivity, *, mechanism: str,
+                        node=None) -> None:
+        """Record Gaussian releases: N(0, sigma^2) on a statistic of L2 ``sensitivity`` (see record_laplace)."""
+        self._record(_KIND_GAUSSIAN, replicate, stream, lo, hi, sigma, sensitivity, mechanism, node, "sigma")
+
+    # --- cheap-mode queries -------------------------------------------------------------------
+    def _totals(self) -> np.ndarray:
+        """Per-record totals, shape (R_tracked, K, capacity, stats)."""
+        return np.moveaxis(np.cumsum(self._diff[: self._capacity], axis=0), 0, 2)
+
+    def _per_replicate(self, values: np.ndarray) -> np.ndarray:
+        out = np.full(self.replicates, np.nan)
+        out[: self._n_tracked] = values
+        return out
+
+    def realized_pure_epsilon(self) -> np.ndarray:
+        """(R,) worst record's sum of eps (inf if that record is in a Gaussian release; NaN if untracked)."""
+        if self._n_tracked == 0:
+            return np.full(self.replicates, np.nan)
+        tot = self._totals()
+        eps = np.where(tot[..., _S_GAUSS] > 0.5, np.inf, np.maximum(tot[..., _S_EPS], 0.0))
+        return self._per_replicate(eps.reshape(self._n_tracked, -1).max(axis=1, initial=0.0))
+
+    def realized_mu(self) -> np.ndarray:
+        """(R,) worst record's GDP mu: sqrt of the largest per-record sum of mu_i^2 (NaN if untracked)."""
+        if self._n_tracked == 0:
+            return np.full(self.replicates, np.nan)
+        tot = self._totals()
+        mu2 = np.maximum(tot[..., _S_MU2], 0.0).reshape(self._n_tracked, -1)
+        return self._per_replicate(np.sqrt(mu2.max(axis=1, initial=0.0)))
+
+    def _closed_form_epsilon(self, tot: np.ndarray, delta: float) -> np.ndarray:
+        """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
+
+        Kairouz, Oh & Viswanath (2017, Thm 3.5) with delta_l = 0: for every delta in (0, 1],
+        eps = min{ sum eps, S + sqrt(2 Q ln(e + sqrt(Q)/delta)), S + sqrt(2 Q ln(1/delta)) }, where
+        S = sum eps tanh(eps/2) and Q = sum eps^2. It dominates Dwork-Rothblum-Vadhan's
+        sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
+        """
+        s_eps = np.maximum(tot[..., _S_EPS], 0.0)
+        q = np.maximum(tot[..., _S_EPS2], 0.0)
+        s = np.maximum(tot[..., _S_TANH], 0.0)
+        kov1 = s + np.sqrt(2.0 * q * np.log(math.e + np.sqrt(q) / delta))
+        kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
+        # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
+        # figure is never optimistic about the records it reports.
+        c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
+        return np.where(tot[..., _S_GAUSS] > 0.5, np.inf, c)
+
+    def realized_epsilon(self, delta: float) -> np.ndarray:
+        """(R,) worst record's epsilon at ``delta`` (NaN for untracked replicates).
+
+        Cheap mode: per record, the minimum of the accountants computable from the tracked sums --
+        pure (sum eps), KOV heterogeneous advanced composition (which dominates DRV's), and GDP
+        (mu from the sum of mu_i^2, converted exactly); the worst record is the maximum over records.
+        Tight mode: the maximum over the record's exact event multisets of
+        ``accountants.best_epsilon`` (every accountant available) over the maximal per-record
+        multisets.
+        """
+        if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
+            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        delta = float(delta)
+        if self.tight:
+            out = np.full(self.replicates, np.nan)
+            for r in range(self.replicates):
+                multisets = self._maximal_multisets(r)
+                out[r] = max((self._event_epsilon(ev, delta) for ev in multisets), default=0.0)
+            return out
+        out = np.full(self.replicates, np.nan)
+        if self._n_tracked == 0:
+            return out
+        tot = self._totals()
+        closed = self._closed_form_epsilon(tot, delta).reshape(self._n_tracked, -1)
+        mu = np.sqrt(np.maximum(tot[..., _S_MU2], 0.0)).reshape(self._n_tracked, -1)
+        for r in range(self._n_tracked):
+            out[r] = self._worst_min(closed[r], mu[r], delta)
+        return out
+
+    @staticmethod
+    def _gdp_eps(mu: float, delta: float) -> float:
+        return 0.0 if mu <= 0 else gdp_conversion.epsilon_for_delta(float(mu), delta)
+
+    def _worst_min(self, closed: np.ndarray, mu: np.ndarray, delta: float) -> float:
+        """max over records of min(closed, eps_gdp(mu)), evaluating eps_gdp only on the Pareto front."""
+        used = mu > 0
+        if not np.any(used):
+            return 0.0
+        c, m = closed[used], mu[used]
+        order = np.lexsort((-c, -m))  # mu descending, then closed descending
+        c, m = c[order], m[order]
+        prev_max = np.concatenate(([-np.inf], np.maximum.accumulate(c)[:-1]))
+        front = c > prev_max  # not dominated by a record with larger-or-equal mu
+        best = 0.0
+        for ci, mi in zip(c[front], m[front]):
+            if ci <= best:
+                continue
+            best = max(best, min(ci, self._gdp_eps(mi, delta)))
+        return best
+
+    # --- tight-mode queries -------------------------------------------------------------------
+    def _require_tight(self, what: str) -> None:
+        if not self.tight:
+            raise ValueError(f"{what} needs the full release list: construct the Ledger with tight=True")
+
+    def _releases(self) -> dict[str, np.ndarray]:
+        keys = ("rep", "st", "lo", "hi", "kind", "param", "sens", "mech", "node")
+        if not self._chunks:
+            return {k: np.zeros(0) for k in keys}
+        if len(self._chunks) > 1:
+            self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in keys}]
+        return self._chunks[0]
+
+    def releases(self) -> dict[str, np.ndarray]:
+        """Tight mode: every recorded release as arrays (replicate, stream, lo, hi, kind 0=Laplace
+        1=Gaussian, scale/sigma, sensitivity, mechanism name, node; node -1 = not given)."""
+        self._require_tight("releases()")
+        rel = self._releases()
+        names = {v: k for k, v in self._mech_ids.items()}
+        return dict(replicate=rel["rep"], stream=rel["st"], lo=rel["lo"], hi=rel["hi"], kind=rel["kind"],
+                    param=rel["param"], sensitivity=rel["sens"],
+                    mechanism=np.array([names[int(m)] for m in rel["mech"]], dtype=object),
+                    node=rel["node"])
+
+    def record_multisets(self, replicate: int) -> tuple[list, np.ndarray]:
+        """Tight mode: (leaves, counts) with counts[j, i] = copies of leaves[i] in the j-th distinct
+        per-record multiset of ``replicate`` (records that no release touched are omitted)."""
+        self._require_tight("record_multisets()")
+        replicate = _whole("replicate", replicate, 0)
+        if replicate >= self.replicates:
+            raise ValueError(f"replicate must lie in [0, {self.replicates}), got {replicate}")
+        rel = self._releases()
+        sel = (rel["rep"] == replicate) & (rel["hi"] > rel["lo"]) if rel["rep"].size else np.zeros(0, bool)
+        if not np.any(sel):
+            return [], np.zeros((0, 0), dtype=np.int64)
+        kind, param, sens = rel["kind"][sel], rel["param"][sel], rel["sens"][sel]
+        st, lo, hi = rel["st"][sel], rel["lo"][sel], rel["hi"][sel]
+        keys = np.stack([kind.astype(float), param, sens], axis=1)
+        uniq, leaf_idx = np.unique(keys, axis=0, return_inverse=True)
+        leaf_idx = leaf_idx.ravel()
+        leaves = [Laplace(p, s) if int(k) == _KIND_LAPLACE else Gaussian(p, s) for k, p, s in uniq]
+        n_pos = int(hi.max()) + 1
+        diff = np.zeros((self.streams, n_pos, len(leaves)), dtype=np.int64)
+        np.add.at(diff, (st, lo, leaf_idx), 1)
+        np.add.at(diff, (st, hi, leaf_idx), -1)
+        counts = np.cumsum(diff, axis=1)[:, :-1, :].reshape(-1, len(leaves))
+        counts = counts[counts.sum(axis=1) > 0]
+        return leaves, np.unique(counts, axis=0)
+
+    def _maximal_multisets(self, replicate: int) -> list[Event]:
+        """Per-record multisets of ``replicate`` not contained in another record's (as events)."""
+        leaves, counts = self.record_multisets(replicate)
+        if counts.shape[0] == 0:
+            return []
+        keep = []
+        for j in range(counts.shape[0]):
+            dominated = np.all(counts >= counts[j], axis=1) & np.any(counts > counts[j], axis=1)
+            if not np.any(dominated):
+                keep.append(j)
+        return [Composed(tuple(SelfComposed(leaves[i], int(c)) for i, c in enumerate(counts[j]) if c))
+                for j in keep]
+
+    @staticmethod
+    def _event_epsilon(event: Event, delta: float) -> float:
+        return best_epsilon(event, delta).value
+
+    def worst_record_event(self, replicate: int, *, delta: float = 1e-6) -> Event:
+        """Tight mode: the exact multiset of releases of the worst record of ``replicate``.
+
+        Records whose multiset is contained in another's are never worse; among the maximal ones
+        (often a single one) the worst is the one with the largest ``best_epsilon`` at ``delta``.
+        Returns ``NO_EVENT`` when no release touched the replicate. Cheap mode raises ValueError.
+        """
+        self._require_tight("worst_record_event()")
+        events = self._maximal_multisets(replicate)
+        if not events:
+            return NO_EVENT
+        if len(events) == 1:
+            return events[0]
+        return max(events, key=lambda ev: self._event_epsilon(ev, delta))
+
+    def to_dp_accounting(self, replicate: int, *, delta: float = 1e-6):
+        """Tight mode: the worst record's releases as a ``dp_accounting.ComposedDpEvent``."""
+        import dp_accounting
+
+        event = self.worst_record_event(replicate, delta=delta)
+        return dp_accounting.ComposedDpEvent([
+            dp_accounting.SelfComposedDpEvent(leaf.to_dp_accounting(), n)
+            for leaf, n in event.grouped().items()
+        ])
+
+    def redraws(self) -> list[tuple]:
+        """Tight mode: (replicate, stream, mechanism, node) for every statistic released more than once."""
+        self._require_tight("redraws()")
+        rel = self._releases()
+        if rel["rep"].size == 0:
+            return []
+        has = rel["node"] >= 0
+        rows = np.stack([rel["rep"][has], rel["st"][has], rel["mech"][has].astype(np.int64), rel["node"][has]],
+                        axis=1)
+        if rows.shape[0] == 0:
+            return []
+        uniq, counts = np.unique(rows, axis=0, return_counts=True)
+        names = {v: k for k, v in self._mech_ids.items()}
+        return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]

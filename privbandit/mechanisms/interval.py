@@ -1,0 +1,132 @@
+"""Interval releases of a running mean (DP-UCB-Int).
+
+Tossou & Dimitrakakis (AAAI 2016, arXiv 1511.08681), Algorithm 3 (DP-UCB-Int), Lemma 3.1 and
+Theorem 3.4; the per-release scale n^(v/2 - 1) (eps_n = n^(-v/2)) is ALGORITHMS.md 4.4's
+reconstruction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from accountants.events import NO_EVENT, Composed, Event, Laplace
+from privbandit.mechanisms._base import StreamMechanism, positive, probability, whole
+
+
+class IntervalMean(StreamMechanism):
+    """The mean of all n items of a stream, released with Lap(scale(n)) when a release is due.
+
+    The mean over n items in [0, 1] has sensitivity 1/n; the default scale n^(v/2 - 1) makes each
+    release eps_n = n^(-v/2)-DP. The statistic "mean of the first n items" is released at most once
+    per stream: a second :meth:`release` at the same count returns the cached value and draws
+    nothing (Ralami's re-draw leak, ALGORITHMS.md 4.4, cannot happen). Footprint ``[0, n)``.
+
+    Releases are due where the caller says so (:meth:`release`), and additionally automatically
+    every ``interval`` items if ``interval`` is given (``epsilon`` sets ``interval = ceil(1/eps)``,
+    the fixed interval f of ALGORITHMS.md 4.4).
+
+    Attributes: ``count``, ``sum`` (exact running sums, never published), ``noisy_mean`` (last
+    release; NaN before any), ``released_count`` (count at the last release).
+
+    Parameters: ``replicates``, ``streams``; keyword ``v`` (> 0; 1 < v < 2 in the paper), ``rng``,
+    ``ledger``, ``interval`` or ``epsilon`` (optional), ``scale_fn`` (count array -> scale array,
+    overrides v), ``name``, ``exact``.
+    """
+
+    name = "interval_mean"
+
+    def __init__(self, replicates: int, streams: int, *, v: float | None = None, rng: np.random.Generator,
+                 ledger, interval: int | None = None, epsilon: float | None = None,
+                 scale_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+                 name: str = "interval_mean", exact: bool = False) -> None:
+        super().__init__(replicates, streams, rng=rng, ledger=ledger, name=name, exact=exact)
+        if scale_fn is None:
+            if v is None:
+                raise ValueError("v must be given (a real number in (0, inf)) unless scale_fn is")
+            self.v = positive("v", v)
+            self.scale_fn = lambda n: np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
+        else:
+            if not callable(scale_fn):
+                raise ValueError("scale_fn must be callable: counts (int array) -> scales in (0, inf)")
+            self.v = None if v is None else positive("v", v)
+            self.scale_fn = scale_fn
+        if interval is not None and epsilon is not None:
+            raise ValueError("give at most one of interval and epsilon (epsilon sets interval = ceil(1/epsilon))")
+        if epsilon is not None:
+            interval = math.ceil(1.0 / positive("epsilon", epsilon))
+        self.interval = None if interval is None else whole("interval", interval, 1)
+        shape = (self.replicates, self.streams)
+        self.sum = np.zeros(shape)
+        self.noisy_mean = np.full(shape, np.nan)
+        self.released_count = np.zeros(shape, dtype=np.int64)
+
+    def _scales(self, n: np.ndarray) -> np.ndarray:
+        s = np.asarray(self.scale_fn(np.asarray(n, dtype=np.int64)), dtype=float)
+        if s.shape != np.shape(n) or np.any(~(s > 0)) or np.any(~np.isfinite(s)):
+            raise ValueError("scale_fn must return finite scales in (0, inf), one per count")
+        return s
+
+    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
+        """Append ``values[r, k]`` wherever ``mask`` is True; release where the interval is reached."""
+        v, rr, kk = self._prepare(values, mask)
+        self.sum[rr, kk] += v
+        self.count[rr, kk] += 1
+        if self.interval is not None:
+            due = self.count[rr, kk] % self.interval == 0
+            self._release(rr[due], kk[due])
+
+    def release(self, mask: np.ndarray) -> np.ndarray:
+        """Release (or return the cached release of) the current mean of every masked stream with
+        count >= 1; returns ``noisy_mean``. With ``interval`` set, only counts that are multiples of it
+        may be released (already done automatically, so this returns the cached values)."""
+        mask = np.asarray(mask)
+        if mask.shape != self.count.shape or mask.dtype != bool:
+            raise ValueError(f"mask must be a bool array of shape {self.count.shape}")
+        rr, kk = np.nonzero(mask & (self.count > 0))
+        if self.interval is not None and np.any(self.count[rr, kk] % self.interval):
+            raise ValueError(f"release: with interval={self.interval} a mean may only be released at counts "
+                             f"that are multiples of interval (the schedule counts only those); "
+                             f"construct with interval=None for caller-timed releases")
+        self._release(rr, kk)
+        return self.noisy_mean
+
+    def _release(self, rr: np.ndarray, kk: np.ndarray) -> None:
+        n = self.count[rr, kk]
+        fresh = n != self.released_count[rr, kk]  # once per statistic: cached otherwise
+        rr, kk, n = rr[fresh], kk[fresh], n[fresh]
+        if rr.size == 0:
+            return
+        scale = self._scales(n)
+        sens = 1.0 / n
+        self.noisy_mean[rr, kk] = self.sampler.laplace_release(self.sum[rr, kk] / n, scale)
+        self.ledger._record_from_mechanism(rr, kk, 0, n, self.sampler.effective_scale(scale),
+                                           self.sampler.effective_sensitivity(sens), self.name, n)
+        self.released_count[rr, kk] = n
+
+    def release_leaf(self, n: int) -> Laplace:
+        """The event of the release of the mean of n items: Lap(scale(n)) with sensitivity 1/n."""
+        n = whole("n", n, 1)
+        scale = self._scales(np.array([n]))
+        return Laplace(float(self.sampler.effective_scale(scale)[0]),
+                       float(self.sampler.effective_sensitivity(np.array([1.0 / n]))[0]))
+
+    def privacy_schedule(self, n: int) -> Event:
+        """Worst-case releases of one record at count ``n``: the first record is in every release.
+
+        With ``interval`` f: the releases at f, 2f, ..., <= n. Without: a release at every count
+        1..n (each statistic is released at most once, whatever the caller asks), an upper bound
+        for any release pattern.
+        """
+        n = whole("n", n, 0)
+        counts = range(self.interval, n + 1, self.interval) if self.interval else range(1, n + 1)
+        leaves = [self.release_leaf(c) for c in counts]
+        return Composed(tuple(leaves)) if leaves else NO_EVENT
+
+    def error_bound(self, n: int, gamma: float) -> float:
+        """|released mean - true mean| <= scale(n) ln(1/gamma) w.p. 1 - gamma (float mode)."""
+        n = whole("n", n, 1)
+        gamma = probability("gamma", gamma)
+        return float(self._scales(np.array([n]))[0]) * math.log(1.0 / gamma)

@@ -1,0 +1,73 @@
+"""T-bounded binary (tree) mechanism for continual counting.
+
+Chan, Shi & Song (2011), "Private and Continual Release of Statistics", ACM TISSEC 14(3),
+Algorithm 2 (the Binary Mechanism B(T, eps)); the same object as the tree-based aggregation of
+Mishra & Thakurta (2015, Appendix A). ALGORITHMS.md section 2.1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accountants.events import NO_EVENT, Event, Laplace
+from privbandit.mechanisms._base import BinaryCore, StreamMechanism, popcount, positive, probability, whole
+from privbandit.mechanisms.sampling import laplace_sum_bound
+
+
+class TreeMechanism(StreamMechanism):
+    """Binary mechanism B(T, eps) on every (replicate, stream), vectorised.
+
+    Levels ``L = floor(log2 T) + 1`` (``T.bit_length()``; ``ceil(log2 T)`` would be one level short
+    when T is a power of two). Each node stores a p-sum plus fresh Lap(L/eps) noise; a record enters
+    at most L nodes, so the whole output sequence of a stream is eps-DP (Chan et al. Thm 3.5).
+    Each insert completes exactly one node -- the dyadic range ``[count - 2^i, count)``, i the lowest
+    set bit of the new count -- and draws one Laplace for it; ``noisy_sum`` is the sum of the noisy
+    nodes of the binary decomposition of ``count``.
+
+    Parameters: ``replicates``, ``streams``; keyword ``epsilon`` (per-stream budget), ``horizon``
+    (T, the most items a stream may hold; inserting more raises ValueError), ``rng``
+    (numpy Generator), ``ledger``, ``name`` (ledger label), ``exact`` (floating-point-safe noise,
+    see :mod:`privbandit.mechanisms.sampling`).
+    """
+
+    name = "tree"
+
+    def __init__(self, replicates: int, streams: int, *, epsilon: float, horizon: int,
+                 rng: np.random.Generator, ledger, name: str = "tree", exact: bool = False) -> None:
+        self.epsilon = positive("epsilon", epsilon)
+        self.horizon = whole("horizon", horizon, 1)
+        super().__init__(replicates, streams, rng=rng, ledger=ledger, name=name, exact=exact)
+        self.levels = self.horizon.bit_length()
+        self.scale = self.levels / self.epsilon
+        self._core = BinaryCore(self.replicates, self.streams, self.levels)
+        self.noisy_sum = np.zeros((self.replicates, self.streams))
+
+    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
+        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
+        v, rr, kk = self._prepare(values, mask)
+        if rr.size and int(self.count[rr, kk].max()) >= self.horizon:
+            raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
+                             f"by horizon={self.horizon} (range [1, horizon] items per stream)")
+        self.noisy_sum[rr, kk] = self._core.insert(self, rr, kk, v, self.scale, 0, self.name)
+        self.count[rr, kk] += 1
+
+    def _leaf(self) -> Laplace:
+        return Laplace(float(self.sampler.effective_scale(self.scale)),
+                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+
+    def privacy_schedule(self, n: int) -> Event:
+        """Worst-case releases of one record when the stream holds ``n`` items: the first record is in
+        the nodes [0, 2^j) for every 2^j <= n, i.e. ``n.bit_length()`` (<= L) copies of Lap(L/eps)."""
+        n = whole("n", n, 0)
+        if n > self.horizon:
+            raise ValueError(f"n must lie in [0, horizon={self.horizon}], got {n}")
+        return NO_EVENT if n == 0 else self._leaf() * n.bit_length()
+
+    def error_bound(self, n: int, gamma: float) -> float:
+        """|noisy_sum - true sum| <= this with probability >= 1 - gamma at count ``n`` (float mode):
+        the output holds popcount(n) independent Lap(L/eps); Chan et al. Corollary 2.9."""
+        n = whole("n", n, 0)
+        if n > self.horizon:
+            raise ValueError(f"n must lie in [0, horizon={self.horizon}], got {n}")
+        gamma = probability("gamma", gamma)
+        return laplace_sum_bound(np.full(popcount(n), self.scale), gamma)

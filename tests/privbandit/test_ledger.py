@@ -1,0 +1,188 @@
+"""Ledger: footprints, per-record composition, memory guard, tight mode, validation."""
+
+import math
+
+import numpy as np
+import pytest
+
+from accountants import gdp_conversion
+from accountants.best import best_epsilon
+from accountants.events import Gaussian, Laplace
+from privbandit.ledger import Ledger
+
+
+def test_disjoint_footprints_compose_in_parallel():
+    led = Ledger(1, 1)
+    led.record_laplace(0, 0, [0, 5], [5, 10], 2.0, 1.0, mechanism="m")
+    assert led.realized_pure_epsilon()[0] == pytest.approx(0.5)
+    assert led.draws[0, 0] == 2
+
+
+def test_overlapping_footprints_add_up_for_the_shared_records():
+    led = Ledger(2, 2)
+    # replicate 0 stream 1: [0, 4) eps 1, [2, 6) eps 0.5, [3, 4) eps 0.25 -> record 3 has 1.75
+    led.record_laplace(0, 1, [0, 2, 3], [4, 6, 4], [1.0, 2.0, 4.0], 1.0, mechanism="m")
+    # other streams / replicates are independent
+    led.record_laplace(1, 0, 0, 3, 1.0, 3.0, mechanism="m")
+    eps = led.realized_pure_epsilon()
+    assert eps[0] == pytest.approx(1.75)
+    assert eps[1] == pytest.approx(3.0)
+    mu = led.realized_mu()
+    expected = math.sqrt(sum(gdp_conversion.mu_from_pure_epsilon(e) ** 2 for e in (1.0, 0.5, 0.25)))
+    assert mu[0] == pytest.approx(expected)
+    assert led.draws.tolist() == [[0, 3], [1, 0]]
+
+
+def test_gaussian_makes_pure_epsilon_infinite_and_adds_mu_squared():
+    led = Ledger(1, 1)
+    led.record_gaussian(0, 0, 0, 3, 2.0, 1.0, mechanism="g")
+    led.record_gaussian(0, 0, 1, 2, 1.0, 1.0, mechanism="g")
+    assert led.realized_pure_epsilon()[0] == math.inf
+    assert led.realized_mu()[0] == pytest.approx(math.sqrt(0.25 + 1.0))
+    eps = led.realized_epsilon(1e-5)[0]
+    assert eps == pytest.approx(gdp_conversion.epsilon_for_delta(math.sqrt(1.25), 1e-5), rel=1e-9)
+
+
+def test_capacity_grows_by_doubling_and_keeps_earlier_sums():
+    led = Ledger(1, 1)
+    led.record_laplace(0, 0, 0, 64, 1.0, 1.0, mechanism="m")  # ends exactly at the capacity
+    led.record_laplace(0, 0, 60, 1000, 1.0, 1.0, mechanism="m")
+    assert led.capacity >= 1000 and led.capacity & (led.capacity - 1) == 0
+    assert led.realized_pure_epsilon()[0] == pytest.approx(2.0)
+    led.record_laplace(0, 0, 64, 65, 1.0, 1.0, mechanism="m")
+    assert led.realized_pure_epsilon()[0] == pytest.approx(2.0)  # record 64: [60,1000) + [64,65)
+
+
+def test_realized_epsilon_is_min_of_pure_kov_and_gdp_per_record():
+    led = Ledger(1, 2)
+    eps_i = 0.1
+    led.record_laplace(0, 0, 0, 1, np.full(200, 1 / eps_i), 1.0, mechanism="m")
+    delta = 1e-6
+    q, s = 200 * eps_i ** 2, 200 * eps_i * math.tanh(eps_i / 2)
+    kov = min(200 * eps_i, s + math.sqrt(2 * q * math.log(math.e + math.sqrt(q) / delta)),
+              s + math.sqrt(2 * q * math.log(1 / delta)))
+    gdp = gdp_conversion.epsilon_for_delta(math.sqrt(200) * gdp_conversion.mu_from_pure_epsilon(eps_i), delta)
+    assert led.realized_epsilon(delta)[0] == pytest.approx(min(kov, gdp), rel=1e-9)
+    # a second stream with one big release: the worst record is whichever certifies more
+    led.record_laplace(0, 1, 0, 1, 1 / 3.0, 1.0, mechanism="m")
+    assert led.realized_epsilon(delta)[0] == pytest.approx(max(min(kov, gdp), 3.0), rel=1e-9)
+
+
+def test_realized_epsilon_worst_record_mixes_pareto_front():
+    """Record A: many small Laplace (closed form small, mu moderate); record B: one Gaussian."""
+    led = Ledger(1, 1)
+    led.record_laplace(0, 0, 0, 1, np.full(50, 20.0), 1.0, mechanism="m")
+    led.record_gaussian(0, 0, 1, 2, 0.8, 1.0, mechanism="g")
+    delta = 1e-5
+    a = best_epsilon(Laplace(20.0) * 50, delta, accountants=_cheap_accountants()).value
+    b = gdp_conversion.epsilon_for_delta(1.25, delta)
+    assert led.realized_epsilon(delta)[0] >= max(min(a, 50 / 20), b) * (1 - 1e-9)
+    assert led.realized_epsilon(delta)[0] <= max(50 / 20, b) * (1 + 1e-9)
+
+
+def _cheap_accountants():
+    from accountants.gdp import GDPAccountant
+    from accountants.pure import PureAccountant
+
+    return [PureAccountant, GDPAccountant]
+
+
+def test_memory_guard_tracks_first_replicates_only():
+    per_rep = 3 * (64 + 1) * 5 * 8
+    led = Ledger(10, 3, max_tracked_bytes=4 * per_rep)
+    assert led.tracked_replicates.tolist() == [0, 1, 2, 3]
+    led.record_laplace(np.arange(10), 0, 0, 5, 1.0, 1.0, mechanism="m")
+    eps = led.realized_pure_epsilon()
+    assert np.all(eps[:4] == 1.0) and np.all(np.isnan(eps[4:]))
+    assert led.draws[:, 0].tolist() == [1] * 10  # draws are kept for every replicate
+    led.record_laplace(0, 0, 0, 200, 1.0, 1.0, mechanism="m")  # growth: fewer replicates fit
+    assert len(led.tracked_replicates) == 1
+    eps = led.realized_pure_epsilon()
+    assert eps[0] == 2.0 and np.all(np.isnan(eps[1:]))
+    assert np.all(np.isnan(led.realized_mu()[1:]))
+
+
+def test_tight_mode_event_multiset_and_dp_accounting_export():
+    import dp_accounting
+
+    led = Ledger(2, 2, tight=True)
+    led.record_laplace([0, 0, 0], [0, 0, 1], [0, 0, 0], [4, 2, 9], [2.0, 2.0, 1.0], 1.0, mechanism="t",
+                       node=[1, 2, 3])
+    led.record_gaussian(1, 1, 0, 1, 3.0, 1.0, mechanism="g")
+    ev = led.worst_record_event(0)
+    grouped = ev.grouped()
+    # records 0,1 of stream 0: two Lap(2); stream 1 records: one Lap(1) -> incomparable; Lap(1) is worse
+    assert grouped in ({Laplace(1.0, 1.0): 1}, {Laplace(2.0, 1.0): 2})
+    assert best_epsilon(ev, 1e-6).value == pytest.approx(
+        max(best_epsilon(Laplace(1.0) * 1, 1e-6).value, best_epsilon(Laplace(2.0) * 2, 1e-6).value))
+    leaves, counts = led.record_multisets(0)
+    assert counts.shape[0] == 3  # {2 x Lap2}, {1 x Lap2}, {1 x Lap1}
+    assert led.worst_record_event(1).grouped() == {Gaussian(3.0, 1.0): 1}
+    dpe = led.to_dp_accounting(1)
+    assert isinstance(dpe, dp_accounting.ComposedDpEvent)
+    assert led.realized_epsilon(1e-6)[1] == pytest.approx(best_epsilon(Gaussian(3.0) * 1, 1e-6).value)
+
+
+def test_redraws_found_in_tight_mode_only():
+    led = Ledger(1, 2, tight=True)
+    led.record_laplace(0, [0, 1], 0, 1, 1.0, 1.0, mechanism="m", node=[7, 7])
+    assert led.redraws() == []
+    led.record_laplace(0, 1, 0, 1, 1.0, 1.0, mechanism="m", node=7)
+    led.record_laplace(0, 1, 0, 1, 1.0, 1.0, mechanism="other", node=7)
+    assert led.redraws() == [(0, 1, "m", 7)]
+    cheap = Ledger(1, 1)
+    for call in (cheap.redraws, lambda: cheap.worst_record_event(0), lambda: cheap.to_dp_accounting(0)):
+        with pytest.raises(ValueError, match="tight=True"):
+            call()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(replicate=2), r"replicate must lie in \[0, 2\)"),
+    (dict(stream=-1), r"stream must lie in \[0, 3\)"),
+    (dict(lo=-1), r"lo must lie in \[0, inf\)"),
+    (dict(lo=5, hi=4), r"hi must lie in \[lo, inf\)"),
+    (dict(scale=0.0), r"scale must lie in \(0, inf\)"),
+    (dict(scale=math.nan), r"scale must lie in \(0, inf\)"),
+    (dict(sensitivity=-1.0), r"sensitivity must lie in \(0, inf\)"),
+    (dict(lo=np.array([0.5])), r"lo must be an integer array"),
+    (dict(lo=np.array([0, 1]), hi=np.array([1, 2, 3])), r"equal length"),
+])
+def test_record_rejects_bad_input(kwargs, match):
+    led = Ledger(2, 3)
+    args = dict(replicate=0, stream=0, lo=0, hi=1, scale=1.0, sensitivity=1.0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        led.record_laplace(args["replicate"], args["stream"], args["lo"], args["hi"], args["scale"],
+                           args["sensitivity"], mechanism="m")
+
+
+@pytest.mark.parametrize("args, match", [
+    ((0, 1), r"replicates must be a whole number in \[1, inf\)"),
+    ((1, 0), r"streams must be a whole number in \[1, inf\)"),
+    ((1.5, 1), r"replicates must be a whole number"),
+])
+def test_constructor_rejects_bad_shape(args, match):
+    with pytest.raises(ValueError, match=match):
+        Ledger(*args)
+
+
+def test_realized_epsilon_rejects_bad_delta():
+    with pytest.raises(ValueError, match=r"delta must lie in \(0, 1\)"):
+        Ledger(1, 1).realized_epsilon(1.0)
+
+
+def test_empty_ledger_reports_zero():
+    led = Ledger(2, 2)
+    assert led.realized_pure_epsilon().tolist() == [0.0, 0.0]
+    assert led.realized_mu().tolist() == [0.0, 0.0]
+    assert led.realized_epsilon(1e-6).tolist() == [0.0, 0.0]
+
+
+def test_memory_guard_can_track_nothing():
+    led = Ledger(3, 2, max_tracked_bytes=10)
+    assert led.tracked_replicates.size == 0
+    led.record_laplace([0, 2], [0, 1], 0, 100, 1.0, 1.0, mechanism="m")
+    assert np.all(np.isnan(led.realized_pure_epsilon()))
+    assert np.all(np.isnan(led.realized_mu()))
+    assert np.all(np.isnan(led.realized_epsilon(1e-6)))
+    assert led.draws.sum() == 2
