@@ -75,7 +75,8 @@ def _progress(total: int, enabled: bool | None):
 def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 100, seed=None, *,
              delta: float = 1e-6, checkpoints: Sequence[int] | None = None, ledger: bool | str = True,
              strict_rewards: bool = False, keep_arms: bool = False, progress: bool | None = None,
-             max_tracked_bytes: int = 256 * 2**20, realized_points: int = 8) -> SimulationResult:
+             max_tracked_bytes: int = 256 * 2**20, realized_points: int = 8,
+             ledger_replicates: int | None = 8) -> SimulationResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds in ``replicates`` lock-stepped replicates.
 
     Args:
@@ -89,6 +90,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         progress: show a progress bar (default: only when stderr is a terminal and tqdm is installed).
         realized_points: how many checkpoints (a geometric subset, always with the horizon) query the
             ledger's realized spend; the others hold NaN. Each query scans every tracked record.
+        ledger_replicates: how many replicates (the first ones) keep per-record tracking in the
+            ledger (None: as many as ``max_tracked_bytes`` allows). Recording costs time in
+            proportion to the tracked streams; the others report NaN realized spend.
     """
     _validate(policy, env, horizon, replicates, delta)
     horizon, replicates = int(horizon), int(replicates)
@@ -106,7 +110,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     if ledger and policy.private:
         from privbandit.ledger import Ledger
 
-        book = Ledger(replicates, n_arms, tight=(ledger == "tight"), max_tracked_bytes=max_tracked_bytes)
+        book = Ledger(replicates, n_arms, tight=(ledger == "tight"), max_tracked_bytes=max_tracked_bytes,
+                      track_replicates=ledger_replicates)
     run = policy.start(n_arms, replicates, horizon, policy_rng, ledger=book)
     env_run = env.start(replicates, env_rng)
 

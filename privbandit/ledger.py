@@ -48,6 +48,7 @@ from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, Sel
 _S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS = range(5)
 _N_STATS = 5
 _KIND_LAPLACE, _KIND_GAUSSIAN = 0, 1
+_STAGE_ROUNDS = 256
 
 
 def _whole(name: str, value, minimum: int) -> int:
@@ -69,10 +70,15 @@ class Ledger:
         Keep the full list of releases (exact per-record event multisets, re-draw detection).
     max_tracked_bytes:
         Memory guard for the per-record difference arrays (see the module docstring).
+    track_replicates:
+        At most this many (the first) replicates keep per-record tracking (default: all that fit
+        the memory guard). Recording costs time in proportion to the tracked streams, and the
+        certificate is data-independent, so a simulation needs only a few tracked replicates to
+        report realized spend; ``draws`` is always kept for every replicate.
     """
 
     def __init__(self, replicates: int, streams: int, *, tight: bool = False,
-                 max_tracked_bytes: int = 256 * 2 ** 20) -> None:
+                 max_tracked_bytes: int = 256 * 2 ** 20, track_replicates: int | None = None) -> None:
         self.replicates = _whole("replicates", replicates, 1)
         self.streams = _whole("streams", streams, 1)
         if not isinstance(tight, (bool, np.bool_)):
@@ -81,10 +87,14 @@ class Ledger:
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
         self.draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._capacity = 64
-        self._n_tracked = self._fit(self._capacity, self.replicates)
+        limit = self.replicates if track_replicates is None else min(
+            self.replicates, _whole("track_replicates", track_replicates, 0))
+        self._n_tracked = self._fit(self._capacity, limit)
         # Layout (position, replicate, stream, stat): lock-step runs write near the same positions
         # in every stream, so recording touches contiguous memory; growth appends positions.
         self._diff = np.zeros((self._capacity + 1, self._n_tracked, self.streams, _N_STATS))
+        self._reset_pending()
+        self._staged: list[tuple] = []
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
@@ -104,7 +114,37 @@ class Ledger:
         """Number of record positions currently covered by the difference arrays."""
         return self._capacity
 
+    # --- coalescing of repeated footprints ---------------------------------------------------------
+    # A stream that releases with the same footprint round after round (Gaussian Thompson sampling
+    # releases [0, k) every round until its arm is pulled again) accumulates those releases' sums in
+    # a dense pending slot; the slot reaches the difference arrays only when the footprint changes,
+    # before growth, and before a query. Sums are additive, so the per-record totals are unchanged;
+    # ``draws`` and tight mode still see every release.
+    def _reset_pending(self) -> None:
+        n = self._n_tracked * self.streams  # flat (replicate, stream) index: replicate * K + stream
+        self._pend_lo = np.zeros(n, dtype=np.int64)
+        self._pend_hi = np.zeros(n, dtype=np.int64)  # lo == hi: nothing pending
+        self._pend_vals = np.zeros((n, _N_STATS))
+
+    def _flush(self, cells: np.ndarray | None = None) -> None:
+        """Move pending sums into the difference arrays: all of them, or those of the given unique
+        flat (replicate * K + stream) cells."""
+        if cells is None:
+            cells = np.flatnonzero(self._pend_hi > self._pend_lo)
+        else:
+            cells = cells[self._pend_hi[cells] > self._pend_lo[cells]]
+        if cells.size == 0:
+            return
+        lo, hi, vals = self._pend_lo[cells], self._pend_hi[cells], self._pend_vals[cells]
+        flat = self._diff.reshape(-1, _N_STATS)  # position-major: index = pos * (R_t K) + cell
+        stride = self._pend_lo.size
+        flat[lo * stride + cells] += vals  # unique cells: plain fancy adds are exact
+        flat[hi * stride + cells] -= vals
+        self._pend_hi[cells] = lo
+        self._pend_vals[cells] = 0.0
+
     def _grow(self, needed: int) -> None:
+        self._flush()
         cap = self._capacity
         while cap < needed:
             cap *= 2
@@ -115,6 +155,7 @@ class Ledger:
         self._diff = new
         self._capacity = cap
         self._n_tracked = n_tracked
+        self._reset_pending()
 
     def _validate(self, replicate, stream, lo, hi, param, sensitivity, param_name, mechanism, node):
         if not isinstance(mechanism, str) or not mechanism:
@@ -198,37 +239,97 @@ class Ledger:
                                      kind=np.full(m, kind, np.int8),
                                      param=np.array(p, dtype=float), sens=np.array(s, dtype=float),
                                      mech=np.full(m, mech, np.int32), node=np.array(nd)))
-        vals = self._leaf_stats(kind, p, s)
         top = int(hi_.max())
         if top > self._capacity:
             self._grow(top)
         if self._n_tracked < self.replicates or not unique:
+            # filter before computing statistics: untracked replicates cost only their draw count
             keep = (rep < self._n_tracked) & (hi_ > lo_)
             if not np.all(keep):
-                rep, st, lo_, hi_, vals = rep[keep], st[keep], lo_[keep], hi_[keep], vals[keep]
+                rep, st, lo_, hi_, p, s = rep[keep], st[keep], lo_[keep], hi_[keep], p[keep], s[keep]
         if rep.size == 0:
+            return
+        vals = self._leaf_stats(kind, p, s)
+        if unique:
+            cells = rep * self.streams + st
+            moved = (self._pend_lo[cells] != lo_) | (self._pend_hi[cells] != hi_)
+            if moved.any():
+                c_m = cells[moved]
+                self._flush(c_m)
+                self._pend_lo[c_m] = lo_[moved]
+                self._pend_hi[c_m] = hi_[moved]
+            self._pend_vals[cells] += vals
             return
         flat = self._diff.reshape(-1, _N_STATS)
         base = rep * self.streams + st
         stride = self._n_tracked * self.streams
-        if unique:
-            flat[lo_ * stride + base] += vals
-            flat[hi_ * stride + base] -= vals
-        else:
-            np.add.at(flat, lo_ * stride + base, vals)
-            np.add.at(flat, hi_ * stride + base, -vals)
+        np.add.at(flat, lo_ * stride + base, vals)
+        np.add.at(flat, hi_ * stride + base, -vals)
 
-    def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node) -> None:
+    def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
+                      sensitivity: np.ndarray, mechanism: str, *, gaussian: bool) -> None:
+        """Fast path for mechanisms that release once for every (replicate, stream) in ``mask``.
+
+        All arguments have shape (replicates, streams) (``lo`` may be a scalar); entries outside
+        ``mask`` are ignored. Equivalent to recording the masked entries one release each. The
+        tracked rows are staged and folded into the difference arrays every ``_STAGE_ROUNDS`` calls
+        (and before any query or growth) by one vectorised scatter, so a call costs a few array
+        copies instead of a dozen small numpy operations.
+        """
+        self.draws += mask
+        kind = _KIND_GAUSSIAN if gaussian else _KIND_LAPLACE
+        lo = np.broadcast_to(np.asarray(lo, dtype=np.int64), mask.shape)
+        if self.tight:
+            rr, ss = np.nonzero(mask)
+            mech = self._mech_ids.setdefault(mechanism, len(self._mech_ids))
+            self._chunks.append(dict(rep=rr, st=ss, lo=lo[rr, ss], hi=hi[rr, ss].astype(np.int64),
+                                     kind=np.full(rr.size, kind, np.int8), param=param[rr, ss].astype(float),
+                                     sens=sensitivity[rr, ss].astype(float), mech=np.full(rr.size, mech, np.int32),
+                                     node=np.full(rr.size, -1, np.int64)))
+        n = self._n_tracked
+        if n == 0:
+            return
+        self._staged.append((kind, mask[:n].copy(), lo[:n].copy(), np.array(hi[:n], dtype=np.int64),
+                             np.array(param[:n], dtype=float), np.array(sensitivity[:n], dtype=float)))
+        if len(self._staged) >= _STAGE_ROUNDS:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Fold staged dense releases into the difference arrays (one scatter per kind)."""
+        staged, self._staged = self._staged, []
+        for kind in {entry[0] for entry in staged}:
+            rows = [e for e in staged if e[0] == kind]
+            mask, lo, hi, par, sen = (np.stack([e[i] for e in rows]) for i in range(1, 6))
+            top = int(hi.max())
+            if top > self._capacity:
+                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+            n = self._n_tracked
+            mask, lo, hi, par, sen = mask[:, :n], lo[:, :n], hi[:, :n], par[:, :n], sen[:, :n]
+            live = mask & (hi > lo)
+            if not live.any():
+                continue
+            _, r_idx, s_idx = np.nonzero(live)
+            cells = r_idx * self.streams + s_idx
+            vals = self._leaf_stats(kind, par[live], sen[live])
+            flat = self._diff.reshape(-1, _N_STATS)
+            stride = n * self.streams
+            np.add.at(flat, lo[live] * stride + cells, vals)
+            np.add.at(flat, hi[live] * stride + cells, -vals)
+
+    def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
+                               gaussian: bool = False) -> None:
         """Fast path for this package's mechanisms: int64 arrays, each (replicate, stream) at most
-        once, positive finite scale/sensitivity already guaranteed by construction."""
+        once, positive finite scale (or sigma, with ``gaussian=True``) and sensitivity already
+        guaranteed by construction."""
         shape = rep.shape
 
         def arr(x, dtype):
             x = np.asarray(x, dtype=dtype)
             return x if x.shape == shape else np.broadcast_to(x, shape)
 
-        self._store(_KIND_LAPLACE, rep, st, arr(lo, np.int64), arr(hi, np.int64), arr(scale, float),
-                    arr(sensitivity, float), mechanism, arr(node, np.int64), unique=True)
+        self._store(_KIND_GAUSSIAN if gaussian else _KIND_LAPLACE, rep, st, arr(lo, np.int64),
+                    arr(hi, np.int64), arr(scale, float), arr(sensitivity, float), mechanism,
+                    arr(-1 if node is None else node, np.int64), unique=True)
 
     # --- recording ----------------------------------------------------------------------------
     def record_laplace(self, replicate, stream, lo, hi, scale, sensitivity, *, mechanism: str,
@@ -249,6 +350,9 @@ class Ledger:
     # --- cheap-mode queries -------------------------------------------------------------------
     def _totals(self) -> np.ndarray:
         """Per-record totals, shape (R_tracked, K, capacity, stats)."""
+        if self._staged:
+            self._drain()
+        self._flush()
         return np.moveaxis(np.cumsum(self._diff[: self._capacity], axis=0), 0, 2)
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:

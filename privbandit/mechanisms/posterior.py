@@ -38,8 +38,6 @@ class GaussianPosteriorRelease:
         self._block = whole("block", block, 1)
         self._z = np.empty((0, self.replicates, self.arms))
         self._pos = 0
-        self._rep = np.repeat(np.arange(self.replicates), self.arms)
-        self._arm = np.tile(np.arange(self.arms), self.replicates)
 
     def _standard_normals(self) -> np.ndarray:
         if self._pos == self._z.shape[0]:
@@ -59,9 +57,7 @@ class GaussianPosteriorRelease:
         else:
             theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
             sigma_used, sens = sigma, 1.0 / denom
-        if self.ledger is not None:
-            held = (counts >= 1).ravel()
-            k = counts.ravel().astype(np.int64)
-            self.ledger.record_gaussian(self._rep[held], self._arm[held], 0, k[held],
-                                        np.ravel(sigma_used)[held], np.ravel(sens)[held], mechanism=self.name)
+        if self.ledger is not None:  # one release per arm holding a record: footprint [0, k)
+            self.ledger._record_dense(counts >= 1, 0, counts.astype(np.int64), np.asarray(sigma_used),
+                                      np.asarray(sens), self.name, gaussian=True)
         return theta

@@ -69,7 +69,8 @@ def test_realized_never_exceeds_certified(env, T, b, c):
     """100 random runs per configuration, every checkpoint (powers of two included)."""
     policy = GaussianTS(b=b, c=c)
     cps = np.unique(np.r_[np.arange(1, T + 1, 7), 2 ** np.arange(int(math.log2(T)) + 1)])
-    r = simulate(policy, env, T, 100, seed=[b, T], checkpoints=cps, realized_points=10**6)
+    r = simulate(policy, env, T, 100, seed=[b, T], checkpoints=cps, realized_points=10**6,
+                 ledger_replicates=None)
     sched = policy.privacy_schedule(T, env.n_arms)
     assert np.all(np.isfinite(r.realized_epsilon))
     assert np.all(r.realized_epsilon <= r.certified_epsilon[:, None] + 1e-9)
