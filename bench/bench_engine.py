@@ -24,15 +24,15 @@ import numpy as np
 
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli
-from privbandit.policies import BetaTS, UCB1
+from privbandit.policies import BetaTS, GaussianTS, UCB1
 from privbandit.testing import reference
 
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 
 
-def engine_rate(policy, horizon, replicates):
+def engine_rate(policy, horizon, replicates, **kwargs):
     start = time.perf_counter()
-    simulate(policy, Bernoulli(MEANS), horizon, replicates, seed=0, progress=False)
+    simulate(policy, Bernoulli(MEANS), horizon, replicates, seed=0, progress=False, **kwargs)
     return horizon * replicates / (time.perf_counter() - start)
 
 
@@ -53,6 +53,8 @@ def raw_rng_rate(kind, horizon, replicates, state=None):
             a = np.broadcast_to(state[0], (block,) + state[0].shape)
             b = np.broadcast_to(state[1], (block,) + state[1].shape)
             rng.beta(a, b)
+        elif kind == "gts":
+            rng.standard_normal((block, replicates, len(MEANS)))
         rng.random((block, replicates))
     return (horizon // block) * block * replicates / (time.perf_counter() - start)
 
@@ -124,6 +126,22 @@ def main() -> None:
     print()
     for row in rows[:1]:
         print(f"peers: {row[5]}; {row[7]}")
+
+    # Gaussian TS (Ou et al., b=10, c=4): the ledger's worst case (every arm of every replicate
+    # releases every round); live certificate always on, ledger off / 8 tracked / all tracked.
+    gts = GaussianTS(b=10, c=4.0)
+    off = engine_rate(gts, T, R, ledger=False)
+    on8 = engine_rate(gts, T, R, ledger=True)
+    on_all = engine_rate(gts, T, R, ledger=True, ledger_replicates=None)
+    loop = plain_rate(lambda m, h, r: reference.gaussian_ts(m, h, r, b=10, c=4.0), T, 3)
+    raw = raw_rng_rate("gts", T, R)
+    print("\n| gaussian_ts (b=10, c=4) | pulls/s | ratio |")
+    print("|---|---:|---:|")
+    print(f"| ledger off (certificate only) | {off:.3g} | {off / raw:.0%} of raw RNG, {off / loop:.0f}x plain loop |")
+    print(f"| ledger on, 8 tracked replicates (default) | {on8:.3g} | {on8 / off:.0%} of ledger-off speed |")
+    print(f"| ledger on, all {R} replicates tracked | {on_all:.3g} | {on_all / off:.0%} of ledger-off speed |")
+    print(f"| raw RNG (normals + uniforms in bulk) | {raw:.3g} | |")
+    print(f"| plain per-round loop | {loop:.3g} | |")
 
 
 if __name__ == "__main__":

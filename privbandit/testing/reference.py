@@ -38,3 +38,18 @@ def beta_ts(means: list[float], horizon: int, rng: random.Random) -> list[int]:
         beta[arm] += 1.0 - reward
         counts[arm] += 1
     return counts
+
+
+def gaussian_ts(means: list[float], horizon: int, rng: random.Random, b: int = 0, c: float = 1.0) -> list[int]:
+    """Gaussian-prior TS with b pre-pulls and variance factor c (Ou et al. Alg. 2); pull counts."""
+    k = len(means)
+    sums, counts = [0.0] * k, [0] * k
+    for t in range(1, horizon + 1):
+        if t <= k * b:
+            arm = (t - 1) // b
+        else:
+            arm = max(range(k), key=lambda a: rng.gauss(sums[a] / (counts[a] + 1), math.sqrt(c / (counts[a] + 1))))
+        reward = 1.0 if rng.random() < means[arm] else 0.0
+        sums[arm] += reward
+        counts[arm] += 1
+    return counts
