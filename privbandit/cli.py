@@ -22,7 +22,8 @@ import privbandit
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 
 
-def _parse_params(items: Sequence[str]) -> dict:
+def parse_params(items: Sequence[str]) -> dict:
+    """``NAME=VALUE`` strings to a dict; values become int, float, bool or str, in that order."""
     params = {}
     for item in items or []:
         if "=" not in item:
@@ -63,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     from privbandit.engine import simulate
     from privbandit.policies import make_policy
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     if args.epsilon is not None:
         params["epsilon"] = args.epsilon
     policy = make_policy(args.policy, **params)
@@ -107,7 +108,7 @@ def _budget(args: argparse.Namespace) -> int:
     from privbandit import budget
     from privbandit.policies import make_policy
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     if args.epsilon is not None:
         params["epsilon"] = args.epsilon
     policy = make_policy(args.policy, **params)
@@ -129,7 +130,7 @@ def _budget(args: argparse.Namespace) -> int:
 def _invert(args: argparse.Namespace) -> int:
     from privbandit import budget
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     if (args.epsilon is None) == (args.mu is None):
         raise ValueError("give exactly one target: --epsilon (with --delta) or --mu")
     target, target_mu = (args.mu, True) if args.mu is not None else (args.epsilon, False)
@@ -158,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="privbandit", description="Privacy accounting for private bandits.")
     parser.add_argument("--version", action="version", version=f"privbandit {privbandit.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    from privbandit.audit.cli import add_parser as add_audit_parser
+
+    add_audit_parser(sub)
 
     demo = sub.add_parser("demo", help="run the embedded default: private and non-private policies, regret and certified epsilon")
     demo.add_argument("--quick", action="store_true", help="a smaller horizon, for smoke tests")

@@ -154,7 +154,15 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     half = _Z95 * cumulative.std(axis=1, ddof=1) / math.sqrt(replicates) if replicates > 1 else np.zeros(horizon)
     pulls = np.stack([np.bincount(arms_played[:, r], minlength=n_arms) for r in range(replicates)])
 
-    certified, by = policy.privacy_schedule(horizon, n_arms).live_certificates(checkpoints, delta)
+    schedule = policy.privacy_schedule(horizon, n_arms)
+    certified, by = schedule.live_certificates(checkpoints, delta)
+    # The cheap ledger composes each record with the closed-form accountants only (pure, KOV, GDP);
+    # the certificate in that same currency is what its realized spend must stay below.
+    closed_form = None
+    if book is not None and not book.tight:
+        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+
+        closed_form, _ = schedule.live_certificates(checkpoints, delta, CLOSED_FORM_ACCOUNTANTS)
 
     return SimulationResult(
         policy=policy.params(), environment=env.params(), horizon=horizon, replicates=replicates,
@@ -162,6 +170,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         regret_mean=mean, regret_lower=mean - half, regret_upper=mean + half,
         final_regret=cumulative[-1].copy(), pulls=pulls, checkpoints=checkpoints,
         certified_epsilon=certified, certified_by=by, realized_epsilon=realized,
+        certified_closed_form=closed_form,
         claimed_epsilon=policy.claimed_epsilon(horizon, n_arms, delta),
         arms=arms_played if keep_arms else None, seconds=seconds,
     )

@@ -51,6 +51,18 @@ _KIND_LAPLACE, _KIND_GAUSSIAN = 0, 1
 _STAGE_ROUNDS = 256
 
 
+def _closed_form_accountants():
+    from accountants.gdp import GDPAccountant
+    from accountants.kov import KOVHeterogeneousAccountant
+    from accountants.pure import PureAccountant
+
+    return [PureAccountant, KOVHeterogeneousAccountant, GDPAccountant]
+
+
+CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
+"""The accountants the cheap ledger's per-record figures correspond to (pure, KOV, GDP)."""
+
+
 def _whole(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")

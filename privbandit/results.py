@@ -30,6 +30,12 @@ class SimulationResult:
         certified_by: the accountant that achieved each certified value.
         realized_epsilon: the ledger's realized per-record spend at each checkpoint, shape
             (checkpoints, replicates) — NaN where a replicate was not tracked; None without ledger.
+            The default (cheap) ledger composes each record with the closed-form accountants only
+            (pure, KOV heterogeneous, GDP); a tight ledger (``ledger="tight"``) with all of them.
+        certified_closed_form: the certificate in the cheap ledger's currency (the schedule composed
+            by the same closed-form accountants): the invariant is realized <= this, checkpoint by
+            checkpoint. It can exceed ``certified_epsilon``, which also uses PLD and optimal
+            composition. None with a tight ledger (compare with ``certified_epsilon``) or none.
         claimed_epsilon: the source paper's claimed epsilon for this configuration, if any.
         arms: the arm played by each replicate in each round, shape (horizon, replicates), if kept.
     """
@@ -51,6 +57,7 @@ class SimulationResult:
     realized_epsilon: np.ndarray | None = None
     claimed_epsilon: float | None = None
     arms: np.ndarray | None = None
+    certified_closed_form: np.ndarray | None = None
     seconds: float = math.nan
 
     @property
@@ -66,6 +73,16 @@ class SimulationResult:
         if np.any(rounds < 1) or np.any(rounds > self.horizon):
             raise ValueError(f"rounds must lie in [1, {self.horizon}]")
         return self.certified_epsilon[np.searchsorted(self.checkpoints, rounds, side="left")]
+
+    def realized_within_certificate(self) -> bool:
+        """The ledger invariant of this run: realized <= certified at every queried checkpoint, in
+        the same currency (closed-form accountants for the cheap ledger, all for a tight one)."""
+        if self.realized_epsilon is None:
+            raise ValueError("this run kept no ledger (simulate(..., ledger=False))")
+        bound = self.certified_closed_form if self.certified_closed_form is not None else self.certified_epsilon
+        real = self.realized_epsilon
+        ok = np.isnan(real) | (real <= bound[:, None] * (1 + 1e-9) + 1e-12)
+        return bool(np.all(ok))
 
     def summary(self) -> dict[str, Any]:
         """Final figures: regret (mean and band), certified and realized epsilon at the horizon."""

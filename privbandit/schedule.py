@@ -54,11 +54,11 @@ class PrivacySchedule(abc.ABC):
             return math.inf
         return acc.compose(ev).mu()
 
-    def live_certificates(self, rounds: np.ndarray, delta: float) -> tuple[np.ndarray, list[str]]:
+    def live_certificates(self, rounds: np.ndarray, delta: float, accountants=None) -> tuple[np.ndarray, list[str]]:
         """Certified epsilon after each of the increasing ``rounds`` (the engine's live certificate).
 
         Every accountant certifies the last entry; the cheap ones (all but PLD, whose FFT costs up
-        to a second) certify the others. Then each entry takes the minimum over itself and every
+        to a second) certify the others. With ``accountants`` given, those certify every entry. Then each entry takes the minimum over itself and every
         later entry: valid because the schedule is monotone, so the true epsilon at t is at most the
         true (hence the certified) epsilon at any s >= t. The result is non-decreasing.
         """
@@ -72,7 +72,8 @@ class PrivacySchedule(abc.ABC):
                 values.append(0.0)
                 by.append("none")
                 continue
-            cert = self.epsilon(int(r), delta, None if i == rounds.size - 1 else cheap)
+            chosen = accountants if accountants is not None else (None if i == rounds.size - 1 else cheap)
+            cert = self.epsilon(int(r), delta, chosen)
             values.append(cert.value)
             by.append(cert.by)
         values = np.asarray(values, dtype=float)
@@ -145,6 +146,6 @@ class NonPrivateSchedule(PrivacySchedule):
     def mu(self, rounds: int) -> float:
         return math.inf if rounds > 0 else 0.0
 
-    def live_certificates(self, rounds, delta):
+    def live_certificates(self, rounds, delta, accountants=None):
         rounds = np.asarray(rounds)
         return np.where(rounds > 0, math.inf, 0.0), ["non-private"] * rounds.size

@@ -24,7 +24,8 @@ class GaussianRelease(_Release):
     def release(self, statistic, sigma, sensitivity, replicate, stream, lo, hi, node=None) -> np.ndarray:
         statistic, sigma, sensitivity = self._arrays(statistic, sigma, sensitivity, "sigma")
         noisy = self.sampler.gaussian_release(statistic, sigma)
-        self.ledger.record_gaussian(replicate, stream, lo, hi, self.sampler.effective_sigma(sigma),
-                                    self.sampler.effective_sensitivity(sensitivity),
-                                    mechanism=self.name, node=node)
+        if self.ledger is not None:
+            self.ledger.record_gaussian(replicate, stream, lo, hi, self.sampler.effective_sigma(sigma),
+                                        self.sampler.effective_sensitivity(sensitivity),
+                                        mechanism=self.name, node=node)
         return noisy

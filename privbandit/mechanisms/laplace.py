@@ -16,8 +16,9 @@ from privbandit.mechanisms.sampling import NoiseSampler
 class _Release:
     kind = "laplace"
 
-    def __init__(self, rng: np.random.Generator, ledger: Ledger, name: str, *, exact: bool = False) -> None:
-        if not isinstance(ledger, Ledger):
+    def __init__(self, rng: np.random.Generator, ledger: Ledger | None, name: str, *, exact: bool = False) -> None:
+        # None: a run without a ledger (simulate(ledger=False)); releases are then not recorded.
+        if ledger is not None and not isinstance(ledger, Ledger):
             raise ValueError(f"ledger must be a privbandit.ledger.Ledger, got {type(ledger).__name__}")
         self.ledger = ledger
         self.sampler = NoiseSampler(rng, exact=exact)
@@ -51,7 +52,8 @@ class LaplaceRelease(_Release):
     def release(self, statistic, scale, sensitivity, replicate, stream, lo, hi, node=None) -> np.ndarray:
         statistic, scale, sensitivity = self._arrays(statistic, scale, sensitivity, "scale")
         noisy = self.sampler.laplace_release(statistic, scale)
-        self.ledger.record_laplace(replicate, stream, lo, hi, self.sampler.effective_scale(scale),
-                                   self.sampler.effective_sensitivity(sensitivity),
-                                   mechanism=self.name, node=node)
+        if self.ledger is not None:
+            self.ledger.record_laplace(replicate, stream, lo, hi, self.sampler.effective_scale(scale),
+                                       self.sampler.effective_sensitivity(sensitivity),
+                                       mechanism=self.name, node=node)
         return noisy

@@ -29,6 +29,8 @@ class GaussianPosteriorRelease:
 
     def __init__(self, replicates: int, arms: int, *, c: float, rng: np.random.Generator, ledger,
                  name: str = "gaussian_posterior", exact: bool = False, block: int = 256) -> None:
+        # ``block`` rounds of normals are drawn at once; callers pass min(block, rounds left) so that
+        # short runs (audits: millions of runs of ~20 rounds) draw no unused variates.
         self.replicates = whole("replicates", replicates, 1)
         self.arms = whole("arms", arms, 1)
         self.c = positive("c", c)

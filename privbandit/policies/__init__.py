@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.gaussian_ts import GaussianTS
+from privbandit.policies.hu_hegde import DPTS, LazyDPTS
+from privbandit.policies.private_ts import PrivateTS
 from privbandit.policies.thompson import BetaTS
 from privbandit.policies.ucb import KLUCB, UCB1
 
@@ -16,6 +18,9 @@ REGISTRY: dict[str, type[Policy]] = {
     KLUCB.name: KLUCB,
     BetaTS.name: BetaTS,
     GaussianTS.name: GaussianTS,
+    DPTS.name: DPTS,
+    LazyDPTS.name: LazyDPTS,
+    PrivateTS.name: PrivateTS,
 }
 
 
@@ -36,4 +41,4 @@ def make_policy(name: str, **params) -> Policy:
         raise ValueError(f"bad parameters for {key}: {exc}") from None
 
 
-__all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
+__all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]

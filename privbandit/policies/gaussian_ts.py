@@ -55,12 +55,14 @@ class GaussianTSSchedule(PrivacySchedule):
 
 
 class _GaussianTSRun(PolicyRun):
-    def __init__(self, policy, n_arms, replicates, rng, ledger):
+    def __init__(self, policy, n_arms, replicates, horizon, rng, ledger):
         self.b, self.n_arms = policy.b, n_arms
         self.offsets = np.arange(replicates) * n_arms
         self.sums = np.zeros((replicates, n_arms))
         self.counts = np.zeros((replicates, n_arms))
-        self.posterior = GaussianPosteriorRelease(replicates, n_arms, c=policy.c, rng=rng, ledger=ledger)
+        releasing_rounds = max(1, horizon - n_arms * policy.b)
+        self.posterior = GaussianPosteriorRelease(replicates, n_arms, c=policy.c, rng=rng, ledger=ledger,
+                                                  block=min(256, releasing_rounds))
 
     def select(self, t):
         if t <= self.n_arms * self.b:  # pre-pull phase: arm i is played b times in a row
@@ -98,7 +100,7 @@ class GaussianTS(Policy):
         check_arms(n_arms, horizon)
         if horizon < n_arms * self.b:
             raise ValueError(f"horizon must be >= n_arms * b = {n_arms * self.b} (the pre-pull phase), got {horizon}")
-        return _GaussianTSRun(self, n_arms, replicates, rng, ledger)
+        return _GaussianTSRun(self, n_arms, replicates, horizon, rng, ledger)
 
     def privacy_schedule(self, horizon, n_arms):
         return GaussianTSSchedule(self.b, self.c, n_arms)

@@ -1,0 +1,25 @@
+"""Audits: prove the toolkit spends what it claims -- or refute it.
+
+* Black-box (:class:`Audit`): run a mechanism or a policy many times on neighbouring inputs, select an
+  output event on one sample, certify it on fresh samples with Clopper-Pearson bounds, alpha split
+  over every certificate (AUDIT.md). Verdicts: VIOLATION / CONSISTENT / INCONCLUSIVE -- audits
+  refute, they never certify.
+* White-box (:func:`ledger_audit`): the realized per-record spend of many runs never exceeds the
+  certified schedule, and no statistic is released twice.
+"""
+
+from privbandit.audit import certify, scores, stats
+from privbandit.audit.certify import GDP, Claim, EpsAtDelta
+from privbandit.audit.core import VERDICTS, Audit, AuditResult, Budget
+from privbandit.audit.ledger_audit import LedgerAuditResult, ledger_audit
+from privbandit.audit.mechanisms import clipped_sum_laplace, gaussian_release, laplace_release
+from privbandit.audit.neighbours import NeighbourPair, Neighbours
+from privbandit.audit.runner import (MechanismSampler, PolicySampler, auto_trace, run_policy, trace_attribute,
+                                     trace_method)
+
+__all__ = [
+    "Audit", "AuditResult", "Budget", "Claim", "EpsAtDelta", "GDP", "VERDICTS", "Neighbours", "NeighbourPair",
+    "MechanismSampler", "PolicySampler", "run_policy", "trace_method", "trace_attribute", "auto_trace",
+    "laplace_release", "gaussian_release", "clipped_sum_laplace", "ledger_audit", "LedgerAuditResult",
+    "certify", "scores", "stats",
+]

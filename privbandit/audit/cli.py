@@ -1,0 +1,143 @@
+"""``privbandit audit POLICY``: the ledger audit and the black-box audit of one configured policy.
+
+Wiring (in ``privbandit/cli.py``'s ``build_parser``)::
+
+    from privbandit.audit.cli import add_parser as add_audit_parser
+    add_audit_parser(sub)
+
+Exit status: 0 when no audit refutes the claim (CONSISTENT or INCONCLUSIVE), 1 on a VIOLATION, 2 on
+bad input (raised as ValueError and reported by ``privbandit.cli.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from privbandit.cli import parse_params as _parse_params
+
+TIERS = {
+    # AUDIT.md 3.4: CI ~ 2e5 runs per side with mu certificates; nightly/thorough: template scan + 2e6.
+    "ci": dict(runs=200_000, pilot=10_000, arm_rest=(0.5,), others=(0.0, 0.5, 1.0), tight_reps=20,
+               cheap_reps=500),
+    # smoke: seconds-scale sizes for tests of the command itself (no power to speak of)
+    "smoke": dict(runs=5_000, pilot=1_000, arm_rest=(0.5,), others=(0.5,), tight_reps=4, cheap_reps=50),
+    "thorough": dict(runs=2_000_000, pilot=100_000, arm_rest=(0.0, 0.5, 1.0), others=(0.0, 0.25, 0.5, 0.75, 1.0),
+                     tight_reps=100, cheap_reps=5000),
+}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register the ``audit`` subcommand on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser("audit", help="audit a policy: ledger check (white-box) and empirical lower "
+                                            "bounds (black-box) against its certificate")
+    p.add_argument("policy", help="registered policy name, e.g. gaussian_ts")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
+    p.add_argument("--arms", type=int, default=2, help="number of arms (default 2)")
+    p.add_argument("--horizon", type=int, default=None,
+                   help="rounds per run (default: the policy's pre-pull rounds + 20)")
+    p.add_argument("--tier", choices=sorted(TIERS), default="ci", help="sample sizes (default ci)")
+    p.add_argument("--seconds", type=float, default=None, help="wall-clock cap for the black-box audits")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error of the black-box audits (default 0.05)")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta of the eps-at-delta certificate (default 1e-5)")
+    p.add_argument("--out", default=None, help="directory for tables (md, csv), plots and summary.json")
+    p.set_defaults(func=run)
+    return p
+
+
+def _has_trace(policy, n_arms, horizon) -> bool:
+    from privbandit.audit.runner import auto_trace
+
+    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0), ledger=None)
+    try:
+        auto_trace(run)
+    except ValueError:
+        return False
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    from privbandit.audit import Audit, Budget, Neighbours, ledger_audit
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import make_policy
+
+    started = time.perf_counter()
+    tier = TIERS[args.tier]
+    policy = make_policy(args.policy, **_parse_params(args.param))
+    if not policy.private:
+        raise ValueError(f"{args.policy} is not private: there is no claim to audit")
+    k = int(args.arms)
+    if k < 2:
+        raise ValueError(f"--arms must be >= 2, got {k}")
+    prepulls = int(getattr(policy, "b", 0) or 0)
+    horizon = int(args.horizon) if args.horizon is not None else k * prepulls + 20
+    if args.seconds is not None and not args.seconds > 0:
+        raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+
+    # 1. White-box: realized <= certified, no re-draws.
+    env = Bernoulli(list(np.linspace(0.4, 0.6, k)))
+    tight = ledger_audit(policy, env, horizon, tier["tight_reps"], seeds=(args.seed,), tight=True)
+    cheap = ledger_audit(policy, env, horizon, tier["cheap_reps"], seeds=(args.seed + 1,), tight=False)
+    print("## Ledger audit\n")
+    for res in (tight, cheap):
+        print(res.summary())
+    print()
+    print(tight.table())
+    print()
+
+    # 2. Black-box: actions, and the trace when the policy's releases can be observed.
+    observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
+    alpha_each = args.alpha / len(observes)  # family-wise over every certificate reported
+    seconds_each = args.seconds / len(observes) if args.seconds else None
+    search = Neighbours.search(arm_rest=tier["arm_rest"], others=tier["others"], pilot_runs=tier["pilot"])
+    results = []
+    for i, observe in enumerate(observes):
+        audit = Audit.policy(policy, horizon, k, observe=observe, neighbours=search, alpha=alpha_each,
+                             budget=Budget(tier["runs"], seconds=seconds_each), seed=[args.seed, i],
+                             delta=args.delta)
+        res = audit.run()
+        results.append(res)
+        print(f"## Black-box audit ({observe}), {res.seconds:.1f} s\n")
+        print(res.table())
+        print()
+        print(res.summary())
+        print()
+        if args.out:
+            base = os.path.join(args.out, f"audit_{observe}")
+            with open(base + ".md", "w") as fh:
+                fh.write(res.table() + "\n")
+            with open(base + ".csv", "w") as fh:
+                fh.write(res.table("csv"))
+            res.plot(base + ".png")
+
+    bb = [r.verdict for r in results]
+    if not tight.passed or not cheap.passed or "VIOLATION" in bb:
+        verdict = "VIOLATION"
+    elif "CONSISTENT" in bb:
+        verdict = "CONSISTENT"
+    else:
+        verdict = "INCONCLUSIVE"
+    print(f"VERDICT: {verdict} (family-wise alpha {args.alpha:g} over the black-box certificates; "
+          f"audits refute, they never certify) -- {time.perf_counter() - started:.1f} s")
+    if args.out:
+        summary = {
+            "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
+            "verdict": verdict,
+            "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
+                       for r in (tight, cheap)],
+            "black_box": [{"observation": r.observation, "verdict": r.verdict,
+                           "rows": [{k2: (v if not isinstance(v, float) or math.isfinite(v) else str(v))
+                                     for k2, v in row.items()} for row in r.table("rows")]}
+                          for r in results],
+        }
+        with open(os.path.join(args.out, "summary.json"), "w") as fh:
+            json.dump(summary, fh, indent=2, default=str)
+    return 1 if verdict == "VIOLATION" else 0

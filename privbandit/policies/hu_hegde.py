@@ -1,0 +1,276 @@
+"""DP-TS and Lazy-DP-TS: Thompson sampling with pure differential privacy.
+
+Hu & Hegde, "Near-Optimal Thompson Sampling-based Algorithms for Differentially Private Stochastic
+Bandits", UAI 2022 (PMLR 180). Restored formulas: shared ALGORITHMS.md 6.1-6.2 (log = log2).
+
+* :class:`DPTS` is Algorithm 1. Arm j's O_j observations go through the *split mechanism*
+  (:class:`privbandit.mechanisms.SplitMechanism`): a modified logarithmic mechanism at eps/2 on the
+  first m = 2^floor(log2(O_j + 1)) - 1 items and a 2^(r+1)-bounded binary mechanism at eps/2 on the
+  rest (the printed ``ceil`` contradicts "n - m <= m"; Remark (a) gives the floor). The private
+  mean mu~_j = (C_j + B_j)/O_j is shifted optimistically by
+  v = 6 sqrt(8) log2(O_j + 1) log2(t) / (eps O_j) and clipped to [0, 1] (line 7), and
+  theta_j ~ Beta(mubar_j O_j + 1, (1 - mubar_j) O_j + 1).
+  **Erratum.** The published line 7 shifts the *non-private* empirical mean muhat; that would not
+  be private at all and contradicts the proof of Theorem 1 (lines 6-11 are post-processing), so the
+  private mean mu~ is used (ALGORITHMS.md 6.1).
+* :class:`LazyDPTS` is Algorithm 2. Each arm's observations are cut into fresh doubling batches
+  1, 2, 4, ... (:class:`privbandit.mechanisms.FreshBatchMean`); the last closed batch gives
+  mu~_j = (batch sum + Lap(1/eps))/O_j with O_j its size, the shift is 3 log2(t)/(eps O_j) and
+  the Beta draw is as above. Observations of the open batch are not used until it closes.
+
+Both pull every arm once in rounds 1..K (the initialisation line of both algorithms). The Beta
+draws and the argmax are post-processing of the private means.
+
+Privacy (per record, DESIGN.md): a reward enters only its own arm's mechanism.
+
+* DP-TS: a record is in one logarithmic release Lap(2/eps) and in at most r + 1 binary nodes
+  Lap(2(r+1)/eps) of one block; the split mechanism's ``privacy_schedule(n)`` is that worst case at
+  count n, and an arm holds at most t - K + 1 records after t rounds. At most eps (pure), as the
+  paper's Theorem 1; the exact (eps, delta) of the composition is smaller.
+* Lazy-DP-TS: a record is in exactly one Lap(1/eps) release (its batch), so the certificate is the
+  exact (eps, delta) profile of one Laplace mechanism: eps + 2 ln(1 - delta) (Theorem 3 says eps).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from accountants import Certificate, best_epsilon
+from accountants.events import NO_EVENT
+from privbandit.ledger import Ledger
+from privbandit.mechanisms import FreshBatchMean, SplitMechanism
+from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.schedule import PrivacySchedule
+
+DPTS_SHIFT = 6.0 * math.sqrt(8.0)
+"""Hu & Hegde Algorithm 1, line 7: v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O)."""
+LAZY_SHIFT = 3.0
+"""Hu & Hegde Algorithm 2, line 7: v = 3 log2(t) / (eps O)."""
+
+
+# --- shared helpers (also used by privbandit.policies.private_ts) ------------------------------
+def check_epsilon(value, name: str = "epsilon") -> float:
+    """``value`` as a float in (0, inf); ValueError naming the parameter and the range otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number in (0, inf), got {value!r}")
+    x = float(value)
+    if not (x > 0 and math.isfinite(x)):
+        raise ValueError(f"{name} must lie in (0, inf), got {x!r}")
+    return x
+
+
+def ledger_or_sink(ledger, replicates: int, n_arms: int) -> Ledger:
+    """The run's ledger, or (when the caller keeps none) a ledger that tracks no record.
+
+    The mechanisms of :mod:`privbandit.mechanisms` require a Ledger; with ``track_replicates=0`` it
+    keeps only the (R, K) draw counts, so a run without accounting pays little for it.
+    """
+    if ledger is None:
+        return Ledger(replicates, n_arms, track_replicates=0)
+    return ledger
+
+
+def template_ledger() -> Ledger:
+    """A 1 x 1 ledger that tracks nothing: mechanisms built only to read their privacy_schedule."""
+    return Ledger(1, 1, track_replicates=0)
+
+
+class CachedSchedule(PrivacySchedule):
+    """A schedule whose certificate depends on ``rounds`` only through its event: memoised by event.
+
+    Certifying one event with every accountant costs milliseconds to a second (PLD); the engine asks
+    at every checkpoint, and these schedules take only O(log T) distinct events over a run.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict = {}
+
+    def _certify(self, event, delta: float, accountants) -> Certificate:
+        if event == NO_EVENT:
+            return Certificate(0.0, "none", {})
+        key = (event, float(delta), None if accountants is None else tuple(map(id, accountants)))
+        cert = self._cache.get(key)
+        if cert is None:
+            cert = self._cache[key] = best_epsilon(event, delta, accountants)
+        return cert
+
+    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
+        if rounds <= 0:
+            return Certificate(0.0, "none", {})
+        return self._certify(self.events(rounds), delta, accountants)
+
+
+def laplace_epsilon(pure: float, delta: float) -> float:
+    """Exact epsilon at ``delta`` of one Laplace mechanism that is ``pure``-DP.
+
+    Its privacy profile is delta(e') = 1 - exp((e' - pure)/2) for 0 <= e' <= pure (the two shifted
+    Laplace laws), so e'(delta) = pure + 2 ln(1 - delta), or 0 once delta >= 1 - exp(-pure/2).
+    """
+    return max(0.0, pure + 2.0 * math.log1p(-delta))
+
+
+def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """theta ~ Beta(mubar O + 1, (1 - mubar) O + 1), elementwise (line 8 of both algorithms)."""
+    return rng.beta(mubar * counts + 1.0, (1.0 - mubar) * counts + 1.0)
+
+
+# --- DP-TS -------------------------------------------------------------------------------------
+class DPTSSchedule(CachedSchedule):
+    """Worst record of DP-TS after t rounds: the split mechanism's schedule at n = t - K + 1 items
+    (rounds 1..K pull every arm once, so no arm holds more), n = 1 before round K."""
+
+    def __init__(self, epsilon: float, n_arms: int, exact: bool):
+        super().__init__()
+        self.n_arms = n_arms
+        self._split = SplitMechanism(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
+                                     ledger=template_ledger(), exact=exact)
+
+    def max_count(self, rounds: int) -> int:
+        return 0 if rounds <= 0 else max(1, rounds - self.n_arms + 1)
+
+    def events(self, rounds: int):
+        return self._split.privacy_schedule(self.max_count(rounds))
+
+
+class _DPTSRun(PolicyRun):
+    def __init__(self, policy: DPTS, n_arms, replicates, rng, ledger):
+        self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
+        self.rows = np.arange(replicates)
+        self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
+                                    ledger=ledger_or_sink(ledger, replicates, n_arms), name="dp_ts/split",
+                                    exact=policy.exact)
+        self._values = np.zeros((replicates, n_arms))
+        self._mask = np.zeros((replicates, n_arms), dtype=bool)
+
+    def select(self, t):
+        if t <= self.n_arms:
+            return np.full(self.rows.size, t - 1, dtype=np.intp)
+        o = self.split.count.astype(float)  # >= 1 for every arm after the initial pulls
+        shift = DPTS_SHIFT * np.log2(o + 1.0) * math.log2(t) / (self.eps * o)
+        mubar = np.clip(self.split.noisy_sum / o + shift, 0.0, 1.0)
+        return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
+
+    def update(self, t, arms, rewards):
+        self._mask[:] = False
+        self._mask[self.rows, arms] = True
+        self._values[self.rows, arms] = rewards
+        self.split.insert(self._values, self._mask)
+
+
+class DPTS(Policy):
+    """DP-TS, Hu & Hegde (UAI 2022) Algorithm 1: split mechanism (eps/2 + eps/2), optimistic shift
+    6 sqrt(8) log2(O+1) log2(t)/(eps O) on the PRIVATE mean, Beta posterior (see module docstring).
+
+    Parameters: ``epsilon`` in (0, inf) (pure eps-DP over the whole run, Theorem 1); ``exact``
+    (floating-point-safe grid noise, see :mod:`privbandit.mechanisms.sampling`).
+    """
+
+    name = "dp_ts"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, exact: bool = False):
+        self.epsilon = check_epsilon(epsilon)
+        if not isinstance(exact, (bool, np.bool_)):
+            raise ValueError(f"exact must be True or False, got {exact!r}")
+        self.exact = bool(exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPTSRun(self, n_arms, replicates, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return DPTSSchedule(self.epsilon, n_arms, self.exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """Theorem 1: eps-DP (pure; the same at every delta)."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
+
+
+# --- Lazy-DP-TS --------------------------------------------------------------------------------
+class LazyDPTSSchedule(CachedSchedule):
+    """Every record is in exactly one Lap(1/eps) release: exact closed-form certificate."""
+
+    def __init__(self, epsilon: float, exact: bool):
+        super().__init__()
+        fb = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0), ledger=template_ledger(),
+                            exact=exact)
+        self._event = fb.privacy_schedule(1)
+        self.pure = self._event.sensitivity / self._event.scale
+
+    def events(self, rounds: int):
+        return NO_EVENT if rounds <= 0 else self._event
+
+    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
+        if accountants is not None:
+            return super().epsilon(rounds, delta, accountants)
+        if rounds <= 0:
+            return Certificate(0.0, "none", {})
+        if not 0 < delta < 1:
+            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        value = laplace_epsilon(self.pure, delta)
+        return Certificate(value, "laplace-exact", {"laplace-exact": value})
+
+
+class _LazyDPTSRun(PolicyRun):
+    def __init__(self, policy: LazyDPTS, n_arms, replicates, rng, ledger):
+        self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
+        self.rows = np.arange(replicates)
+        self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
+                                      ledger=ledger_or_sink(ledger, replicates, n_arms), batches="doubling",
+                                      name="lazy_dp_ts/batch", exact=policy.exact)
+        self._values = np.zeros((replicates, n_arms))
+        self._mask = np.zeros((replicates, n_arms), dtype=bool)
+
+    def select(self, t):
+        if t <= self.n_arms:
+            return np.full(self.rows.size, t - 1, dtype=np.intp)
+        o = self.batches.batch_size.astype(float)  # 2^r >= 1 after the initial pulls
+        shift = LAZY_SHIFT * math.log2(t) / (self.eps * o)
+        mubar = np.clip(self.batches.noisy_sum / o + shift, 0.0, 1.0)
+        return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
+
+    def update(self, t, arms, rewards):
+        self._mask[:] = False
+        self._mask[self.rows, arms] = True
+        self._values[self.rows, arms] = rewards
+        self.batches.insert(self._values, self._mask)
+
+
+class LazyDPTS(Policy):
+    """Lazy-DP-TS, Hu & Hegde (UAI 2022) Algorithm 2: fresh doubling batches, one Lap(1/eps) per
+    batch, shift 3 log2(t)/(eps O), Beta posterior (see module docstring).
+
+    Parameters: ``epsilon`` in (0, inf) (pure eps-DP, Theorem 3); ``exact`` (grid noise).
+    """
+
+    name = "lazy_dp_ts"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, exact: bool = False):
+        self.epsilon = check_epsilon(epsilon)
+        if not isinstance(exact, (bool, np.bool_)):
+            raise ValueError(f"exact must be True or False, got {exact!r}")
+        self.exact = bool(exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _LazyDPTSRun(self, n_arms, replicates, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return LazyDPTSSchedule(self.epsilon, self.exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """Theorem 3: eps-DP (pure; the same at every delta)."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
+
+
+__all__ = ["DPTS", "LazyDPTS", "DPTSSchedule", "LazyDPTSSchedule"]

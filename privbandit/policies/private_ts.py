@@ -1,0 +1,295 @@
+"""Private-TS: differentially private Thompson sampling with tree-based aggregation.
+
+Mishra & Thakurta, "(Nearly) Optimal Differentially Private Stochastic Multi-Arm Bandits", UAI 2015,
+Algorithm 2 (restored in shared ALGORITHMS.md 3.3; natural log). Three phases, per replicate:
+
+1. **Gap estimation** (lines 2-8): with Deltahat = 1, 1/2, 1/4, ... pull every arm m times (round
+   robin), release each arm's batch mean + Lap(2k/(eps m)) (sensitivity 1/m: eps/(2k)-DP; every
+   record is in exactly one batch, Theorem 7's parallel composition), halve Deltahat, and stop once
+   the two largest noisy means differ by more than Deltahat. The paper's batch size
+   m = 192 k log T / (eps Deltahat^2) is ``batch_constant = 192``; its value is impractical (over
+   11,000 pulls per arm in the first batch for k = 5, T = 1e5, eps = 1), so the **default is
+   batch_constant = 1**, m = ceil(k ln T/(eps Deltahat^2)) (58 pulls per arm in the first batch of
+   that example; the Laplace scale 2 Deltahat^2/ln T stays far below Deltahat). The phase ends at
+   the horizon if the gap is never resolved (e.g. equal means).
+2. **Random pulls** (lines 11-12): every arm is pulled n_r = Gamma / Deltahat^2 more times (round
+   robin), Gamma = c log^3 T / eps with the paper's c = 192 (``pull_constant``). That too exceeds
+   any practical horizon, and the paper's own experiment skipped gap estimation and used "a smaller
+   value" (ALGORITHMS.md 3.4), so the **default is pull_constant = 0.01**, and ``random_pulls``
+   (an int) fixes n_r directly. The rewards go into the arm's tree (see below).
+3. **Thompson sampling** (lines 14-16): theta_a ~ Beta(r_a + 1, n_a - r_a + 1), r_a the arm's tree
+   total **clipped to [0, n_a]** (the raw total can leave that range and give invalid Beta
+   parameters, Hu & Hegde 2022 Sec. 2.3; clipping is post-processing), n_a the rewards in the tree.
+
+Trees: one binary mechanism per arm (:class:`privbandit.mechanisms.TreeMechanism`, Chan et al.'s
+B(T, eps0)) at eps0 = eps/(2k), created empty after gap estimation (gap-estimation rewards are not
+reused, as in the paper). Differences from the printed algorithm, all privacy-neutral:
+
+* The tree is bounded by the horizon T (L = floor(log2 T) + 1 levels) rather than by the
+  data-dependent T - tau, so every replicate shares one data-independent schedule.
+* Line 12 inserts each arm's random-pull total as ONE leaf; the mechanism takes items in [0, 1],
+  so the random-pull rewards are inserted one by one. Either way a record is in at most L nodes of
+  Lap(L/eps0) -- the same per-record eps0 -- and the released total carries popcount(n) nodes.
+
+Privacy (per record, DESIGN.md): a record is either in one gap-estimation release
+(Lap(2k/(eps m)) on a mean of sensitivity 1/m: eps/(2k)) or in at most bit_length(n) <= L nodes of
+its arm's tree (Lap(L/eps0) each, eps0 = eps/(2k)), never both. The certificate is the larger of the
+two exact (eps, delta) values, where an arm's tree holds at most n(t) = t - k m_0 records after t
+rounds (gap estimation always completes a first batch of m_0 pulls per arm first; n(t) = t without
+gap estimation) -- a worst case over every transcript, whatever the data-dependent phase lengths.
+Pure: eps/(2k), i.e. 2k times smaller than Theorem 7's eps, which composes the k arms and the two
+phases sequentially although a record enters one arm's statistic of one phase.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from accountants import Certificate, Laplace, PureDP
+from accountants.events import NO_EVENT
+from privbandit.mechanisms import LaplaceRelease, TreeMechanism
+from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.hu_hegde import (CachedSchedule, check_epsilon, ledger_or_sink,
+                                          template_ledger)
+
+PAPER_CONSTANT = 192.0
+"""Mishra & Thakurta Algorithm 2: m = 192 k log T/(eps Deltahat^2) and Gamma = 192 log^3 T/eps."""
+
+_GAP, _RANDOM, _TS = 0, 1, 2
+
+
+def batch_size(batch_constant: float, k: int, horizon: int, epsilon: float, gap: float) -> int:
+    """Line 4: m = ceil(batch_constant k ln T / (eps Deltahat^2)), at least 1."""
+    return max(1, math.ceil(batch_constant * k * math.log(horizon) / (epsilon * gap * gap)))
+
+
+class _OffsetTree(TreeMechanism):
+    """A TreeMechanism whose records start at a per-stream ledger position ``offset`` (R, K).
+
+    Private-TS's trees receive an arm's rewards only after its gap-estimation rewards, which occupy
+    ledger positions [0, offset); :class:`TreeMechanism` numbers its records from 0, which would
+    make the ledger compose tree nodes with gap-estimation releases of *other* records. The binary
+    core takes the offset (it is how the split and hybrid mechanisms place their blocks).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.offset = np.zeros((self.replicates, self.streams), dtype=np.int64)
+
+    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
+        v, rr, kk = self._prepare(values, mask)
+        if rr.size and int(self.count[rr, kk].max()) >= self.horizon:
+            raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
+                             f"by horizon={self.horizon} (range [1, horizon] items per stream)")
+        self.noisy_sum[rr, kk] = self._core.insert(self, rr, kk, v, self.scale, self.offset[rr, kk], self.name)
+        self.count[rr, kk] += 1
+
+
+class PrivateTSSchedule(CachedSchedule):
+    """max(gap-estimation record, tree record) certificate; see the module docstring."""
+
+    def __init__(self, policy: PrivateTS, horizon: int, n_arms: int):
+        super().__init__()
+        self.k, self.horizon = n_arms, horizon
+        eps = policy.epsilon
+        rng = np.random.default_rng(0)
+        tree = TreeMechanism(1, 1, epsilon=eps / (2 * n_arms), horizon=horizon, rng=rng,
+                             ledger=template_ledger(), exact=policy.exact)
+        self._tree = tree
+        self.gap_estimation = policy.gap_estimation
+        if self.gap_estimation:
+            # Every batch size gap estimation can use within the horizon; in exact mode their
+            # grid-rounded parameters differ slightly, so take the least private one.
+            sampler = LaplaceRelease(rng, template_ledger(), "template", exact=policy.exact).sampler
+            leaves, used, gap = [], 0, 1.0
+            while True:
+                m = batch_size(policy.batch_constant, n_arms, horizon, eps, gap)
+                if not leaves:
+                    self.first_batch_rounds = n_arms * m
+                if leaves and used + n_arms * m > horizon:
+                    break
+                scale = 2.0 * n_arms / (eps * m)
+                leaves.append(Laplace(float(sampler.effective_scale(scale)),
+                                      float(sampler.effective_sensitivity(1.0 / m))))
+                used += n_arms * m
+                gap /= 2.0
+            self._gap_event = max(leaves, key=lambda ev: ev.sensitivity / ev.scale)
+        else:
+            self.first_batch_rounds = 0
+            self._gap_event = NO_EVENT
+
+    def tree_count(self, rounds: int) -> int:
+        """Most records an arm's tree can hold after ``rounds`` rounds (every transcript)."""
+        return int(min(self.horizon, max(0, rounds - self.first_batch_rounds)))
+
+    def _parts(self, rounds: int):
+        gap = self._gap_event if (self.gap_estimation and rounds >= self.first_batch_rounds) else NO_EVENT
+        return gap, self._tree.privacy_schedule(self.tree_count(rounds))
+
+    def events(self, rounds: int):
+        """One event dominating both kinds of record: the event itself when only one kind exists;
+        otherwise PureDP of the larger pure epsilon (each kind is that-eps-DP, and randomized
+        response dominates every eps-DP mechanism, Kairouz, Oh & Viswanath 2015)."""
+        if rounds <= 0:
+            return NO_EVENT
+        gap, tree = self._parts(rounds)
+        if gap == NO_EVENT:
+            return tree
+        if tree == NO_EVENT:
+            return gap
+        pure = max(gap.sensitivity / gap.scale, sum(leaf.sensitivity / leaf.scale * n
+                                                    for leaf, n in tree.grouped().items()))
+        return PureDP(pure)
+
+    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
+        """The larger of the two kinds' certificates: each record is one kind, so the guarantee for
+        every pair of neighbours is the worse of the two (tighter than ``events``' PureDP)."""
+        if rounds <= 0:
+            return Certificate(0.0, "none", {})
+        certs = [self._certify(ev, delta, accountants) for ev in self._parts(rounds) if ev != NO_EVENT]
+        return max(certs, key=lambda c: c.value) if certs else Certificate(0.0, "none", {})
+
+
+class _PrivateTSRun(PolicyRun):
+    def __init__(self, policy: PrivateTS, n_arms, replicates, horizon, rng, ledger):
+        self.p, self.k, self.T, self.rng = policy, n_arms, horizon, rng
+        R = replicates
+        self.rows = np.arange(R)
+        ledger = ledger_or_sink(ledger, R, n_arms)
+        self.tree = _OffsetTree(R, n_arms, epsilon=policy.epsilon / (2 * n_arms), horizon=horizon, rng=rng,
+                                ledger=ledger, name="private_ts/tree", exact=policy.exact)
+        self.release = LaplaceRelease(rng, ledger, "private_ts/gap", exact=policy.exact)
+        self.phase = np.full(R, _GAP if policy.gap_estimation else _RANDOM, dtype=np.int8)
+        self.phase_start = np.zeros(R, dtype=np.int64)  # rounds played before the current phase
+        self.gap = np.ones(R)  # Deltahat
+        self.m = np.full(R, batch_size(policy.batch_constant, n_arms, horizon, policy.epsilon, 1.0),
+                         dtype=np.int64)
+        self.n_gap = np.zeros(R, dtype=np.int64)  # gap-estimation records per arm (ledger offset)
+        self.batch_sum = np.zeros((R, n_arms))
+        self.n_random = np.zeros(R, dtype=np.int64)
+        self.muhat = np.full((R, n_arms), np.nan)  # last released noisy batch means (line 5)
+        self._values = np.zeros((R, n_arms))
+        self._mask = np.zeros((R, n_arms), dtype=bool)
+        if not policy.gap_estimation:
+            self._enter_random(self.rows, 0)
+
+    def _enter_random(self, rows: np.ndarray, t: int) -> None:
+        self.phase[rows] = _RANDOM
+        self.phase_start[rows] = t
+        self.n_random[rows] = self.p.random_pull_count(self.T, self.gap[rows])
+        self.tree.offset[rows] = self.n_gap[rows, None]
+        done = rows[self.n_random[rows] == 0]
+        self.phase[done] = _TS
+
+    def select(self, t):
+        arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
+        ts = self.phase == _TS
+        if ts.any():
+            n = self.tree.count[ts].astype(float)
+            r = np.clip(self.tree.noisy_sum[ts], 0.0, n)
+            arms[ts] = np.argmax(self.rng.beta(r + 1.0, n - r + 1.0), axis=1)
+        return arms.astype(np.intp)
+
+    def update(self, t, arms, rewards):
+        gap = self.phase == _GAP
+        if gap.any():
+            self.batch_sum[self.rows[gap], arms[gap]] += rewards[gap]
+        into_tree = ~gap
+        if into_tree.any():
+            self._mask[:] = False
+            self._mask[self.rows[into_tree], arms[into_tree]] = True
+            self._values[self.rows, arms] = rewards
+            self.tree.insert(self._values, self._mask)
+        played = t - self.phase_start
+        if gap.any():
+            self._close_batches(np.nonzero(gap & (played == self.k * self.m))[0], t)
+        done = np.nonzero((self.phase == _RANDOM) & (played == self.k * self.n_random))[0]
+        self.phase[done] = _TS
+
+    def _close_batches(self, rows: np.ndarray, t: int) -> None:
+        if rows.size == 0:
+            return
+        k, eps = self.k, self.p.epsilon
+        m = self.m[rows]
+        rr = np.repeat(rows, k)
+        kk = np.tile(np.arange(k), rows.size)
+        mm = np.repeat(m, k)
+        lo = np.repeat(self.n_gap[rows], k)
+        noisy = self.release.release(self.batch_sum[rr, kk] / mm, 2.0 * k / (eps * mm), 1.0 / mm,
+                                     rr, kk, lo, lo + mm, node=lo)
+        muhat = noisy.reshape(rows.size, k)
+        self.muhat[rows] = muhat
+        self.batch_sum[rows] = 0.0
+        self.n_gap[rows] += m
+        self.gap[rows] /= 2.0
+        top2 = np.sort(muhat, axis=1)[:, -2:]
+        stop = (top2[:, 1] - top2[:, 0]) > self.gap[rows]
+        self._enter_random(rows[stop], t)
+        cont = rows[~stop]
+        self.phase_start[cont] = t
+        self.m[cont] = [batch_size(self.p.batch_constant, k, self.T, eps, g) for g in self.gap[cont]]
+
+
+class PrivateTS(Policy):
+    """Private-TS, Mishra & Thakurta (UAI 2015) Algorithm 2 (see the module docstring).
+
+    Parameters:
+        epsilon: in (0, inf); pure eps-DP over the run as claimed by Theorem 7.
+        gap_estimation: run lines 2-8 (True) or start with Deltahat = 1 (the paper's experiment).
+        batch_constant: c_m in (0, inf) of the batch size m = ceil(c_m k ln T/(eps Deltahat^2));
+            paper 192, default 1.
+        pull_constant: c_r in (0, inf) of Gamma = c_r ln^3 T/eps, random pulls per arm
+            ceil(Gamma/Deltahat^2); paper 192, default 0.01.
+        random_pulls: None, or a whole number >= 0 of random pulls per arm replacing that formula.
+        exact: floating-point-safe grid noise.
+    """
+
+    name = "private_ts"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, gap_estimation: bool = True, batch_constant: float = 1.0,
+                 pull_constant: float = 0.01, random_pulls: int | None = None, exact: bool = False):
+        self.epsilon = check_epsilon(epsilon)
+        if not isinstance(gap_estimation, (bool, np.bool_)):
+            raise ValueError(f"gap_estimation must be True or False, got {gap_estimation!r}")
+        self.gap_estimation = bool(gap_estimation)
+        self.batch_constant = check_epsilon(batch_constant, "batch_constant")
+        self.pull_constant = check_epsilon(pull_constant, "pull_constant")
+        if random_pulls is not None and (isinstance(random_pulls, bool)
+                                         or not isinstance(random_pulls, (numbers.Integral, np.integer))
+                                         or random_pulls < 0):
+            raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {random_pulls!r}")
+        self.random_pulls = None if random_pulls is None else int(random_pulls)
+        if not isinstance(exact, (bool, np.bool_)):
+            raise ValueError(f"exact must be True or False, got {exact!r}")
+        self.exact = bool(exact)
+
+    def random_pull_count(self, horizon: int, gap) -> np.ndarray:
+        """Line 12: random pulls per arm, ceil(c_r ln^3 T/(eps Deltahat^2)) or ``random_pulls``."""
+        gap = np.asarray(gap, dtype=float)
+        if self.random_pulls is not None:
+            return np.full(gap.shape, self.random_pulls, dtype=np.int64)
+        gamma = self.pull_constant * math.log(horizon) ** 3 / self.epsilon
+        return np.ceil(gamma / gap ** 2).astype(np.int64)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _PrivateTSRun(self, n_arms, replicates, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return PrivateTSSchedule(self, horizon, n_arms)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """Theorem 7: eps-DP (pure; the same at every delta)."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "gap_estimation": self.gap_estimation,
+                "batch_constant": self.batch_constant, "pull_constant": self.pull_constant,
+                "random_pulls": self.random_pulls, "exact": self.exact}
+
+
+__all__ = ["PrivateTS", "PrivateTSSchedule"]

@@ -1,0 +1,46 @@
+"""Shared helpers of the TS-family privacy tests (Hu & Hegde, Mishra & Thakurta)."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from accountants import best_epsilon
+from privbandit.engine import simulate
+from privbandit.ledger import Ledger
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_best(event, delta):
+    return best_epsilon(event, delta).value
+
+
+@pytest.fixture
+def memo_ledger(monkeypatch):
+    """Tight-mode realized epsilon = best_epsilon of each record's exact multiset, memoised by
+    multiset (a pure function of its arguments), so 100 replicates x every checkpoint stay cheap."""
+    monkeypatch.setattr(Ledger, "_event_epsilon", staticmethod(_cached_best))
+
+
+def checkpoints(T):
+    return np.unique(np.r_[np.linspace(1, T, 9).astype(int), 2 ** np.arange(int(math.log2(T)) + 1)])
+
+
+def assert_realized_below_certified(policy, env, T, seed, replicates=100):
+    """``replicates`` random runs; the exact per-record realized epsilon (tight ledger, every
+    accountant) never exceeds the live certificate at any checkpoint."""
+    r = simulate(policy, env, T, replicates, seed=seed, checkpoints=checkpoints(T), realized_points=10**6,
+                 ledger="tight", ledger_replicates=None)
+    assert r.realized_epsilon.shape[1] == replicates and np.all(np.isfinite(r.realized_epsilon))
+    assert np.all(r.realized_epsilon <= r.certified_epsilon[:, None] + 1e-9)
+    return r
+
+
+def run_manual(policy, n_arms, replicates, horizon, reward=0.5, rounds=None, seed=0, ledger=None):
+    """Drive a policy run with a constant reward; returns the run."""
+    run = policy.start(n_arms, replicates, horizon, np.random.default_rng(seed), ledger=ledger)
+    for t in range(1, (rounds or horizon) + 1):
+        arms = run.select(t)
+        run.update(t, arms, np.full(replicates, reward))
+    return run
