@@ -123,21 +123,21 @@ class Inversion:
 
 
 def _certificate_fn(make: Callable[[float], Policy], horizon: int, n_arms: int, delta: float | None,
-                    target_is_mu: bool) -> Callable[[float], float]:
+                    target_is_mu: bool, accountants=None) -> Callable[[float], float]:
     def certify(value: float) -> float:
         try:
             pol = make(value)
         except ValueError:
             return math.inf  # outside the family's valid range: treat as infeasible
         sched = pol.privacy_schedule(horizon, n_arms)
-        return sched.mu(horizon) if target_is_mu else sched.epsilon(horizon, delta).value
+        return sched.mu(horizon) if target_is_mu else sched.epsilon(horizon, delta, accountants).value
 
     return certify
 
 
 def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for: str,
            bounds: tuple[float, float], n_arms: int = 2, delta: float | None = None,
-           target_mu: bool = False, integer: bool = False, **fixed) -> Inversion:
+           target_mu: bool = False, integer: bool = False, accountants=None, **fixed) -> Inversion:
     """The least-noise value of ``solve_for`` whose certificate meets ``target``; never overshoots.
 
     Args:
@@ -146,6 +146,8 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
         solve_for: the constructor parameter to solve for (e.g. ``"v"``, ``"c"``, ``"epsilon"``).
         bounds: the search range of that parameter.
         integer: search whole numbers only.
+        accountants: the accountant factories to certify with (default: all of them). A subset is
+            still valid (each gives an upper bound) and can be much faster (PLD's FFT is skipped).
 
     The certificate must be monotone in the parameter over ``bounds``; the direction is found by
     evaluating both ends. "Least noise" is the end of the feasible set next to the infeasible one.
@@ -165,7 +167,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     def make(value: float) -> Policy:
         return cls(**(fixed | {solve_for: int(round(value)) if integer else value}))
 
-    certify = _certificate_fn(make, horizon, n_arms, delta, target_mu)
+    certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants)
     c_lo, c_hi = certify(lo), certify(hi)
     increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
     result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)

@@ -48,8 +48,11 @@ def _environment(args):
     return TruncatedExponential(args.arms or [0.1, 1, 2, 5, 10])
 
 
-def _print_table(rows: list[dict]) -> None:
-    header = f"{'policy':<26} {'regret (95% band)':>26} {'certified eps':>14} {'realized eps':>13} {'claimed eps':>12}"
+def print_table(rows: list[dict]) -> None:
+    """Regret with its band next to certified, realized and claimed epsilon, one row per run."""
+    width = max([26] + [len(s["label"]) for s in rows])
+    header = (f"{'policy':<{width}} {'regret (95% band)':>26} {'certified eps':>14} {'claimed eps':>12} "
+              f"{'realized eps':>13} {'ledger check':>13}")
     print(header)
     print("-" * len(header))
     for s in rows:
@@ -57,7 +60,8 @@ def _print_table(rows: list[dict]) -> None:
         cert = "inf (non-private)" if math.isinf(s["certified_epsilon"]) else f"{s['certified_epsilon']:.4g}"
         real = "-" if s["realized_epsilon_max"] is None else f"{s['realized_epsilon_max']:.4g}"
         claim = "-" if s["claimed_epsilon"] is None else f"{s['claimed_epsilon']:.4g}"
-        print(f"{s['label']:<26} {band:>26} {cert:>14} {real:>13} {claim:>12}")
+        check = {None: "-", True: "ok", False: "VIOLATION"}[s.get("realized_within_certificate")]
+        print(f"{s['label']:<{width}} {band:>26} {cert:>14} {claim:>12} {real:>13} {check:>13}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -71,10 +75,10 @@ def _run(args: argparse.Namespace) -> int:
     env = _environment(args)
     result = simulate(policy, env, args.horizon, args.replicates, seed=args.seed, delta=args.delta,
                       progress=None if not args.quiet else False)
-    summary = result.summary() | {"label": repr(policy)[:26]}
+    summary = result.summary() | {"label": repr(policy)}
     print(f"{env.name} arms={env.means.round(4).tolist()} horizon={args.horizon} "
           f"replicates={args.replicates} seed={args.seed} delta={args.delta:g}")
-    _print_table([summary])
+    print_table([summary])
     if math.isfinite(summary["certified_epsilon"]):
         print(f"certified by: {summary['certified_by']}")
     if args.save:

@@ -98,6 +98,8 @@ class SimulationResult:
             "certified_by": self.certified_by[-1],
             "realized_epsilon_max": realized,
             "claimed_epsilon": self.claimed_epsilon,
+            "realized_within_certificate": (None if self.realized_epsilon is None
+                                            else self.realized_within_certificate()),
             "delta": self.delta,
             "horizon": self.horizon,
             "replicates": self.replicates,

@@ -83,10 +83,14 @@ class BlockedRun(EnvironmentRun):
     still consumes exactly one fresh variate per replicate, so the reward distribution is unchanged.
     """
 
+    #: At most this many variates are buffered (so 10^6 lock-stepped replicates, as audits run,
+    #: draw one round at a time instead of allocating gigabytes).
+    MAX_BUFFERED = 2**20
+
     def __init__(self, replicates: int, rng: np.random.Generator, block: int, normal: bool = False) -> None:
         self._rng = rng
         self._replicates = replicates
-        self._block = block
+        self._block = max(1, min(block, self.MAX_BUFFERED // max(1, replicates)))
         self._normal = normal
         self._buffer = np.empty((0, replicates))
         self._pos = 0

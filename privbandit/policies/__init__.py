@@ -7,9 +7,12 @@ from keyword parameters (the class validates them).
 from __future__ import annotations
 
 from privbandit.policies.base import Policy, PolicyRun
+from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
+from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
 from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
 from privbandit.policies.private_ts import PrivateTS
+from privbandit.policies.private_ucb import PrivateUCB
 from privbandit.policies.thompson import BetaTS
 from privbandit.policies.ucb import KLUCB, UCB1
 
@@ -21,6 +24,12 @@ REGISTRY: dict[str, type[Policy]] = {
     DPTS.name: DPTS,
     LazyDPTS.name: LazyDPTS,
     PrivateTS.name: PrivateTS,
+    PrivateUCB.name: PrivateUCB,
+    DPUCBBound.name: DPUCBBound,
+    DPUCB.name: DPUCB,
+    DPUCBInt.name: DPUCBInt,
+    DPSE.name: DPSE,
+    AnytimeLazyUCB.name: AnytimeLazyUCB,
 }
 
 
@@ -41,4 +50,5 @@ def make_policy(name: str, **params) -> Policy:
         raise ValueError(f"bad parameters for {key}: {exc}") from None
 
 
-__all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
+__all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]

@@ -1,0 +1,406 @@
+"""DP-UCB-Bound, DP-UCB and DP-UCB-Int.
+
+Tossou & Dimitrakakis, "Algorithms for Differentially Private Multi-Armed Bandits", AAAI 2016
+(arXiv 1511.08681), Algorithms 1, 2 and 3; restored in ALGORITHMS.md 4.1-4.4.
+
+* :class:`DPUCBBound` (Algorithm 1): one hybrid mechanism (Chan, Shi & Song) per arm at ``epsilon``;
+  only the pulled arm's mechanism advances; index s_a/N_a + sqrt(2 ln t/N_a) + nu_a/N_a with nu_a the
+  hybrid error bound of "eq. (2.2)" (ALGORITHMS.md 4.1) at gamma = t^-4.
+* :class:`DPUCB` (Algorithm 2): every arm's hybrid mechanism receives an item every round (the
+  reward for the pulled arm, a "fake" 0 for the others) and the index is plain UCB.
+* :class:`DPUCBInt` (Algorithm 3): each arm's empirical mean is released with Laplace noise of
+  scale n^(v/2 - 1) (eps_n = n^(-v/2), v in (1, 2)) once per interval and cached in between.
+
+The error bound used by DP-UCB-Bound is the one of the hybrid mechanism actually run
+(``HybridMechanism.error_bound``: Chan et al.'s eps/2 split, so twice the paper's printed form,
+which assumed Tossou's undivided scales); it is vectorised here and tested to agree with the
+mechanism's own method.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from scipy import special
+
+from accountants import best_epsilon
+from accountants.best import Certificate, default_accountants
+from accountants.pld import PLDAccountant
+from accountants.events import NO_EVENT, Composed, Event, Laplace
+from privbandit.mechanisms.hybrid import HybridMechanism
+from privbandit.mechanisms.interval import IntervalMean
+from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.private_ucb import _open_unit, _positive, null_ledger, one_hot
+from privbandit.schedule import PrivacySchedule
+
+_SQRT8 = math.sqrt(8.0)
+
+
+def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsilon: float) -> np.ndarray:
+    """Vectorised ``HybridMechanism.error_bound(n, gamma)`` with ``log4_over_gamma`` = ln(4/gamma).
+
+    k = floor(log2 n), tau = n - 2^k, l = ln(4/gamma):
+    (2 sqrt 8 / eps) (max(l, sqrt((k+1) l)) + [tau > 0] k max(l, sqrt(popcount(tau) l))); 0 at n = 0.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    lg = np.asarray(log4_over_gamma, dtype=float)
+    safe = np.maximum(n, 1)
+    k = np.frexp(safe.astype(float))[1].astype(np.int64) - 1  # floor(log2 n), exact for n < 2^53
+    tau = safe - np.left_shift(np.int64(1), k)
+    total = np.maximum(lg, np.sqrt((k + 1) * lg))
+    total = total + np.where(tau > 0, k * np.maximum(lg, np.sqrt(np.bitwise_count(tau) * lg)), 0.0)
+    return np.where(n > 0, 2.0 * _SQRT8 / epsilon * total, 0.0)
+
+
+class HybridSchedule(PrivacySchedule):
+    """Worst record after t rounds: the releases of one hybrid mechanism holding n(t) items.
+
+    ``items(t)`` is the most items one arm's mechanism can hold after t rounds; the events are the
+    mechanism's own declared schedule at that count (a record's releases only accumulate, so fewer
+    items are dominated).
+    """
+
+    def __init__(self, epsilon: float, items, exact: bool = False):
+        self.items = items
+        self.mechanism = HybridMechanism(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
+                                         ledger=null_ledger(1, 1), exact=exact)
+
+    def events(self, rounds: int) -> Event:
+        if rounds <= 0:
+            return NO_EVENT
+        return self.mechanism.privacy_schedule(self.items(rounds))
+
+
+class _HybridRun(PolicyRun):
+    def __init__(self, policy, n_arms, replicates, rng, ledger):
+        self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
+        self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
+                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      name=policy.name + "/hybrid", exact=policy.exact)
+
+    def select(self, t):
+        if t <= self.n_arms:
+            return np.full(self.replicates, t - 1, dtype=np.intp)
+        return np.argmax(self.index(t), axis=1)
+
+    def _ucb(self, t):
+        n = self.counts
+        return self.hybrid.noisy_sum / n + np.sqrt(2.0 * math.log(t) / n)
+
+
+class _DPUCBBoundRun(_HybridRun):
+    def index(self, t):
+        # gamma = t^-4: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
+        nu = hybrid_error_bound(self.counts, math.log(4.0) + 4.0 * math.log(t), self.epsilon)
+        return self._ucb(t) + nu / self.counts
+
+    def update(self, t, arms, rewards):
+        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        self.hybrid.insert(values, mask)
+        self.counts[mask] += 1
+
+
+class _DPUCBRun(_HybridRun):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._all = np.ones((self.replicates, self.n_arms), dtype=bool)
+
+    def index(self, t):
+        return self._ucb(t)
+
+    def update(self, t, arms, rewards):
+        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        self.hybrid.insert(values, self._all)  # fake zero rewards for the arms not played
+        self.counts[mask] += 1
+
+
+class _HybridPolicy(Policy):
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, exact: bool = False):
+        self.epsilon = _positive("epsilon", epsilon)
+        self.exact = bool(exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """Theorems 3.1 / Table 3.1.1: eps-DP after any number of plays (pure, for any delta)."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
+
+
+class DPUCBBound(_HybridPolicy):
+    """DP-UCB-Bound (Tossou & Dimitrakakis 2016, Algorithm 1).
+
+    ``DPUCBBound(epsilon=1.0, exact=False)``: K hybrid mechanisms at ``epsilon``; arm a's mechanism
+    holds only a's rewards. Privacy (Thm 3.1): a reward enters one mechanism only, eps-DP per record
+    (parallel composition); the certificate is that mechanism's schedule at n(t) = max(1, t - K + 1).
+    """
+
+    name = "dp_ucb_bound"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPUCBBoundRun(self, n_arms, replicates, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        check_arms(n_arms, horizon)
+        return HybridSchedule(self.epsilon, lambda t: max(1, t - n_arms + 1), self.exact)
+
+
+class DPUCB(_HybridPolicy):
+    """DP-UCB (Tossou & Dimitrakakis 2016, Algorithm 2, "fake zero rewards").
+
+    ``DPUCB(epsilon=1.0, exact=False)``: every round every arm's hybrid mechanism receives an item
+    (the reward for the pulled arm, 0 for the others), so each holds t items after t rounds and the
+    noise no longer reveals how often an arm was pulled; index s_a/N_a + sqrt(2 ln t / N_a).
+    Privacy: eps-DP per record; the certificate is the hybrid schedule at n(t) = t.
+    """
+
+    name = "dp_ucb"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPUCBRun(self, n_arms, replicates, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        check_arms(n_arms, horizon)
+        return HybridSchedule(self.epsilon, lambda t: t, self.exact)
+
+
+# --------------------------------------------------------------------------------------------------
+# DP-UCB-Int
+
+
+def release_counts(first: int, decay: float, limit: int) -> np.ndarray:
+    """Pull counts at which an arm's mean is released, up to ``limit``.
+
+    Interval j (j = 1, 2, ...) is f_j = max(1, ceil(first * j^-decay)); release j happens at
+    c_j = f_1 + ... + f_j. ``decay = 0`` is the fixed interval f (releases at f, 2f, ...); ``decay > 0``
+    is a decreasing interval series (the paper's Lemma B.1 series is not recovered, ALGORITHMS.md 4.4).
+    """
+    if decay == 0.0:
+        return np.arange(first, limit + 1, first, dtype=np.int64)
+    out, c, j = [], 0, 1
+    while True:
+        step = max(1, math.ceil(first * j ** -decay - 1e-12))
+        if step == 1:  # every count from here on
+            return np.array(out + list(range(c + 1, limit + 1)), dtype=np.int64)
+        c += step
+        if c > limit:
+            return np.array(out, dtype=np.int64)
+        out.append(c)
+        j += 1
+
+
+class DPUCBIntSchedule(PrivacySchedule):
+    """Worst record after t rounds: the first record of the arm with the most pulls n(t) is in every
+    release of that arm at the counts c_j <= n(t) (each Lap(c_j^(v/2-1)) on a mean of sensitivity
+    1/c_j, i.e. eps_j = c_j^(-v/2)); other arms' releases never read it.
+
+    n(t) = ceil(t/K) during the round-robin phase (K c_1 rounds), t - (K - 1) c_1 after it.
+
+    :meth:`epsilon` is every accountant's minimum, as :class:`PrivacySchedule` does; above
+    ``exact_limit`` releases the leaves are first grouped by rounding each eps_j UP to a geometric
+    grid of ratio ``1 + grid`` (a Laplace release with a larger eps dominates one with a smaller eps
+    under every accountant), so the certificate stays valid -- never smaller than the exact one --
+    and costs O(number of groups); there, unless ``accountants`` are named, the PLD accountant (seconds
+    per evaluation on hundreds of heterogeneous groups) is skipped: the minimum over the others (pure,
+    GDP, advanced = Theorem 3.4's heterogeneous composition, KOV, RDP) is still a valid certificate,
+    within a few percent of PLD's (docs/policies_ucb.md).
+    """
+
+    exact_limit = 64
+    grid = 0.01
+
+    def __init__(self, policy: "DPUCBInt", horizon: int, n_arms: int):
+        self.policy, self.horizon, self.n_arms = policy, horizon, n_arms
+        self.first = policy.first_interval
+        self.counts = release_counts(self.first, policy.decay, horizon)
+        self.mechanism = IntervalMean(1, 1, v=policy.v, rng=np.random.default_rng(0), ledger=null_ledger(1, 1),
+                                      exact=policy.exact)
+        # the leaves release_leaf(c) would give, vectorised: Lap(scale(c)) on a mean of sensitivity 1/c
+        sampler = self.mechanism.sampler
+        counts = np.maximum(self.counts, 1)
+        self._scale = np.asarray(sampler.effective_scale(self.mechanism.scale_fn(counts)), dtype=float)
+        self._sens = np.asarray(sampler.effective_sensitivity(1.0 / counts.astype(float)), dtype=float)
+        self._eps = self._sens / self._scale
+
+    def max_items(self, rounds: int) -> int:
+        k, f = self.n_arms, self.first
+        if rounds <= k * f:
+            return -(-rounds // k)
+        return rounds - (k - 1) * f
+
+    def _releases(self, rounds: int) -> int:
+        return int(np.searchsorted(self.counts, self.max_items(rounds), side="right")) if rounds > 0 else 0
+
+    def events(self, rounds: int) -> Event:
+        m = self._releases(rounds)
+        if m == 0:
+            return NO_EVENT
+        return Composed(tuple(Laplace(float(b), float(d)) for b, d in zip(self._scale[:m], self._sens[:m])))
+
+    def epsilons(self, rounds: int) -> np.ndarray:
+        """The per-release eps_j of the worst record after ``rounds`` rounds."""
+        return self._eps[: self._releases(rounds)]
+
+    def grouped_events(self, rounds: int) -> Event:
+        """An event dominating :meth:`events`: eps_j rounded up to the grid, equal ones grouped."""
+        eps = self.epsilons(rounds)
+        if eps.size == 0:
+            return NO_EVENT
+        ratio = math.log1p(self.grid)
+        level = np.ceil(np.log(eps) / ratio - 1e-9)
+        values, inverse, counts = np.unique(level, return_inverse=True, return_counts=True)
+        top = np.zeros(values.size)
+        np.maximum.at(top, inverse, eps)
+        parts = []
+        for lv, c, m in zip(values, counts, top):
+            e = max(math.exp(lv * ratio) * (1 + 1e-12), float(m))  # never below any member
+            parts.append(Laplace(1.0 / e, 1.0) * int(c))
+        return Composed(tuple(parts))
+
+    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
+        if self._releases(rounds) <= self.exact_limit:
+            return best_epsilon(self.events(rounds), delta, accountants)
+        if accountants is None:
+            accountants = [f for f in default_accountants() if f is not PLDAccountant]
+        return best_epsilon(self.grouped_events(rounds), delta, accountants)
+
+
+class _DPUCBIntRun(PolicyRun):
+    def __init__(self, policy: "DPUCBInt", n_arms, replicates, horizon, rng, ledger):
+        self.n_arms, self.replicates = n_arms, replicates
+        self.first = policy.first_interval
+        self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        fixed = policy.decay == 0.0
+        self.interval = IntervalMean(replicates, n_arms, v=policy.v, rng=rng,
+                                     ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                     interval=self.first if fixed else None, name="dp_ucb_int/interval",
+                                     exact=policy.exact)
+        self.due = None
+        if not fixed:
+            self.due = np.zeros(horizon + 2, dtype=bool)
+            self.due[release_counts(self.first, policy.decay, horizon + 1)] = True
+
+    def select(self, t):
+        if t <= self.n_arms * self.first:  # round robin until every arm holds c_1 pulls
+            return np.full(self.replicates, (t - 1) % self.n_arms, dtype=np.intp)
+        index = self.interval.noisy_mean + np.sqrt(2.0 * math.log(t) / self.counts)
+        return np.argmax(index, axis=1)
+
+    def update(self, t, arms, rewards):
+        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        self.interval.insert(values, mask)  # fixed interval: releases at multiples of f itself
+        self.counts[mask] += 1
+        if self.due is not None:
+            release = mask & self.due[self.counts]
+            if release.any():
+                self.interval.release(release)
+
+
+class DPUCBInt(Policy):
+    """DP-UCB-Int (Tossou & Dimitrakakis 2016, Algorithm 3; Lemma 3.1, Theorem 3.4, Corollary 3.1).
+
+    ``DPUCBInt(epsilon=1.0, v=1.1, interval=None, decay=0.0, exact=False)``:
+
+    * ``epsilon`` (> 0) sets the first interval f = ceil(1/epsilon), as the public reproduction
+      (Ralami1859, IndexDPUCBINT.m) does; ``interval`` (a whole number >= 1) overrides f;
+    * ``v`` in (1, 2): the k-th release of an arm, at pull count n, adds Lap(n^(v/2-1)) to the
+      arm's empirical mean (sensitivity 1/n): eps_n = n^(-v/2), square-summable since v > 1, noise
+      shrinking since v < 2 (ALGORITHMS.md 4.4 reconstruction);
+    * ``decay`` >= 0: interval j is max(1, ceil(f j^-decay)); 0 is the fixed interval, > 0 a
+      decreasing series (the paper's Lemma B.1 series is not recovered).
+
+    Rounds 1..K f play the arms round robin; the first release of every arm is at pull f; then
+    argmax_a mu~_a + sqrt(2 ln t / N_a), with mu~_a the last (cached) release -- re-used, never
+    re-drawn, between releases -- and the UCB bonus recomputed every round (post-processing).
+
+    Privacy: the certificate composes, for the worst record (an arm's first), every release of its
+    arm so far, by every accountant (heterogeneous advanced composition as Theorem 3.4, KOV, RDP,
+    PLD, ...). The paper's closed form (:meth:`paper_bound`) is reported as :meth:`claimed_epsilon`.
+    """
+
+    name = "dp_ucb_int"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, v: float = 1.1, interval: int | None = None, decay: float = 0.0,
+                 exact: bool = False):
+        self.epsilon = _positive("epsilon", epsilon)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
+            raise ValueError(f"v must be a real number in (1, 2), got {v!r}")
+        self.v = float(v)
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, numbers.Integral)
+                                     or interval < 1):
+            raise ValueError(f"interval must be a whole number in [1, inf) (or None for ceil(1/epsilon)), got {interval!r}")
+        self.interval = None if interval is None else int(interval)
+        if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not (math.isfinite(decay) and decay >= 0):
+            raise ValueError(f"decay must be a real number in [0, inf), got {decay!r}")
+        self.decay = float(decay)
+        self.exact = bool(exact)
+
+    @property
+    def first_interval(self) -> int:
+        return self.interval if self.interval is not None else math.ceil(1.0 / self.epsilon - 1e-12)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPUCBIntRun(self, n_arms, replicates, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        check_arms(n_arms, horizon)
+        return DPUCBIntSchedule(self, horizon, n_arms)
+
+    def series_sum(self) -> float:
+        """sum_j c_j^(-v) over the infinite release series (zeta(v) f^-v for the fixed interval)."""
+        f = self.first_interval
+        if self.decay == 0.0:
+            return float(special.zeta(self.v) * f ** -self.v)
+        # the series becomes "every count" after its last interval > 1: tail by the Hurwitz zeta
+        step_one = _first_unit_step(f, self.decay)
+        head = release_counts(f, self.decay, step_one)
+        return float(np.sum(head.astype(float) ** -self.v) + special.zeta(self.v, step_one + 1))
+
+    def paper_bound(self, delta: float) -> float:
+        """ALGORITHMS.md 4.4's closed form standing in for Corollary 3.1 (valid for every horizon):
+        sqrt(2 ln(1/delta) S) + 2 S with S = sum_j c_j^-v (S = zeta(v) f^-v for the fixed interval)."""
+        delta = _open_unit("delta", delta)
+        s = self.series_sum()
+        return math.sqrt(2.0 * math.log(1.0 / delta) * s) + 2.0 * s
+
+    @classmethod
+    def calibrated(cls, target_epsilon: float, delta: float, v: float = 1.1, exact: bool = False) -> "DPUCBInt":
+        """The fixed-interval DP-UCB-Int with the smallest interval f whose :meth:`paper_bound` at
+        ``delta`` is <= ``target_epsilon`` (ALGORITHMS.md 4.4's inversion standing in for Corollary
+        3.2, checked by re-evaluation); its certificate is then <= the target for every horizon."""
+        target = _positive("target_epsilon", target_epsilon)
+        delta = _open_unit("delta", delta)
+        ln = 2.0 * math.log(1.0 / delta)
+        y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
+        f = max(1, math.floor((special.zeta(v) / y ** 2) ** (1.0 / v)) - 1)
+        while cls(1.0, v=v, interval=f, exact=exact).paper_bound(delta) > target:
+            f += 1
+        return cls(1.0 / f, v=v, interval=f, exact=exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """The paper-form (Corollary 3.1 style) bound at delta' = ``delta``; see :meth:`paper_bound`."""
+        return self.paper_bound(delta)
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "v": self.v, "interval": self.first_interval,
+                "decay": self.decay, "exact": self.exact}
+
+
+def _first_unit_step(first: int, decay: float) -> int:
+    """The count c_J of the last release whose interval exceeds 1 (0 if none)."""
+    c, j = 0, 1
+    while True:
+        step = max(1, math.ceil(first * j ** -decay - 1e-12))
+        if step == 1:
+            return c
+        c += step
+        j += 1

@@ -1,0 +1,219 @@
+"""Fresh-batch private policies: DP-SE and Anytime-Lazy-UCB.
+
+* :class:`DPSE` -- Sajed & Sheffet, "An Optimal Private Stochastic-MAB Algorithm Based on an
+  Optimal Private Stopping Rule", ICML 2019: private Successive Elimination. The paper's text was
+  not available; the pseudo-code is the consensus of three independent public implementations
+  (ALGORITHMS.md 7.1).
+* :class:`AnytimeLazyUCB` -- Hu, Huang & Mehta, "Optimal Algorithms for Private Online Learning in
+  a Stochastic Environment", arXiv 2102.07929 (2021). Its exact index, constants and initialisation
+  were NOT recovered; this class is the documented stand-in of ALGORITHMS.md 7.2 (Lazy-DP-TS-style
+  doubling fresh batches with the AdaP-UCB index of Azize & Basu, eq. (7)).
+
+Both use each reward in exactly one noisy batch sum (the fresh-batch mechanism,
+:class:`privbandit.mechanisms.FreshBatchMean`), so every record is in one Lap(1/eps) release of
+sensitivity 1: eps-DP per record by parallel composition over disjoint batches, for every horizon.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from accountants.events import NO_EVENT, Event
+from privbandit.mechanisms.fresh_batch import FreshBatchMean
+from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.private_ucb import _open_unit, _positive, null_ledger, one_hot
+from privbandit.schedule import PrivacySchedule
+
+
+class SingleReleaseSchedule(PrivacySchedule):
+    """One Lap(1/eps) (sensitivity 1) per record once ``first_round`` rounds have passed, nothing before.
+
+    The event is the fresh-batch mechanism's own declared schedule (one release per record).
+    """
+
+    def __init__(self, epsilon: float, first_round: int, exact: bool = False):
+        self.first_round = first_round
+        self.mechanism = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
+                                        ledger=null_ledger(1, 1), batches="manual", exact=exact)
+
+    def events(self, rounds: int) -> Event:
+        if rounds < self.first_round:
+            return NO_EVENT
+        return self.mechanism.privacy_schedule(1)
+
+
+# --------------------------------------------------------------------------------------------------
+# DP-SE
+
+
+def epoch_size(epoch: np.ndarray | int, active: np.ndarray | int, epsilon: float, beta: float) -> np.ndarray:
+    """R_e = floor(max{32 ln(8|S|e^2/beta)/Delta_e^2, 8 ln(4|S|e^2/beta)/(eps Delta_e)}) + 1, Delta_e = 2^-e."""
+    e = np.asarray(epoch, dtype=float)
+    s = np.asarray(active, dtype=float)
+    gap = 2.0 ** -e
+    a = 32.0 * np.log(8.0 * s * e * e / beta) / gap ** 2
+    b = 8.0 * np.log(4.0 * s * e * e / beta) / (epsilon * gap)
+    return (np.floor(np.maximum(a, b)) + 1).astype(np.int64)
+
+
+class _DPSERun(PolicyRun):
+    def __init__(self, policy: "DPSE", n_arms, replicates, horizon, rng, ledger):
+        self.n_arms, self.replicates = n_arms, replicates
+        self.epsilon, self.beta = policy.epsilon, policy.confidence(horizon)
+        self.rows = np.arange(replicates)
+        self.active = np.ones((replicates, n_arms), dtype=bool)
+        self.epoch = np.ones(replicates, dtype=np.int64)
+        self.size = epoch_size(self.epoch, n_arms, self.epsilon, self.beta)  # R_e per replicate
+        self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)  # this epoch's pulls
+        self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
+                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      batches="manual", name="dp_se/batch", exact=policy.exact)
+
+    def select(self, t):
+        # Within an epoch every active arm is pulled R_e times, round robin (fewest pulls first);
+        # once one arm is left (exploit) it is played until the horizon.
+        need = self.active & (self.pulls < self.size[:, None])
+        key = np.where(need, self.pulls, np.iinfo(np.int64).max)
+        arms = np.argmin(key, axis=1)
+        done = self.active.sum(axis=1) == 1
+        if done.any():
+            arms[done] = np.argmax(self.active[done], axis=1)
+        return arms
+
+    def update(self, t, arms, rewards):
+        exploring = self.active.sum(axis=1) > 1
+        if not exploring.any():
+            return  # every replicate exploits: rewards are no longer used (nor released)
+        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        mask &= exploring[:, None]
+        self.batches.insert(values, mask)
+        self.pulls[mask] += 1
+        # an arm's batch of R_e fresh rewards is complete: release its noisy mean (once)
+        self.batches.close_batch(mask & (self.pulls == self.size[:, None]))
+        finished = exploring & np.all(~self.active | (self.pulls >= self.size[:, None]), axis=1)
+        if finished.any():
+            self._eliminate(np.nonzero(finished)[0])
+
+    def _eliminate(self, rows: np.ndarray) -> None:
+        act = self.active[rows]
+        s = act.sum(axis=1).astype(float)
+        e = self.epoch[rows].astype(float)
+        r_e = self.size[rows].astype(float)
+        mean = np.where(act, self.batches.noisy_mean[rows], -np.inf)
+        h = np.sqrt(np.log(8.0 * s * e * e / self.beta) / (2.0 * r_e))
+        c = np.log(4.0 * s * e * e / self.beta) / (self.epsilon * r_e)
+        keep = act & (mean.max(axis=1, keepdims=True) - mean <= 2.0 * (h + c)[:, None])
+        self.active[rows] = keep
+        self.epoch[rows] += 1
+        self.size[rows] = epoch_size(self.epoch[rows], keep.sum(axis=1), self.epsilon, self.beta)
+        self.pulls[rows] = 0
+
+
+class DPSE(Policy):
+    """DP-SE, private Successive Elimination (Sajed & Sheffet 2019; consensus code, ALGORITHMS.md 7.1).
+
+    ``DPSE(epsilon=1.0, beta=None, exact=False)``; ``beta`` in (0, 1) is the confidence (default 1/T,
+    as in the later papers' experiments). Epoch e = 1, 2, ...: Delta_e = 2^-e, every surviving arm is
+    pulled R_e = floor(max{32 ln(8|S|e^2/beta)/Delta_e^2, 8 ln(4|S|e^2/beta)/(eps Delta_e)}) + 1 times
+    (fresh samples; earlier epochs are discarded), its mean released once as mean + Lap(1/(eps R_e)),
+    and arm i is eliminated when max_j mu~_j - mu~_i > 2 (h_e + c_e), h_e = sqrt(ln(8|S|e^2/beta)/(2 R_e)),
+    c_e = ln(4|S|e^2/beta)/(eps R_e). The last arm is played to the horizon. Not anytime.
+
+    Privacy: eps-DP, one Lap(1/eps) per record (each reward in one batch sum of sensitivity 1).
+    """
+
+    name = "dp_se"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, beta: float | None = None, exact: bool = False):
+        self.epsilon = _positive("epsilon", epsilon)
+        self.beta = None if beta is None else _open_unit("beta", beta)
+        self.exact = bool(exact)
+
+    def confidence(self, horizon: int) -> float:
+        return 1.0 / max(horizon, 2) if self.beta is None else self.beta
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPSERun(self, n_arms, replicates, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        check_arms(n_arms, horizon)
+        # no batch can be released before some arm holds R_1 rewards
+        first = int(epoch_size(1, n_arms, self.epsilon, self.confidence(horizon)))
+        return SingleReleaseSchedule(self.epsilon, first, self.exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """eps-DP (pure) by parallel composition over disjoint batches."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "beta": self.beta, "exact": self.exact}
+
+
+# --------------------------------------------------------------------------------------------------
+# Anytime-Lazy-UCB (stand-in)
+
+
+class _AnytimeLazyUCBRun(PolicyRun):
+    def __init__(self, policy: "AnytimeLazyUCB", n_arms, replicates, rng, ledger):
+        self.n_arms, self.replicates = n_arms, replicates
+        self.alpha, self.epsilon = policy.alpha, policy.epsilon
+        self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
+                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      batches="doubling", name="anytime_lazy_ucb/batch", exact=policy.exact)
+
+    def select(self, t):
+        if t <= self.n_arms:
+            return np.full(self.replicates, t - 1, dtype=np.intp)
+        o = self.batches.batch_size  # >= 1: the first batch (one reward) closes at an arm's first pull
+        a_ln_t = self.alpha * math.log(t)
+        index = self.batches.noisy_sum / o + np.sqrt(a_ln_t / (2.0 * o)) + a_ln_t / (self.epsilon * o)
+        return np.argmax(index, axis=1)
+
+    def update(self, t, arms, rewards):
+        self.batches.insert(*one_hot(self.replicates, self.n_arms, arms, rewards))
+
+
+class AnytimeLazyUCB(Policy):
+    """Anytime-Lazy-UCB stand-in (Hu, Huang & Mehta 2021; ALGORITHMS.md 7.2).
+
+    The paper's exact index and constants are NOT recovered. This is the documented stand-in: each
+    arm's rewards are split into fresh doubling batches 1, 2, 4, ... (Lazy-DP-TS, Hu & Hegde 2022,
+    Alg. 2); a batch is released once, as its sum + Lap(1/eps); the private mean mu~_j is that of the
+    arm's last complete batch, of size O_j; play argmax_j
+    mu~_j + sqrt(alpha ln t / (2 O_j)) + alpha ln t / (eps O_j)   (AdaP-UCB index, Azize & Basu eq. (7)),
+    with alpha > 3 (default 3.1, their experiments). Rounds 1..K pull each arm once (closing its
+    size-1 first batch).
+
+    ``AnytimeLazyUCB(epsilon=1.0, alpha=3.1, exact=False)``. Privacy: eps-DP per record, one
+    Lap(1/eps) each (disjoint batches, sensitivity 1), at every t.
+    """
+
+    name = "anytime_lazy_ucb"
+    private = True
+
+    def __init__(self, epsilon: float = 1.0, alpha: float = 3.1, exact: bool = False):
+        self.epsilon = _positive("epsilon", epsilon)
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (math.isfinite(alpha) and alpha > 3):
+            raise ValueError(f"alpha must be a real number in (3, inf), got {alpha!r}")
+        self.alpha = float(alpha)
+        self.exact = bool(exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _AnytimeLazyUCBRun(self, n_arms, replicates, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        check_arms(n_arms, horizon)
+        return SingleReleaseSchedule(self.epsilon, 1, self.exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """eps-DP (pure): every observation is in one noisy batch."""
+        return self.epsilon
+
+    def params(self):
+        return {"policy": self.name, "epsilon": self.epsilon, "alpha": self.alpha, "exact": self.exact}

@@ -1,0 +1,229 @@
+import math
+
+import numpy as np
+import pytest
+
+from _ucb_helpers import (FIVE_ARMS, assert_realized_below_certified, drive, laplace_ks, memo_ledger,  # noqa: F401
+                          noise_factor, variance_ratio)
+from accountants import AdvancedCompositionAccountant, KOVHeterogeneousAccountant, PureAccountant, best_epsilon
+from privbandit.engine import simulate
+from privbandit.envs import Bernoulli, TruncatedExponential
+from privbandit.ledger import Ledger
+from privbandit.mechanisms.hybrid import HybridMechanism
+from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt, hybrid_error_bound, release_counts
+from privbandit.policies.private_ucb import null_ledger
+
+TWO_ARMS = [0.9, 0.6]
+TEN_ARMS = [0.1] * 8 + [0.55, 0.2]
+
+
+# ---------------------------------------------------------------------------------------------- privacy
+
+
+@pytest.mark.parametrize("cls", [DPUCBBound, DPUCB])
+@pytest.mark.parametrize("env, T", [(Bernoulli(TWO_ARMS), 256), (Bernoulli(FIVE_ARMS), 200)])
+def test_hybrid_policies_realized_never_exceed_certified(cls, env, T, memo_ledger):
+    assert_realized_below_certified(cls(epsilon=1.0), env, T, seed=[3, T], tight=True)
+
+
+@pytest.mark.parametrize("cls", [DPUCBBound, DPUCB])
+def test_hybrid_policies_cheap_ledger(cls):
+    assert_realized_below_certified(cls(epsilon=0.3), TruncatedExponential([1, 2, 4]), 300, seed=5)
+
+
+@pytest.mark.parametrize("policy, env, T", [
+    (DPUCBInt(epsilon=1.0), Bernoulli(TWO_ARMS), 256),                 # f = 1: > 64 releases, grouped path
+    (DPUCBInt(epsilon=0.1, decay=0.5), Bernoulli(FIVE_ARMS), 300),     # decreasing intervals
+    (DPUCBInt(epsilon=0.2, v=1.5), TruncatedExponential([1, 2, 4]), 128),
+])
+def test_dp_ucb_int_realized_never_exceeds_certified(policy, env, T):
+    assert_realized_below_certified(policy, env, T, seed=[7, T])
+
+
+def test_dp_ucb_int_tight_ledger(memo_ledger):
+    assert_realized_below_certified(DPUCBInt(epsilon=0.125), Bernoulli(TWO_ARMS), 128, seed=8, tight=True)
+
+
+@pytest.mark.parametrize("policy", [DPUCBInt(epsilon=0.25), DPUCBInt(epsilon=1.0), DPUCBInt(interval=5, decay=0.5)])
+def test_dp_ucb_int_schedule_is_attained_at_every_round(policy):
+    K, T = 2, 150
+    f = policy.first_interval
+    ledger = Ledger(1, K)
+    run = policy.start(K, 1, T, np.random.default_rng(0), ledger=ledger)
+    sched = policy.privacy_schedule(T, K)
+    for t in range(1, T + 1):
+        run.select(t)
+        arm = (t - 1) % K if t <= K * f else 0  # round robin, then arm 0 only
+        run.update(t, np.array([arm]), np.array([0.5]))
+        n = -(-t // K) if t <= K * f else t - (K - 1) * f
+        want = sum(c ** (-policy.v / 2) for c in release_counts(f, policy.decay, n))
+        assert ledger.realized_pure_epsilon()[0] == pytest.approx(want, rel=1e-9, abs=1e-15)
+        cert = sched.epsilon(t, 1e-6, [PureAccountant]).value
+        if sched._releases(t) <= sched.exact_limit:
+            assert cert == pytest.approx(want, rel=1e-9, abs=1e-15)
+        else:  # eps_j rounded up to a 1% grid: never below, at most 1% above
+            assert want * (1 - 1e-12) <= cert <= want * 1.0101
+
+
+def test_hybrid_schedules_bound_the_forced_worst_case():
+    K, T = 3, 130
+    for policy, arm_of in [(DPUCBBound(0.7), lambda t: t - 1 if t <= K else 0), (DPUCB(0.7), lambda t: (t - 1) % K)]:
+        ledger = Ledger(1, K)
+        run = policy.start(K, 1, T, np.random.default_rng(0), ledger=ledger)
+        sched = policy.privacy_schedule(T, K)
+        for t in range(1, T + 1):
+            run.select(t)
+            run.update(t, np.array([arm_of(t)]), np.array([1.0]))
+            pure = sched.epsilon(t, 1e-6, [PureAccountant]).value
+            assert ledger.realized_pure_epsilon()[0] <= pure * (1 + 1e-9)
+            assert pure <= 0.7 * (1 + 1e-9)
+        assert ledger.realized_pure_epsilon()[0] == pytest.approx(0.7, rel=1e-9)  # a full block is eps
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0])
+@pytest.mark.parametrize("arms", [TWO_ARMS, TEN_ARMS])
+def test_certified_below_claimed_for_the_papers_parameters(eps, arms):
+    K, T, delta = len(arms), 100_000, math.exp(-10)
+    for policy in [DPUCBBound(eps), DPUCB(eps)]:
+        assert policy.privacy_schedule(T, K).epsilon(T, delta).value <= policy.claimed_epsilon(T, K, delta) == eps
+    for policy in [DPUCBInt(eps), DPUCBInt(eps, decay=0.5), DPUCBInt.calibrated(eps, delta)]:
+        sched = policy.privacy_schedule(T, K)
+        cert = sched.epsilon(T, delta)
+        # Theorem 3.4's own composition (heterogeneous advanced) on our schedule, and the best one
+        adv = sched.epsilon(T, delta, [AdvancedCompositionAccountant]).value
+        assert cert.value <= adv <= policy.paper_bound(delta) == policy.claimed_epsilon(T, K, delta)
+    assert DPUCBInt.calibrated(eps, delta).paper_bound(delta) <= eps
+
+
+def test_dp_ucb_int_paper_bound_closed_form_and_calibration():
+    from scipy import special
+    p = DPUCBInt(epsilon=0.1, v=1.1)
+    s = special.zeta(1.1) * 10 ** -1.1
+    assert p.paper_bound(1e-5) == pytest.approx(math.sqrt(2 * math.log(1e5) * s) + 2 * s)
+    # ALGORITHMS.md 4.4 numbers: delta' = e^-10, v = 1.1: eps' = 1 -> f ~ 153, eps' = 0.1 -> f ~ 8714
+    assert DPUCBInt.calibrated(1.0, math.exp(-10)).first_interval in (153, 154)
+    assert abs(DPUCBInt.calibrated(0.1, math.exp(-10)).first_interval - 8714) <= 2
+
+
+def test_dp_ucb_int_grouped_certificate_is_never_below_the_exact_one():
+    sched = DPUCBInt(epsilon=1.0).privacy_schedule(2000, 2)
+    for t in [100, 2000]:
+        for acc in [PureAccountant, AdvancedCompositionAccountant, KOVHeterogeneousAccountant]:
+            exact = best_epsilon(sched.events(t), 1e-6, [acc]).value
+            grouped = best_epsilon(sched.grouped_events(t), 1e-6, [acc]).value
+            assert exact <= grouped <= exact * 1.02
+    # and against every accountant (PLD included) on the exact multiset
+    assert sched.epsilon(100, 1e-6).value >= best_epsilon(sched.events(100), 1e-6).value * (1 - 1e-9)
+
+
+# ------------------------------------------------------------------------------------------- mechanics
+
+
+def test_vectorised_error_bound_matches_the_mechanism():
+    mech = HybridMechanism(1, 1, epsilon=0.37, rng=np.random.default_rng(0), ledger=null_ledger(1, 1))
+    n = np.arange(0, 3000)
+    for gamma in [0.3, 1e-4, 1e-20]:
+        got = hybrid_error_bound(n, math.log(4 / gamma), 0.37)
+        want = np.array([mech.error_bound(int(x), gamma) for x in n])
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_dp_ucb_bound_index_adds_the_bound_and_dp_ucb_feeds_zeros():
+    R, K, T = 3, 3, 50
+    run = drive(DPUCBBound(0.5), K, R, T, lambda t: np.full(R, (t - 1) % K))
+    t = T + 1
+    n = run.counts
+    want = run.hybrid.noisy_sum / n + np.sqrt(2 * math.log(t) / n) + hybrid_error_bound(n, math.log(4 * t ** 4), 0.5) / n
+    np.testing.assert_allclose(run.index(t), want)
+    assert run.hybrid.count.tolist() == n.tolist()
+    run2 = drive(DPUCB(0.5), K, R, T, lambda t: np.full(R, 0 if t > K else t - 1))
+    assert np.all(run2.hybrid.count == T)  # every mechanism advanced every round
+    assert run2.counts[:, 0].tolist() == [T - K + 1] * R
+    np.testing.assert_allclose(run2.index(t), run2.hybrid.noisy_sum / run2.counts
+                               + np.sqrt(2 * math.log(t) / run2.counts))
+
+
+def test_dp_ucb_int_releases_once_per_interval_and_caches():
+    R, K, T = 4, 2, 60
+    ledger = Ledger(R, K)
+    policy = DPUCBInt(epsilon=0.2)  # f = 5
+    run = drive(policy, K, R, T, lambda t: np.full(R, (t - 1) % K), ledger=ledger)
+    assert np.all(ledger.draws == 6)  # 30 pulls per arm: releases at 5, 10, ..., 30
+    cached = run.interval.noisy_mean.copy()
+    for t in range(T + 1, T + 5):
+        run.select(t)  # selecting never draws
+    assert np.all(ledger.draws == 6) and np.array_equal(cached, run.interval.noisy_mean)
+    ledger2 = Ledger(R, K)
+    drive(DPUCBInt(interval=4, decay=0.5), K, R, T, lambda t: np.full(R, (t - 1) % K), ledger=ledger2)
+    assert np.all(ledger2.draws == release_counts(4, 0.5, 30).size)
+
+
+def _hybrid_ratio(cls, factor_setter, factor, R=2000, K=2, T=45, eps=0.6):
+    factor_setter(factor)
+    run = drive(cls(eps), K, R, T, lambda t: np.full(R, t % K))
+    h = run.hybrid
+    n = h.count
+    resid = h.noisy_sum - 0.5 * run.counts
+    k = np.floor(np.log2(n)).astype(int)
+    tau = n - 2 ** k
+    pop = np.vectorize(lambda x: bin(int(x)).count("1"))(tau)
+    var = 2 * (2 / eps) ** 2 * (k + 1) + 2 * pop * (2 * k / eps) ** 2  # log part + binary part
+    return variance_ratio(resid, var)
+
+
+@pytest.mark.parametrize("cls", [DPUCBBound, DPUCB])
+def test_hybrid_noise_has_the_declared_scale_and_bugs_are_detected(cls, noise_factor):
+    assert 0.9 < _hybrid_ratio(cls, noise_factor, 1.0) < 1.1
+    assert _hybrid_ratio(cls, noise_factor, 0.5) < 0.35
+    assert _hybrid_ratio(cls, noise_factor, 0.0) == 0.0
+
+
+@pytest.mark.parametrize("policy", [DPUCBInt(epsilon=0.25, v=1.1), DPUCBInt(interval=3, decay=0.5, v=1.6)])
+def test_dp_ucb_int_noise_is_laplace_of_scale_n_to_v_over_2_minus_1(policy, noise_factor):
+    R, K, T = 3000, 2, 40
+
+    def standardised(factor):
+        noise_factor(factor)
+        run = drive(policy, K, R, T, lambda t: np.full(R, (t - 1) % K))
+        n = run.interval.released_count
+        return (run.interval.noisy_mean - 0.5) / n.astype(float) ** (policy.v / 2 - 1)
+
+    assert laplace_ks(standardised(1.0)) > 1e-3
+    assert laplace_ks(standardised(0.5)) < 1e-12
+    assert laplace_ks(standardised(0.0)) < 1e-12
+
+
+# --------------------------------------------------------------------------------------------- misc
+
+
+def test_bad_parameters():
+    cases = [(DPUCBBound, {"epsilon": 0}, "epsilon"), (DPUCB, {"epsilon": -1}, "epsilon"),
+             (DPUCBInt, {"v": 1.0}, "v"), (DPUCBInt, {"v": 2.0}, "v"), (DPUCBInt, {"interval": 0}, "interval"),
+             (DPUCBInt, {"interval": 2.5}, "interval"), (DPUCBInt, {"decay": -0.1}, "decay"),
+             (DPUCBInt, {"epsilon": math.nan}, "epsilon")]
+    for cls, kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            cls(**kwargs)
+    with pytest.raises(ValueError, match="delta"):
+        DPUCBInt().paper_bound(1.0)
+    with pytest.raises(ValueError, match="target_epsilon"):
+        DPUCBInt.calibrated(0.0, 1e-6)
+
+
+def test_release_counts():
+    assert release_counts(3, 0.0, 10).tolist() == [3, 6, 9]
+    assert release_counts(4, 1.0, 12).tolist() == [4, 6, 8, 9, 10, 11, 12]  # intervals 4, 2, 2 (ceil 4/3), 1, ...
+    assert release_counts(1, 0.0, 4).tolist() == [1, 2, 3, 4]
+
+
+def test_small_t_qualitative_ordering_two_arms():
+    # Tossou & Dimitrakakis scenario 1 at eps = 1, short horizon, DP-UCB-Int calibrated to overall
+    # eps' = 1 (delta' = e^-10) as in the paper's experiments: DP-UCB-Int best, Private-UCB worst.
+    from privbandit.policies.private_ucb import PrivateUCB
+    from privbandit.policies.ucb import UCB1
+    T, R = 3000, 40
+    env = Bernoulli(TWO_ARMS)
+    reg = {p.name: simulate(p, env, T, R, seed=11, ledger=False).regret_mean[-1]
+           for p in [UCB1(), DPUCBInt.calibrated(1.0, math.exp(-10)), DPUCBBound(1.0), DPUCB(1.0), PrivateUCB(1.0)]}
+    assert reg["ucb1"] <= reg["dp_ucb_int"] < min(reg["dp_ucb_bound"], reg["dp_ucb"])
+    assert reg["private_ucb"] >= max(reg["dp_ucb_bound"], reg["dp_ucb"], reg["dp_ucb_int"])
