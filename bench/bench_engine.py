@@ -44,6 +44,14 @@ def plain_rate(fn, horizon, runs):
     return horizon * runs / (time.perf_counter() - start)
 
 
+def numpy_loop_rate(horizon, runs):
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(runs):
+        reference.beta_ts_numpy(MEANS, horizon, rng)
+    return horizon * runs / (time.perf_counter() - start)
+
+
 def raw_rng_rate(kind, horizon, replicates, state=None):
     rng = np.random.default_rng(0)
     block = 500
@@ -123,6 +131,9 @@ def main() -> None:
         mw_s = f"{mw:.3g} | {ours / mw:.0f}x" if mw else "n/a | n/a"
         sm_s = f"{smpy:.3g} | {ours / smpy:.0f}x" if smpy else "n/a | n/a"
         print(f"| {name} | {ours:.3g} | {loop:.3g} | {ours / loop:.0f}x | {raw:.3g} | {ours / raw:.0%} | {mw_s} | {sm_s} |")
+    np_loop = numpy_loop_rate(T, 2)
+    print(f"\nbeta_ts against a per-round loop written with numpy calls (one replicate at a time): "
+          f"{np_loop:.3g} pulls/s, ours/that = {rows[0][1] / np_loop:.0f}x")
     print()
     for row in rows[:1]:
         print(f"peers: {row[5]}; {row[7]}")

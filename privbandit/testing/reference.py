@@ -53,3 +53,18 @@ def gaussian_ts(means: list[float], horizon: int, rng: random.Random, b: int = 0
         sums[arm] += reward
         counts[arm] += 1
     return counts
+
+
+def beta_ts_numpy(means: list[float], horizon: int, rng) -> list[int]:
+    """Beta-Bernoulli TS as a per-round loop over one replicate written with numpy calls (the way
+    most simulators are written); ``rng`` is a ``numpy.random.Generator``. Returns the pull counts."""
+    import numpy as np
+
+    mu = np.asarray(means, dtype=float)
+    alpha, beta = np.ones(mu.size), np.ones(mu.size)
+    for _ in range(horizon):
+        arm = int(np.argmax(rng.beta(alpha, beta)))
+        reward = float(rng.random() < mu[arm])
+        alpha[arm] += reward
+        beta[arm] += 1.0 - reward
+    return (alpha + beta - 2).astype(int).tolist()

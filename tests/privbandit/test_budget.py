@@ -93,3 +93,21 @@ def test_tune_picks_the_lowest_simulated_regret_on_the_frontier():
     too_loose = GaussianTS(b=0, c=1.0)
     _, rows = budget.tune([too_loose] + frontier[:1], env, 3_000, target=5.0, target_mu=True, replicates=5)
     assert rows[0]["meets_target"] is False and "regret" not in rows[0]
+
+
+@pytest.mark.parametrize("target", [0.5, 1.0, 2.0])
+def test_dp_ucb_int_inversion_never_worse_than_the_paper_form(target):
+    """Tossou & Dimitrakakis pick DP-UCB-Int's input from a closed-form bound (ALGORITHMS.md 4.4,
+    standing in for Cor. 3.1-3.2). Our certificate for that configuration is never larger than the
+    paper-form bound, and our inversion releases at least as often (a smaller interval)."""
+    from accountants.best import default_accountants
+    from privbandit.policies import DPUCBInt
+
+    no_pld = [f for f in default_accountants() if f.name != "pld"]
+    T, K = 20_000, 5
+    paper = DPUCBInt.calibrated(target, 1e-6, v=1.1)
+    assert paper.privacy_schedule(T, K).epsilon(T, 1e-6, no_pld).value <= paper.paper_bound(1e-6) <= target
+    ours = budget.invert(DPUCBInt, target, T, solve_for="interval", bounds=(1, paper.first_interval), n_arms=K,
+                         delta=1e-6, accountants=no_pld, integer=True, v=1.1, epsilon=1.0)
+    assert ours.certificate <= target
+    assert ours.value <= paper.first_interval
