@@ -59,13 +59,17 @@ def main() -> None:
                 all_cells = "skipped | -"
             if cls is None:
                 _, t_inv = timed(lambda: budget.ts_frontier(5.0, T, K, [10]))
-            elif T <= 10**5:
+            elif T > 10**5:
+                t_inv = None
+            elif cls is DPUCBInt:  # its epsilon sets the release interval: invert the interval itself
+                _, t_inv = timed(lambda: budget.invert(cls, 1.0, T, solve_for="interval", bounds=(1, 10**5),
+                                                       n_arms=K, delta=DELTA, accountants=NO_PLD, integer=True,
+                                                       v=1.1, epsilon=1.0))
+            else:
                 _, t_inv = timed(lambda: budget.invert(cls, 1.0, T, solve_for="epsilon", bounds=(0.5, 64.0),
                                                        n_arms=K, delta=DELTA, accountants=NO_PLD))
-            else:
-                t_inv = float("nan")
             print(f"| {name} | {T:.0e} | {c_closed.value:.4g} | {t_closed:.1f} | {c_fast.value:.4g} | "
-                  f"{t_fast:.0f} | {all_cells} | {t_inv:.0f} |")
+                  f"{t_fast:.0f} | {all_cells} | {'-' if t_inv is None else f'{t_inv:.0f}'} |")
 
 
 if __name__ == "__main__":
