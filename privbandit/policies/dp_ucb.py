@@ -219,6 +219,11 @@ class DPUCBIntSchedule(PrivacySchedule):
     def __init__(self, policy: "DPUCBInt", horizon: int, n_arms: int):
         self.policy, self.horizon, self.n_arms = policy, horizon, n_arms
         self.first = policy.first_interval
+        # Fixed interval, float noise: release j is at count j f with eps_j = (j f)^(-v/2) exactly, so
+        # nothing per release needs to be stored (budgets at 1e7 rounds in milliseconds).
+        self._fixed = policy.decay == 0.0 and not policy.exact
+        if self._fixed:
+            return
         self.counts = release_counts(self.first, policy.decay, horizon)
         self.mechanism = IntervalMean(1, 1, v=policy.v, rng=np.random.default_rng(0), ledger=null_ledger(1, 1),
                                       exact=policy.exact)
@@ -236,20 +241,36 @@ class DPUCBIntSchedule(PrivacySchedule):
         return rounds - (k - 1) * f
 
     def _releases(self, rounds: int) -> int:
-        return int(np.searchsorted(self.counts, self.max_items(rounds), side="right")) if rounds > 0 else 0
+        if rounds <= 0:
+            return 0
+        if self._fixed:
+            return self.max_items(rounds) // self.first
+        return int(np.searchsorted(self.counts, self.max_items(rounds), side="right"))
+
+    def _fixed_eps(self, j: np.ndarray) -> np.ndarray:
+        """eps of releases j (1-based) for a fixed interval: sensitivity 1/c over scale c^(v/2-1)."""
+        return (np.asarray(j, dtype=float) * self.first) ** (-self.policy.v / 2.0)
 
     def events(self, rounds: int) -> Event:
         m = self._releases(rounds)
         if m == 0:
             return NO_EVENT
+        if self._fixed:
+            c = np.arange(1, m + 1, dtype=float) * self.first
+            scales = c ** (self.policy.v / 2.0 - 1.0)
+            return Composed(tuple(Laplace(float(b), float(1.0 / n)) for b, n in zip(scales, c)))
         return Composed(tuple(Laplace(float(b), float(d)) for b, d in zip(self._scale[:m], self._sens[:m])))
 
     def epsilons(self, rounds: int) -> np.ndarray:
         """The per-release eps_j of the worst record after ``rounds`` rounds."""
+        if self._fixed:
+            return self._fixed_eps(np.arange(1, self._releases(rounds) + 1))
         return self._eps[: self._releases(rounds)]
 
     def grouped_events(self, rounds: int) -> Event:
         """An event dominating :meth:`events`: eps_j rounded up to the grid, equal ones grouped."""
+        if self._fixed:
+            return self._fixed_groups(self._releases(rounds))
         eps = self.epsilons(rounds)
         if eps.size == 0:
             return NO_EVENT
@@ -265,6 +286,21 @@ class DPUCBIntSchedule(PrivacySchedule):
         for lv, c, m in zip(level[starts], sizes, tops):
             e = max(math.exp(lv * ratio) * (1 + 1e-12), float(m))  # never below any member
             parts.append(Laplace(1.0 / e, 1.0) * int(c))
+        return Composed(tuple(parts))
+
+    def _fixed_groups(self, m: int) -> Event:
+        """Fixed interval: releases j in [j0, j1) with j1 = ceil(j0 (1 + grid)^(2/v)) differ in eps by
+        at most the grid ratio; each range is charged at its largest eps, eps_{j0} (eps_j falls with
+        j), so the grouped event dominates the exact one. O(log m) groups, no per-release arrays."""
+        if m == 0:
+            return NO_EVENT
+        ratio = (1.0 + self.grid) ** (2.0 / self.policy.v)
+        parts, j0 = [], 1
+        while j0 <= m:
+            j1 = min(m + 1, max(j0 + 1, math.ceil(j0 * ratio)))
+            e = float(self._fixed_eps(j0)) * (1 + 1e-12)  # the group's largest eps, rounded up
+            parts.append(Laplace(1.0 / e, 1.0) * (j1 - j0))
+            j0 = j1
         return Composed(tuple(parts))
 
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:

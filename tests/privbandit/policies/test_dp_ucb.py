@@ -227,3 +227,25 @@ def test_small_t_qualitative_ordering_two_arms():
            for p in [UCB1(), DPUCBInt.calibrated(1.0, math.exp(-10)), DPUCBBound(1.0), DPUCB(1.0), PrivateUCB(1.0)]}
     assert reg["ucb1"] <= reg["dp_ucb_int"] < min(reg["dp_ucb_bound"], reg["dp_ucb"])
     assert reg["private_ucb"] >= max(reg["dp_ucb_bound"], reg["dp_ucb"], reg["dp_ucb_int"])
+
+
+@pytest.mark.parametrize("interval, v", [(1, 1.1), (7, 1.5), (40, 1.9)])
+def test_fixed_interval_grouping_dominates_the_exact_schedule(interval, v):
+    """The O(log m) grouped event charges every release at least its own eps (so it certifies no
+    less than the exact multiset) and at most 1% more."""
+    from accountants import best_epsilon
+    from accountants.kov import KOVHeterogeneousAccountant
+    from accountants.pure import PureAccountant
+    from privbandit.policies import DPUCBInt
+
+    T, K = 3_000, 3
+    sched = DPUCBInt(epsilon=1.0, v=v, interval=interval).privacy_schedule(T, K)
+    exact = sched.events(T)
+    grouped = sched.grouped_events(T)
+    exact_eps = np.sort([leaf.pure_epsilon() for leaf, n in exact.leaves() for _ in range(n)])[::-1]
+    grouped_eps = np.sort([leaf.pure_epsilon() for leaf, n in grouped.leaves() for _ in range(n)])[::-1]
+    assert exact_eps.size == grouped_eps.size
+    assert np.all(grouped_eps >= exact_eps)
+    assert np.all(grouped_eps <= exact_eps * 1.0101)
+    accs = [PureAccountant, KOVHeterogeneousAccountant]
+    assert best_epsilon(grouped, 1e-6, accs).value >= best_epsilon(exact, 1e-6, accs).value
