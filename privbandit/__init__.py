@@ -9,5 +9,6 @@ __version__ = "0.1.0"
 
 
 from privbandit.engine import simulate  # noqa: E402  (the main entry point)
+from privbandit.sweep import sweep  # noqa: E402
 
-__all__ = ["simulate", "__version__"]
+__all__ = ["simulate", "sweep", "__version__"]
