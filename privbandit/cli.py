@@ -153,6 +153,29 @@ def _invert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment(args: argparse.Namespace) -> int:
+    import os
+
+    from privbandit.experiments import run_experiment
+
+    executor = None
+    if args.dask:
+        from dask.distributed import Client
+
+        executor = Client(args.dask)
+    result = run_experiment(args.name, args.horizon, args.replicates, args.seed, executor=executor)
+    print(f"experiment {args.name}: horizon {args.horizon}, {args.replicates} replicates, seed {args.seed}, "
+          f"delta {result.cells[0][2].delta:g}")
+    rows = [s | {"label": f"{s['policy_label']} | {s['environment_label']}"} for s in result.summary()]
+    print_table(rows)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        result.summary_frame().to_csv(os.path.join(args.out, "summary.csv"), index=False)
+        result.plot(os.path.join(args.out, "regret.png"))
+        print(f"wrote {args.out}/summary.csv and {args.out}/regret.png")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from privbandit.demo import run_demo
 
@@ -185,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plot", help="write a regret / certified-epsilon plot to this image file")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_run)
+
+    exp = sub.add_parser("experiment", help="run one of the source papers' experiments (see privbandit.experiments)")
+    exp.add_argument("name", help="tossou2016-2arm, tossou2016-10arm, huhegde2022, ou2024 or mishra2015")
+    exp.add_argument("--horizon", type=int, default=10_000, help="rounds (the papers use 100000; default 10000)")
+    exp.add_argument("--replicates", type=int, default=20)
+    exp.add_argument("--seed", type=int, default=0)
+    exp.add_argument("--out", help="directory for summary.csv and regret.png")
+    exp.add_argument("--dask", metavar="ADDRESS", help="run the cells on this Dask scheduler")
+    exp.set_defaults(func=_experiment)
 
     bud = sub.add_parser("budget", help="certified epsilon of a configured policy over a horizon, per accountant")
     bud.add_argument("policy")

@@ -1,0 +1,114 @@
+"""The source papers' experiments as named, runnable configurations.
+
+Each experiment is a function ``(horizon) -> (policies, environments)`` with the paper's instance,
+privacy levels and comparators; :func:`run_experiment` runs it as a :func:`privbandit.sweep.sweep`
+(locally or on an executor) and returns the sweep result. ``privbandit experiment NAME`` runs one
+from the command line, prints the table and writes ``summary.csv`` and ``regret.png``.
+
+The papers' horizons are 10^5; the default here is smaller so that an experiment runs in minutes
+on a laptop — pass ``horizon=100_000`` to reproduce at full length (``bench/reproduce_*.py`` record
+the measured full-length results in ``docs/policies_*.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from privbandit.envs import Bernoulli, TruncatedExponential
+from privbandit.policies import (
+    DPSE,
+    DPTS,
+    UCB1,
+    AnytimeLazyUCB,
+    BetaTS,
+    DPUCB,
+    DPUCBBound,
+    DPUCBInt,
+    GaussianTS,
+    LazyDPTS,
+    PrivateTS,
+    PrivateUCB,
+)
+from privbandit.sweep import SweepResult, sweep
+
+FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
+DELTA = 1e-6
+
+
+def tossou2016(arms: list[float]) -> Callable:
+    """Tossou & Dimitrakakis (AAAI 2016), Section 5: UCB1, Private-UCB, DP-UCB-Bound, DP-UCB and
+    DP-UCB-Int (interval calibrated to the target by the paper-form bound), eps in {0.1, 1}."""
+
+    def build(horizon: int):
+        policies = {"UCB1": UCB1()}
+        for eps in (0.1, 1.0):
+            policies |= {
+                f"Private-UCB eps={eps:g}": PrivateUCB(epsilon=eps),
+                f"DP-UCB-Bound eps={eps:g}": DPUCBBound(epsilon=eps),
+                f"DP-UCB eps={eps:g}": DPUCB(epsilon=eps),
+                f"DP-UCB-Int eps'={eps:g}": DPUCBInt.calibrated(eps, DELTA, v=1.1),
+            }
+        return policies, {f"Bernoulli {arms}": Bernoulli(arms)}
+
+    return build
+
+
+def huhegde2022(horizon: int):
+    """Hu & Hegde (UAI 2022), Section 6: the 5-arm instance, eps in {0.1, 0.25, 0.5, 1, 500}:
+    DP-TS, Lazy-DP-TS, DP-SE and Anytime-Lazy-UCB (the documented stand-in)."""
+    policies = {}
+    for eps in (0.1, 0.25, 0.5, 1.0, 500.0):
+        policies |= {
+            f"Lazy-DP-TS eps={eps:g}": LazyDPTS(epsilon=eps),
+            f"DP-SE eps={eps:g}": DPSE(epsilon=eps),
+            f"Anytime-Lazy-UCB eps={eps:g}": AnytimeLazyUCB(epsilon=eps),
+        }
+        if eps >= 1:
+            policies[f"DP-TS eps={eps:g}"] = DPTS(epsilon=eps)
+    return policies, {"Bernoulli 5 arms": Bernoulli(FIVE_ARMS)}
+
+
+def ou2024(horizon: int):
+    """Ou, Cummings & Avella Medina, Section 5: Modified TS on the frontier c = T / (mu^2 (b + 1))
+    (their tuning rule, every round charged) for mu in {1, 5, 10} and several b, on Bernoulli and
+    truncated-exponential arms."""
+    policies = {}
+    for mu in (1.0, 5.0, 10.0):
+        for b in (0, 10, 100, 1000):
+            if 5 * b < horizon // 2:
+                policies[f"Modified TS mu={mu:g} b={b}"] = GaussianTS(b=b, c=horizon / (mu * mu * (b + 1)))
+    envs = {"Bernoulli 5 arms": Bernoulli(FIVE_ARMS),
+            "truncated exponential rates [0.1, 1, 2, 5, 10]": TruncatedExponential([0.1, 1, 2, 5, 10])}
+    return policies, envs
+
+
+def mishra2015(horizon: int):
+    """Mishra & Thakurta (UAI 2015), Section 5: 5 arms (0.9 and four at 0.4), UCB1 and Beta-TS
+    against Private-UCB and Private-TS at eps in {0.1, 1}."""
+    policies = {"UCB1": UCB1(), "Beta-TS": BetaTS()}
+    for eps in (0.1, 1.0):
+        policies |= {f"Private-UCB eps={eps:g}": PrivateUCB(epsilon=eps),
+                     f"Private-TS eps={eps:g}": PrivateTS(epsilon=eps)}
+    return policies, {"Bernoulli [0.9, 0.4 x 4]": Bernoulli([0.9, 0.4, 0.4, 0.4, 0.4])}
+
+
+EXPERIMENTS: dict[str, Callable] = {
+    "tossou2016-2arm": tossou2016([0.9, 0.6]),
+    "tossou2016-10arm": tossou2016([0.1] * 8 + [0.55, 0.2]),
+    "huhegde2022": huhegde2022,
+    "ou2024": ou2024,
+    "mishra2015": mishra2015,
+}
+
+
+def run_experiment(name: str, horizon: int = 10_000, replicates: int = 20, seed=0, *, executor=None,
+                   **simulate_kwargs) -> SweepResult:
+    """Run the named experiment (see :data:`EXPERIMENTS`) as a sweep; returns its result."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    policies, envs = EXPERIMENTS[name](horizon)
+    return sweep(policies, envs, horizon, replicates, seed, executor=executor,
+                 **({"delta": DELTA, "ledger": False} | simulate_kwargs))
+
+
+__all__ = ["EXPERIMENTS", "run_experiment"]
