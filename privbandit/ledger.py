@@ -105,8 +105,11 @@ class Ledger:
         # Layout (position, replicate, stream, stat): lock-step runs write near the same positions
         # in every stream, so recording touches contiguous memory; growth appends positions.
         self._diff = np.zeros((self._capacity + 1, self._n_tracked, self.streams, _N_STATS))
-        self._reset_pending()
-        self._staged: list[tuple] = []
+        # Releases wait in these lists and are folded into the difference arrays by one vectorised
+        # scatter every _STAGE_ROUNDS calls, before growth of tracking and before any query: a call
+        # then costs a few array copies instead of a dozen small numpy operations.
+        self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
+        self._sparse: list[tuple] = []  # listed releases: (kind, rep, st, lo, hi, param, sens), 1-D each
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
@@ -119,44 +122,16 @@ class Ledger:
     @property
     def tracked_replicates(self) -> np.ndarray:
         """Indices of the replicates with per-record tracking (always the first ones)."""
+        self._settle()
         return np.arange(self._n_tracked)
 
     @property
     def capacity(self) -> int:
         """Number of record positions currently covered by the difference arrays."""
+        self._settle()
         return self._capacity
 
-    # --- coalescing of repeated footprints ---------------------------------------------------------
-    # A stream that releases with the same footprint round after round (Gaussian Thompson sampling
-    # releases [0, k) every round until its arm is pulled again) accumulates those releases' sums in
-    # a dense pending slot; the slot reaches the difference arrays only when the footprint changes,
-    # before growth, and before a query. Sums are additive, so the per-record totals are unchanged;
-    # ``draws`` and tight mode still see every release.
-    def _reset_pending(self) -> None:
-        n = self._n_tracked * self.streams  # flat (replicate, stream) index: replicate * K + stream
-        self._pend_lo = np.zeros(n, dtype=np.int64)
-        self._pend_hi = np.zeros(n, dtype=np.int64)  # lo == hi: nothing pending
-        self._pend_vals = np.zeros((n, _N_STATS))
-
-    def _flush(self, cells: np.ndarray | None = None) -> None:
-        """Move pending sums into the difference arrays: all of them, or those of the given unique
-        flat (replicate * K + stream) cells."""
-        if cells is None:
-            cells = np.flatnonzero(self._pend_hi > self._pend_lo)
-        else:
-            cells = cells[self._pend_hi[cells] > self._pend_lo[cells]]
-        if cells.size == 0:
-            return
-        lo, hi, vals = self._pend_lo[cells], self._pend_hi[cells], self._pend_vals[cells]
-        flat = self._diff.reshape(-1, _N_STATS)  # position-major: index = pos * (R_t K) + cell
-        stride = self._pend_lo.size
-        flat[lo * stride + cells] += vals  # unique cells: plain fancy adds are exact
-        flat[hi * stride + cells] -= vals
-        self._pend_hi[cells] = lo
-        self._pend_vals[cells] = 0.0
-
     def _grow(self, needed: int) -> None:
-        self._flush()
         cap = self._capacity
         while cap < needed:
             cap *= 2
@@ -167,7 +142,6 @@ class Ledger:
         self._diff = new
         self._capacity = cap
         self._n_tracked = n_tracked
-        self._reset_pending()
 
     def _validate(self, replicate, stream, lo, hi, param, sensitivity, param_name, mechanism, node):
         if not isinstance(mechanism, str) or not mechanism:
@@ -251,32 +225,13 @@ class Ledger:
                                      kind=np.full(m, kind, np.int8),
                                      param=np.array(p, dtype=float), sens=np.array(s, dtype=float),
                                      mech=np.full(m, mech, np.int32), node=np.array(nd)))
-        top = int(hi_.max())
-        if top > self._capacity:
-            self._grow(top)
-        if self._n_tracked < self.replicates or not unique:
-            # filter before computing statistics: untracked replicates cost only their draw count
-            keep = (rep < self._n_tracked) & (hi_ > lo_)
-            if not np.all(keep):
-                rep, st, lo_, hi_, p, s = rep[keep], st[keep], lo_[keep], hi_[keep], p[keep], s[keep]
-        if rep.size == 0:
+        if self._n_tracked == 0:
             return
-        vals = self._leaf_stats(kind, p, s)
-        if unique:
-            cells = rep * self.streams + st
-            moved = (self._pend_lo[cells] != lo_) | (self._pend_hi[cells] != hi_)
-            if moved.any():
-                c_m = cells[moved]
-                self._flush(c_m)
-                self._pend_lo[c_m] = lo_[moved]
-                self._pend_hi[c_m] = hi_[moved]
-            self._pend_vals[cells] += vals
-            return
-        flat = self._diff.reshape(-1, _N_STATS)
-        base = rep * self.streams + st
-        stride = self._n_tracked * self.streams
-        np.add.at(flat, lo_ * stride + base, vals)
-        np.add.at(flat, hi_ * stride + base, -vals)
+        # copies: the caller may reuse its arrays; the scatter happens at the next drain
+        self._sparse.append((kind, np.array(rep), np.array(st), np.array(lo_, dtype=np.int64),
+                             np.array(hi_, dtype=np.int64), np.array(p, dtype=float), np.array(s, dtype=float)))
+        if len(self._sparse) >= _STAGE_ROUNDS:
+            self._drain()
 
     def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
                       sensitivity: np.ndarray, mechanism: str, *, gaussian: bool) -> None:
@@ -306,8 +261,24 @@ class Ledger:
         if len(self._staged) >= _STAGE_ROUNDS:
             self._drain()
 
+    def _settle(self) -> None:
+        """Fold any staged releases in (before a query or a look at capacity / tracking)."""
+        if self._staged or self._sparse:
+            self._drain()
+
     def _drain(self) -> None:
-        """Fold staged dense releases into the difference arrays (one scatter per kind)."""
+        """Fold staged releases into the difference arrays (one scatter per kind and staging form)."""
+        sparse, self._sparse = self._sparse, []
+        for kind in {entry[0] for entry in sparse}:
+            rep, st, lo, hi, par, sen = (np.concatenate([e[i] for e in sparse if e[0] == kind]) for i in range(1, 7))
+            top = int(hi.max())
+            if top > self._capacity:
+                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+            keep = (rep < self._n_tracked) & (hi > lo)
+            if not keep.any():
+                continue
+            rep, st, lo, hi, par, sen = rep[keep], st[keep], lo[keep], hi[keep], par[keep], sen[keep]
+            self._scatter(kind, rep * self.streams + st, lo, hi, par, sen)
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -321,12 +292,16 @@ class Ledger:
             if not live.any():
                 continue
             _, r_idx, s_idx = np.nonzero(live)
-            cells = r_idx * self.streams + s_idx
-            vals = self._leaf_stats(kind, par[live], sen[live])
-            flat = self._diff.reshape(-1, _N_STATS)
-            stride = n * self.streams
-            np.add.at(flat, lo[live] * stride + cells, vals)
-            np.add.at(flat, hi[live] * stride + cells, -vals)
+            self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
+
+    def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
+        """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
+        (replicate * K + stream); duplicates are summed (``np.add.at``)."""
+        vals = self._leaf_stats(kind, par, sen)
+        flat = self._diff.reshape(-1, _N_STATS)  # position-major: index = pos * (R_t K) + cell
+        stride = self._n_tracked * self.streams
+        np.add.at(flat, lo * stride + cells, vals)
+        np.add.at(flat, hi * stride + cells, -vals)
 
     def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
                                gaussian: bool = False) -> None:
@@ -362,9 +337,7 @@ class Ledger:
     # --- cheap-mode queries -------------------------------------------------------------------
     def _totals(self) -> np.ndarray:
         """Per-record totals, shape (R_tracked, K, capacity, stats)."""
-        if self._staged:
-            self._drain()
-        self._flush()
+        self._settle()
         return np.moveaxis(np.cumsum(self._diff[: self._capacity], axis=0), 0, 2)
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:
@@ -374,6 +347,7 @@ class Ledger:
 
     def realized_pure_epsilon(self) -> np.ndarray:
         """(R,) worst record's sum of eps (inf if that record is in a Gaussian release; NaN if untracked)."""
+        self._settle()
         if self._n_tracked == 0:
             return np.full(self.replicates, np.nan)
         tot = self._totals()
@@ -382,6 +356,7 @@ class Ledger:
 
     def realized_mu(self) -> np.ndarray:
         """(R,) worst record's GDP mu: sqrt of the largest per-record sum of mu_i^2 (NaN if untracked)."""
+        self._settle()
         if self._n_tracked == 0:
             return np.full(self.replicates, np.nan)
         tot = self._totals()
@@ -416,6 +391,7 @@ class Ledger:
         ``accountants.best_epsilon`` (every accountant available) over the maximal per-record
         multisets.
         """
+        self._settle()
         if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         delta = float(delta)
