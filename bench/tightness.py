@@ -12,11 +12,9 @@ Usage: python bench/tightness.py [--horizon 20000] [--replicates 20] [--write]
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
-import numpy as np
 
 from accountants import gdp_conversion
 from accountants.best import default_accountants

@@ -67,7 +67,7 @@ class SplitMechanism(StreamMechanism):
             # r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ...
             self.r[fr, fk] = np.log2((fo + 1).astype(float)).astype(np.int64) - 1
             self.noisy_sum[fr, fk] = self.c[fr, fk]
-        br, bk, bo, bv = rr[~flush], kk[~flush], o[~flush], v[~flush]
+        br, bk, bv = rr[~flush], kk[~flush], v[~flush]
         if br.size:
             self._pending[br, bk] += bv
             r = self.r[br, bk]

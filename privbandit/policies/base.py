@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from accountants import _validate
 from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
 
 
@@ -58,6 +59,23 @@ class Policy(abc.ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "policy")
         return f"{type(self).__name__}({args})"
+
+
+def check_positive(name: str, value) -> float:
+    """A real number in (0, inf), or ValueError naming ``name`` and the range (epsilons, constants)."""
+    return _validate.positive(name, value)
+
+
+def check_unit(name: str, value) -> float:
+    """A real number in (0, 1), or ValueError naming ``name`` and the range (failure probabilities)."""
+    return _validate.probability(name, value)
+
+
+def check_flag(name: str, value) -> bool:
+    """True or False exactly (no truthiness coercion), or ValueError naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_arms(n_arms: int, horizon: int) -> None:

@@ -31,8 +31,8 @@ from accountants.pld import PLDAccountant
 from accountants.events import NO_EVENT, Composed, Event, Laplace
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
-from privbandit.policies.base import Policy, PolicyRun, check_arms
-from privbandit.policies.private_ucb import _open_unit, _positive, null_ledger, one_hot
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
+from privbandit.policies.private_ucb import null_ledger, one_hot
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
@@ -121,8 +121,8 @@ class _HybridPolicy(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = _positive("epsilon", epsilon)
-        self.exact = bool(exact)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.exact = check_flag("exact", exact)
 
     def claimed_epsilon(self, horizon, n_arms, delta):
         """Theorems 3.1 / Table 3.1.1: eps-DP after any number of plays (pure, for any delta)."""
@@ -369,7 +369,7 @@ class DPUCBInt(Policy):
 
     def __init__(self, epsilon: float = 1.0, v: float = 1.1, interval: int | None = None, decay: float = 0.0,
                  exact: bool = False):
-        self.epsilon = _positive("epsilon", epsilon)
+        self.epsilon = check_positive("epsilon", epsilon)
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
             raise ValueError(f"v must be a real number in (1, 2), got {v!r}")
         self.v = float(v)
@@ -380,7 +380,7 @@ class DPUCBInt(Policy):
         if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not (math.isfinite(decay) and decay >= 0):
             raise ValueError(f"decay must be a real number in [0, inf), got {decay!r}")
         self.decay = float(decay)
-        self.exact = bool(exact)
+        self.exact = check_flag("exact", exact)
 
     @property
     def first_interval(self) -> int:
@@ -407,7 +407,7 @@ class DPUCBInt(Policy):
     def paper_bound(self, delta: float) -> float:
         """ALGORITHMS.md 4.4's closed form standing in for Corollary 3.1 (valid for every horizon):
         sqrt(2 ln(1/delta) S) + 2 S with S = sum_j c_j^-v (S = zeta(v) f^-v for the fixed interval)."""
-        delta = _open_unit("delta", delta)
+        delta = check_unit("delta", delta)
         s = self.series_sum()
         return math.sqrt(2.0 * math.log(1.0 / delta) * s) + 2.0 * s
 
@@ -416,8 +416,8 @@ class DPUCBInt(Policy):
         """The fixed-interval DP-UCB-Int with the smallest interval f whose :meth:`paper_bound` at
         ``delta`` is <= ``target_epsilon`` (ALGORITHMS.md 4.4's inversion standing in for Corollary
         3.2, checked by re-evaluation); its certificate is then <= the target for every horizon."""
-        target = _positive("target_epsilon", target_epsilon)
-        delta = _open_unit("delta", delta)
+        target = check_positive("target_epsilon", target_epsilon)
+        delta = check_unit("delta", delta)
         ln = 2.0 * math.log(1.0 / delta)
         y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
         f = max(1, math.floor((special.zeta(v) / y ** 2) ** (1.0 / v)) - 1)

@@ -23,8 +23,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.fresh_batch import FreshBatchMean
-from privbandit.policies.base import Policy, PolicyRun, check_arms
-from privbandit.policies.private_ucb import _open_unit, _positive, null_ledger, one_hot
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
+from privbandit.policies.private_ucb import null_ledger, one_hot
 from privbandit.schedule import PrivacySchedule
 
 
@@ -129,9 +129,9 @@ class DPSE(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, beta: float | None = None, exact: bool = False):
-        self.epsilon = _positive("epsilon", epsilon)
-        self.beta = None if beta is None else _open_unit("beta", beta)
-        self.exact = bool(exact)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.beta = None if beta is None else check_unit("beta", beta)
+        self.exact = check_flag("exact", exact)
 
     def confidence(self, horizon: int) -> float:
         return 1.0 / max(horizon, 2) if self.beta is None else self.beta
@@ -197,11 +197,11 @@ class AnytimeLazyUCB(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, alpha: float = 3.1, exact: bool = False):
-        self.epsilon = _positive("epsilon", epsilon)
+        self.epsilon = check_positive("epsilon", epsilon)
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (math.isfinite(alpha) and alpha > 3):
             raise ValueError(f"alpha must be a real number in (3, inf), got {alpha!r}")
         self.alpha = float(alpha)
-        self.exact = bool(exact)
+        self.exact = check_flag("exact", exact)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

@@ -34,7 +34,6 @@ Privacy (per record, DESIGN.md): a reward enters only its own arm's mechanism.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT
 from privbandit.ledger import Ledger
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
 from privbandit.schedule import PrivacySchedule
 
 DPTS_SHIFT = 6.0 * math.sqrt(8.0)
@@ -52,16 +51,6 @@ LAZY_SHIFT = 3.0
 
 
 # --- shared helpers (also used by privbandit.policies.private_ts) ------------------------------
-def check_epsilon(value, name: str = "epsilon") -> float:
-    """``value`` as a float in (0, inf); ValueError naming the parameter and the range otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number in (0, inf), got {value!r}")
-    x = float(value)
-    if not (x > 0 and math.isfinite(x)):
-        raise ValueError(f"{name} must lie in (0, inf), got {x!r}")
-    return x
-
-
 def ledger_or_sink(ledger, replicates: int, n_arms: int) -> Ledger:
     """The run's ledger, or (when the caller keeps none) a ledger that tracks no record.
 
@@ -172,10 +161,8 @@ class DPTS(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_epsilon(epsilon)
-        if not isinstance(exact, (bool, np.bool_)):
-            raise ValueError(f"exact must be True or False, got {exact!r}")
-        self.exact = bool(exact)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.exact = check_flag("exact", exact)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -253,10 +240,8 @@ class LazyDPTS(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_epsilon(epsilon)
-        if not isinstance(exact, (bool, np.bool_)):
-            raise ValueError(f"exact must be True or False, got {exact!r}")
-        self.exact = bool(exact)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.exact = check_flag("exact", exact)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

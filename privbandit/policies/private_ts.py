@@ -51,8 +51,8 @@ import numpy as np
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_arms
-from privbandit.policies.hu_hegde import (CachedSchedule, check_epsilon, ledger_or_sink,
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
+from privbandit.policies.hu_hegde import (CachedSchedule, ledger_or_sink,
                                           template_ledger)
 
 PAPER_CONSTANT = 192.0
@@ -252,20 +252,18 @@ class PrivateTS(Policy):
 
     def __init__(self, epsilon: float = 1.0, gap_estimation: bool = True, batch_constant: float = 1.0,
                  pull_constant: float = 0.01, random_pulls: int | None = None, exact: bool = False):
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = check_positive("epsilon", epsilon)
         if not isinstance(gap_estimation, (bool, np.bool_)):
             raise ValueError(f"gap_estimation must be True or False, got {gap_estimation!r}")
         self.gap_estimation = bool(gap_estimation)
-        self.batch_constant = check_epsilon(batch_constant, "batch_constant")
-        self.pull_constant = check_epsilon(pull_constant, "pull_constant")
+        self.batch_constant = check_positive("batch_constant", batch_constant)
+        self.pull_constant = check_positive("pull_constant", pull_constant)
         if random_pulls is not None and (isinstance(random_pulls, bool)
                                          or not isinstance(random_pulls, (numbers.Integral, np.integer))
                                          or random_pulls < 0):
             raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {random_pulls!r}")
         self.random_pulls = None if random_pulls is None else int(random_pulls)
-        if not isinstance(exact, (bool, np.bool_)):
-            raise ValueError(f"exact must be True or False, got {exact!r}")
-        self.exact = bool(exact)
+        self.exact = check_flag("exact", exact)
 
     def random_pull_count(self, horizon: int, gap) -> np.ndarray:
         """Line 12: random pulls per arm, ceil(c_r ln^3 T/(eps Deltahat^2)) or ``random_pulls``."""

@@ -27,27 +27,14 @@ which arm a record belongs to; it is never needed for event-level neighbours.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from accountants.events import NO_EVENT, Event
 from privbandit.ledger import Ledger
 from privbandit.mechanisms.tree import TreeMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
 from privbandit.schedule import PrivacySchedule
-
-
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a real number in (0, inf), got {value!r}")
-    return float(value)
-
-
-def _open_unit(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a real number in (0, 1), got {value!r}")
-    return float(value)
 
 
 def null_ledger(replicates: int, streams: int) -> Ledger:
@@ -121,9 +108,9 @@ class PrivateUCB(Policy):
     private = True
 
     def __init__(self, epsilon: float = 1.0, gamma: float | None = None, exact: bool = False):
-        self.epsilon = _positive("epsilon", epsilon)
-        self.gamma = None if gamma is None else _open_unit("gamma", gamma)
-        self.exact = bool(exact)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.gamma = None if gamma is None else check_unit("gamma", gamma)
+        self.exact = check_flag("exact", exact)
 
     def failure_probability(self, horizon: int) -> float:
         return float(horizon) ** -4 if self.gamma is None else self.gamma
