@@ -36,6 +36,9 @@ class GaussianPosteriorRelease:
         self.c = positive("c", c)
         self.ledger = check_ledger(ledger, self.replicates, self.arms) if ledger is not None else None
         self.name = check_name(name)
+        if exact:  # see GaussianRelease: the discrete Gaussian is not proven GDP
+            raise ValueError("exact must be False for Gaussian posterior releases: the discrete Gaussian is "
+                             "proven for RDP/zCDP, not for the GDP certificate the ledger would record")
         self.sampler = NoiseSampler(rng, exact=exact)
         self._block = whole("block", block, 1)
         self._z = np.empty((0, self.replicates, self.arms))

@@ -88,3 +88,14 @@ def test_one_off_release_inputs():
         LaplaceRelease(RNG, led, "")
     with pytest.raises(ValueError, match=r"replicate must lie in \[0, 1\)"):
         lap.release([1.0], 1.0, 1.0, 3, 0, 0, 1)
+
+
+def test_exact_gaussian_releases_are_refused_not_over_claimed():
+    """The discrete Gaussian is proven for RDP/zCDP only; a recorded Gaussian is certified via GDP."""
+    from privbandit.mechanisms.gaussian import GaussianRelease
+    from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+
+    with pytest.raises(ValueError, match="exact"):
+        GaussianRelease(np.random.default_rng(0), Ledger(1, 1), "g", exact=True)
+    with pytest.raises(ValueError, match="exact"):
+        GaussianPosteriorRelease(1, 2, c=1.0, rng=np.random.default_rng(0), ledger=None, exact=True)
