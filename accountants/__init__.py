@@ -19,6 +19,7 @@ from accountants.events import (
     LeafEvent,
     PureDP,
     SelfComposed,
+    ZCDP,
 )
 from accountants.gdp import GDPAccountant
 from accountants.interop import from_dp_accounting, to_dp_accounting
@@ -31,7 +32,7 @@ from accountants.rdp import RDPAccountant
 __all__ = [
     "Accountant", "UnsupportedEventError", "Certificate", "best_delta", "best_epsilon",
     "Calibration", "UnreachableTargetError", "calibrate", "GDP", "ApproxDP", "Composed", "Event",
-    "Gaussian", "Laplace", "LeafEvent", "PureDP", "SelfComposed", "GDPAccountant", "PureAccountant",
+    "Gaussian", "Laplace", "LeafEvent", "PureDP", "SelfComposed", "ZCDP", "GDPAccountant", "PureAccountant",
     "AdvancedCompositionAccountant", "advanced_composition_epsilon", "KOVHeterogeneousAccountant",
     "OptimalHomogeneousAccountant", "RDPAccountant", "PLDAccountant", "to_dp_accounting",
     "from_dp_accounting",

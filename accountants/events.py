@@ -197,6 +197,33 @@ class GDP(LeafEvent):
 
 
 @dataclasses.dataclass(frozen=True)
+class ZCDP(LeafEvent):
+    """A release known to be ``rho``-zero-concentrated DP (Bun & Steinke 2016): RDP alpha * rho.
+
+    The discrete Gaussian with integer sensitivity u and scale s is u^2/(2 s^2)-zCDP (Canonne, Kamath
+    & Steinke 2020, Thm 4) -- proven for this curve, not for the continuous Gaussian's GDP one -- so
+    privbandit records floating-point-safe Gaussian releases as ZCDP events. Only RDP-based
+    accountants bound it.
+    """
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _validate.positive("rho", self.rho))
+
+    def gdp_mu(self) -> None:
+        return None
+
+    def rdp(self, alphas: np.ndarray) -> np.ndarray:
+        return np.asarray(alphas, dtype=float) * self.rho
+
+    def to_dp_accounting(self):
+        import dp_accounting
+
+        return dp_accounting.ZCDpEvent(self.rho)
+
+
+@dataclasses.dataclass(frozen=True)
 class Composed(Event):
     """Sequential (adaptive) composition of ``events``."""
 

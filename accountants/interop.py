@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, LeafEvent, PureDP, SelfComposed
+from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, LeafEvent, PureDP, SelfComposed, ZCDP
 
 
 def to_dp_accounting(event: Event):
@@ -29,7 +29,7 @@ def to_dp_accounting(event: Event):
 def from_dp_accounting(dp_event) -> Event:
     """This package's event for a ``dp_accounting.DpEvent``.
 
-    Supported: LaplaceDpEvent, GaussianDpEvent, RandomizedResponseDpEvent with 2 buckets (-> PureDP),
+    Supported: LaplaceDpEvent, GaussianDpEvent, ZCDpEvent, RandomizedResponseDpEvent with 2 buckets (-> PureDP),
     NoOpDpEvent (-> the empty composition), ComposedDpEvent and SelfComposedDpEvent (recursively).
     Anything else raises ValueError naming the event type.
     """
@@ -53,6 +53,8 @@ def from_dp_accounting(dp_event) -> Event:
             raise ValueError("RandomizedResponseDpEvent with noise_parameter=1 releases nothing; "
                              "it has epsilon 0, which PureDP does not represent")
         return PureDP(eps)
+    if isinstance(dp_event, dp_accounting.ZCDpEvent):
+        return ZCDP(rho=dp_event.rho)
     if isinstance(dp_event, dp_accounting.NoOpDpEvent):
         return NO_EVENT
     if isinstance(dp_event, dp_accounting.ComposedDpEvent):

@@ -43,11 +43,13 @@ import numpy as np
 
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
-from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, SelfComposed
+from accountants.events import NO_EVENT, ZCDP, Composed, Event, Gaussian, Laplace, SelfComposed
 
-_S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS = range(5)
-_N_STATS = 5
-_KIND_LAPLACE, _KIND_GAUSSIAN = 0, 1
+_S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS, _S_RHO = range(6)
+_N_STATS = 6
+# Laplace: pure eps; Gaussian: GDP mu; zCDP: discrete-Gaussian releases, proven only for the
+# Gaussian's RDP/zCDP curve (rho = (sensitivity / sigma)^2 / 2), never certified through GDP.
+_KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP = 0, 1, 2
 _STAGE_ROUNDS = 256
 
 
@@ -198,14 +200,17 @@ class Ledger:
                     if len(self._mu_cache) > 4096:  # e.g. interval releases: one eps per count
                         self._mu_cache.clear()
                     mu = self._mu_cache.setdefault(e, float(gdp_conversion.mu_from_pure_epsilon(e)))
-                vals[:] = (e, mu * mu, e * e, e * math.tanh(e / 2.0), 0.0)
+                vals[:] = (e, mu * mu, e * e, e * math.tanh(e / 2.0), 0.0, 0.0)
             else:
                 vals[:, _S_EPS] = eps
                 vals[:, _S_MU2] = np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2
                 vals[:, _S_EPS2] = eps ** 2
                 vals[:, _S_TANH] = eps * np.tanh(eps / 2.0)
-        else:
+        elif kind == _KIND_GAUSSIAN:
             vals[:, _S_MU2] = (s / p) ** 2
+            vals[:, _S_GAUSS] = 1.0
+        else:  # zCDP: no pure epsilon and no GDP mu, only rho
+            vals[:, _S_RHO] = (s / p) ** 2 / 2.0
             vals[:, _S_GAUSS] = 1.0
         return vals
 
@@ -234,7 +239,7 @@ class Ledger:
             self._drain()
 
     def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
-                      sensitivity: np.ndarray, mechanism: str, *, gaussian: bool) -> None:
+                      sensitivity: np.ndarray, mechanism: str, *, gaussian: bool, discrete: bool = False) -> None:
         """Fast path for mechanisms that release once for every (replicate, stream) in ``mask``.
 
         All arguments have shape (replicates, streams) (``lo`` may be a scalar); entries outside
@@ -244,7 +249,7 @@ class Ledger:
         copies instead of a dozen small numpy operations.
         """
         self.draws += mask
-        kind = _KIND_GAUSSIAN if gaussian else _KIND_LAPLACE
+        kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
         lo = np.broadcast_to(np.asarray(lo, dtype=np.int64), mask.shape)
         if self.tight:
             rr, ss = np.nonzero(mask)
@@ -329,6 +334,13 @@ class Ledger:
         """
         self._record(_KIND_LAPLACE, replicate, stream, lo, hi, scale, sensitivity, mechanism, node, "scale")
 
+    def record_discrete_gaussian(self, replicate, stream, lo, hi, sigma, sensitivity, *, mechanism: str,
+                                 node=None) -> None:
+        """Record discrete-Gaussian releases (floating-point-safe mode): (sensitivity/sigma)^2/2-zCDP
+        (Canonne, Kamath & Steinke 2020, Thm 4), composed as ``accountants.ZCDP`` events -- never
+        through GDP, which is not proven for the discrete Gaussian."""
+        self._record(_KIND_ZCDP, replicate, stream, lo, hi, sigma, sensitivity, mechanism, node, "sigma")
+
     def record_gaussian(self, replicate, stream, lo, hi, sigma, sensitivity, *, mechanism: str,
                         node=None) -> None:
         """Record Gaussian releases: N(0, sigma^2) on a statistic of L2 ``sensitivity`` (see record_laplace)."""
@@ -360,8 +372,8 @@ class Ledger:
         if self._n_tracked == 0:
             return np.full(self.replicates, np.nan)
         tot = self._totals()
-        mu2 = np.maximum(tot[..., _S_MU2], 0.0).reshape(self._n_tracked, -1)
-        return self._per_replicate(np.sqrt(mu2.max(axis=1, initial=0.0)))
+        mu2 = np.where(tot[..., _S_RHO] > 0, np.inf, np.maximum(tot[..., _S_MU2], 0.0))
+        return self._per_replicate(np.sqrt(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0)))
 
     def _closed_form_epsilon(self, tot: np.ndarray, delta: float) -> np.ndarray:
         """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
@@ -379,7 +391,14 @@ class Ledger:
         # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
         # figure is never optimistic about the records it reports.
         c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
-        return np.where(tot[..., _S_GAUSS] > 0.5, np.inf, c)
+        c = np.where(tot[..., _S_GAUSS] > 0.5, np.inf, c)
+        # A record in a zCDP (discrete Gaussian) release: every other release it is in is mu-GDP
+        # (Laplace through the pure-DP conversion), hence (mu^2/2)-zCDP, so the record is
+        # (rho + sum mu^2 / 2)-zCDP: eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop 1.3).
+        rho = np.maximum(tot[..., _S_RHO], 0.0)
+        rho_total = rho + np.maximum(tot[..., _S_MU2], 0.0) / 2.0
+        zcdp = (rho_total + 2.0 * np.sqrt(rho_total * math.log(1.0 / delta))) * (1.0 + 1e-12)
+        return np.where(rho > 0, zcdp, c)
 
     def realized_epsilon(self, delta: float) -> np.ndarray:
         """(R,) worst record's epsilon at ``delta`` (NaN for untracked replicates).
@@ -406,13 +425,17 @@ class Ledger:
             return out
         tot = self._totals()
         closed = self._closed_form_epsilon(tot, delta).reshape(self._n_tracked, -1)
-        mu = np.sqrt(np.maximum(tot[..., _S_MU2], 0.0)).reshape(self._n_tracked, -1)
+        # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
+        mu = np.where(tot[..., _S_RHO] > 0, np.inf, np.sqrt(np.maximum(tot[..., _S_MU2], 0.0)))
+        mu = mu.reshape(self._n_tracked, -1)
         for r in range(self._n_tracked):
             out[r] = self._worst_min(closed[r], mu[r], delta)
         return out
 
     @staticmethod
     def _gdp_eps(mu: float, delta: float) -> float:
+        if not math.isfinite(mu):
+            return math.inf
         return 0.0 if mu <= 0 else gdp_conversion.epsilon_for_delta(float(mu), delta)
 
     def _worst_min(self, closed: np.ndarray, mu: np.ndarray, delta: float) -> float:
@@ -472,7 +495,8 @@ class Ledger:
         keys = np.stack([kind.astype(float), param, sens], axis=1)
         uniq, leaf_idx = np.unique(keys, axis=0, return_inverse=True)
         leaf_idx = leaf_idx.ravel()
-        leaves = [Laplace(p, s) if int(k) == _KIND_LAPLACE else Gaussian(p, s) for k, p, s in uniq]
+        leaves = [Laplace(p, s) if int(k) == _KIND_LAPLACE else Gaussian(p, s) if int(k) == _KIND_GAUSSIAN
+                  else ZCDP((s / p) ** 2 / 2.0) for k, p, s in uniq]
         n_pos = int(hi.max()) + 1
         diff = np.zeros((self.streams, n_pos, len(leaves)), dtype=np.int64)
         np.add.at(diff, (st, lo, leaf_idx), 1)

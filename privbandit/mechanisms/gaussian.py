@@ -21,20 +21,12 @@ class GaussianRelease(_Release):
 
     kind = "gaussian"
 
-    def __init__(self, rng, ledger, name: str, *, exact: bool = False) -> None:
-        if exact:
-            # The discrete Gaussian (sampling.discrete_gaussian) is proven to satisfy the Gaussian's
-            # RDP / zCDP curve (Canonne, Kamath & Steinke 2020), not its GDP trade-off curve, and a
-            # recorded Gaussian release is certified through GDP. Refuse rather than over-claim.
-            raise ValueError("exact must be False for Gaussian releases: the discrete Gaussian is proven "
-                             "for RDP/zCDP, not for the GDP certificate the ledger would record")
-        super().__init__(rng, ledger, name, exact=exact)
-
     def release(self, statistic, sigma, sensitivity, replicate, stream, lo, hi, node=None) -> np.ndarray:
         statistic, sigma, sensitivity = self._arrays(statistic, sigma, sensitivity, "sigma")
         noisy = self.sampler.gaussian_release(statistic, sigma)
         if self.ledger is not None:
-            self.ledger.record_gaussian(replicate, stream, lo, hi, self.sampler.effective_sigma(sigma),
-                                        self.sampler.effective_sensitivity(sensitivity),
-                                        mechanism=self.name, node=node)
+            # exact mode: the discrete Gaussian is proven for the zCDP curve only (not GDP)
+            record = self.ledger.record_discrete_gaussian if self.sampler.exact else self.ledger.record_gaussian
+            record(replicate, stream, lo, hi, self.sampler.effective_sigma(sigma),
+                   self.sampler.effective_sensitivity(sensitivity), mechanism=self.name, node=node)
         return noisy

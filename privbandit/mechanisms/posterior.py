@@ -36,9 +36,6 @@ class GaussianPosteriorRelease:
         self.c = positive("c", c)
         self.ledger = check_ledger(ledger, self.replicates, self.arms) if ledger is not None else None
         self.name = check_name(name)
-        if exact:  # see GaussianRelease: the discrete Gaussian is not proven GDP
-            raise ValueError("exact must be False for Gaussian posterior releases: the discrete Gaussian is "
-                             "proven for RDP/zCDP, not for the GDP certificate the ledger would record")
         self.sampler = NoiseSampler(rng, exact=exact)
         self._block = whole("block", block, 1)
         self._z = np.empty((0, self.replicates, self.arms))
@@ -64,5 +61,5 @@ class GaussianPosteriorRelease:
             sigma_used, sens = sigma, 1.0 / denom
         if self.ledger is not None:  # one release per arm holding a record: footprint [0, k)
             self.ledger._record_dense(counts >= 1, 0, counts.astype(np.int64), np.asarray(sigma_used),
-                                      np.asarray(sens), self.name, gaussian=True)
+                                      np.asarray(sens), self.name, gaussian=True, discrete=self.sampler.exact)
         return theta

@@ -88,7 +88,9 @@ def _cheap_accountants():
 
 
 def test_memory_guard_tracks_first_replicates_only():
-    per_rep = 3 * (64 + 1) * 5 * 8
+    from privbandit.ledger import _N_STATS
+
+    per_rep = 3 * (64 + 1) * _N_STATS * 8
     led = Ledger(10, 3, max_tracked_bytes=4 * per_rep)
     assert led.tracked_replicates.tolist() == [0, 1, 2, 3]
     led.record_laplace(np.arange(10), 0, 0, 5, 1.0, 1.0, mechanism="m")

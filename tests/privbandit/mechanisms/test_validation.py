@@ -90,12 +90,27 @@ def test_one_off_release_inputs():
         lap.release([1.0], 1.0, 1.0, 3, 0, 0, 1)
 
 
-def test_exact_gaussian_releases_are_refused_not_over_claimed():
-    """The discrete Gaussian is proven for RDP/zCDP only; a recorded Gaussian is certified via GDP."""
+def test_exact_gaussian_releases_are_recorded_as_zcdp_not_gdp():
+    """The discrete Gaussian is proven for zCDP only: exact releases become ZCDP events (RDP bounds
+    them), never Gaussian/GDP ones; the cheap ledger uses the zCDP conversion for those records."""
+    from accountants import ZCDP, best_epsilon
     from privbandit.mechanisms.gaussian import GaussianRelease
-    from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+    from privbandit.mechanisms.sampling import GRID
 
-    with pytest.raises(ValueError, match="exact"):
-        GaussianRelease(np.random.default_rng(0), Ledger(1, 1), "g", exact=True)
-    with pytest.raises(ValueError, match="exact"):
-        GaussianPosteriorRelease(1, 2, c=1.0, rng=np.random.default_rng(0), ledger=None, exact=True)
+    led = Ledger(1, 1, tight=True)
+    rel = GaussianRelease(np.random.default_rng(0), led, "g", exact=True)
+    rel.release([0.5], 2.0, 1.0, 0, 0, 0, 1)
+    event = led.worst_record_event(0)
+    leaves = event.grouped()
+    assert len(leaves) == 1 and isinstance(next(iter(leaves)), ZCDP)
+    rho = next(iter(leaves)).rho
+    sens = (math.floor(1.0 / GRID * (1 + 1e-12)) + 1) * GRID
+    assert rho == pytest.approx((sens / 2.0) ** 2 / 2, rel=1e-12)
+    cert = best_epsilon(event, 1e-6)
+    assert cert.by == "rdp" and cert.values["gdp"] is None
+    cheap = Ledger(1, 1)
+    GaussianRelease(np.random.default_rng(0), cheap, "g", exact=True).release([0.5], 2.0, 1.0, 0, 0, 0, 1)
+    assert np.isinf(cheap.realized_mu()[0])
+    want = rho + 2 * math.sqrt(rho * math.log(1e6))
+    assert cheap.realized_epsilon(1e-6)[0] == pytest.approx(want, rel=1e-9)
+    assert cheap.realized_epsilon(1e-6)[0] >= cert.value  # the closed form is the looser bound
