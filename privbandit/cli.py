@@ -257,3 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # bad input: a clear message, no traceback
         print(f"privbandit: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:  # an optional extra is missing: say which one
+        extra = {"matplotlib": "plot", "pandas": "frames", "pyarrow": "frames", "dask": "dask",
+                 "distributed": "dask", "tqdm": "progress"}.get((exc.name or "").split(".")[0], "all")
+        print(f"privbandit: error: {exc}. Install the optional extra: pip install 'privbandit[{extra}]'",
+              file=sys.stderr)
+        return 2

@@ -57,3 +57,19 @@ def test_every_experiment_builds_valid_policies():
         for label, pol in policies.items():
             for env in envs.values():
                 pol.privacy_schedule(2_000, env.n_arms)  # constructible and certifiable
+
+
+def test_missing_optional_extra_names_it(monkeypatch, capsys, tmp_path):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.startswith("pyarrow") or name.startswith("pandas"):
+            raise ImportError(f"No module named '{name}'", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    code = main(["run", "ucb1", "--horizon", "50", "--replicates", "2", "--quiet", "--save", str(tmp_path / "r.parquet")])
+    assert code == 2
+    assert "privbandit[frames]" in capsys.readouterr().err
