@@ -112,6 +112,7 @@ class Ledger:
         # then costs a few array copies instead of a dozen small numpy operations.
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
         self._sparse: list[tuple] = []  # listed releases: (kind, rep, st, lo, hi, param, sens), 1-D each
+        self._posterior: list[tuple] = []  # Gaussian posterior draws: (c, counts (R_t, K))
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
@@ -268,11 +269,54 @@ class Ledger:
 
     def _settle(self) -> None:
         """Fold any staged releases in (before a query or a look at capacity / tracking)."""
-        if self._staged or self._sparse:
+        if self._staged or self._sparse or self._posterior:
+            self._drain()
+
+    def _record_posterior(self, counts: np.ndarray, c: float, mechanism: str, *, discrete: bool = False) -> None:
+        """Fast path for Gaussian posterior draws (:class:`privbandit.mechanisms.posterior`): every
+        (replicate, stream) with k = ``counts`` >= 1 releases its mean over records [0, k) with
+        sensitivity 1/(k+1) and sigma sqrt(c/(k+1)). Equivalent to :meth:`_record_dense` with those
+        arrays; only the counts are staged, the rest is derived in bulk when staged calls are folded in.
+        """
+        counts = np.asarray(counts)
+        if self.tight or discrete:  # keep one code path for the exact multisets and for zCDP
+            k = counts.astype(np.int64)
+            denom = k + 1.0
+            self._record_dense(k >= 1, 0, k, np.sqrt(c / denom), 1.0 / denom, mechanism, gaussian=True,
+                               discrete=discrete)
+            return
+        self.draws += counts >= 1
+        n = self._n_tracked
+        if n == 0:
+            return
+        self._posterior.append((float(c), counts[:n].astype(np.int64)))
+        if len(self._posterior) >= _STAGE_ROUNDS:
             self._drain()
 
     def _drain(self) -> None:
         """Fold staged releases into the difference arrays (one scatter per kind and staging form)."""
+        posterior, self._posterior = self._posterior, []
+        for c in {entry[0] for entry in posterior}:
+            k = np.stack([e[1] for e in posterior if e[0] == c])  # (calls, R_t at staging, K)
+            top = int(k.max())
+            if top > self._capacity:
+                self._grow(top)
+            k = k[:, : self._n_tracked]
+            live = k >= 1
+            if not live.any():
+                continue
+            _, r_idx, s_idx = np.nonzero(live)
+            cells = r_idx * self.streams + s_idx
+            hi = k[live]
+            mu2 = 1.0 / (c * (hi + 1.0))  # (sensitivity / sigma)^2 = (1/(k+1))^2 / (c/(k+1))
+            n_cells = self._n_tracked * self.streams
+            flat = self._diff.reshape(-1, _N_STATS)
+            # footprints start at record 0: the additions at lo are one bincount over the cells
+            flat[:n_cells, _S_MU2] += np.bincount(cells, weights=mu2, minlength=n_cells)
+            flat[:n_cells, _S_GAUSS] += np.bincount(cells, minlength=n_cells)
+            at = hi * n_cells + cells
+            np.subtract.at(flat[:, _S_MU2], at, mu2)
+            np.subtract.at(flat[:, _S_GAUSS], at, 1.0)
         sparse, self._sparse = self._sparse, []
         for kind in {entry[0] for entry in sparse}:
             rep, st, lo, hi, par, sen = (np.concatenate([e[i] for e in sparse if e[0] == kind]) for i in range(1, 7))
@@ -383,6 +427,8 @@ class Ledger:
         S = sum eps tanh(eps/2) and Q = sum eps^2. It dominates Dwork-Rothblum-Vadhan's
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
         """
+        if not np.any(tot[..., _S_EPS] > 0) and not np.any(tot[..., _S_RHO] > 0):
+            return np.full(tot.shape[:-1], np.inf)  # only Gaussian releases: GDP alone applies
         s_eps = np.maximum(tot[..., _S_EPS], 0.0)
         q = np.maximum(tot[..., _S_EPS2], 0.0)
         s = np.maximum(tot[..., _S_TANH], 0.0)

@@ -54,12 +54,13 @@ class GaussianPosteriorRelease:
         sigma = np.sqrt(self.c / denom)
         if self.sampler.exact:
             theta = self.sampler.gaussian_release(sums / denom, sigma)
-            sigma_used = self.sampler.effective_sigma(sigma)
-            sens = self.sampler.effective_sensitivity(1.0 / denom)
-        else:
-            theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
-            sigma_used, sens = sigma, 1.0 / denom
+            if self.ledger is not None:  # discrete Gaussian: zCDP events, with the grid-rounded parameters
+                self.ledger._record_dense(counts >= 1, 0, counts.astype(np.int64),
+                                          np.asarray(self.sampler.effective_sigma(sigma)),
+                                          np.asarray(self.sampler.effective_sensitivity(1.0 / denom)),
+                                          self.name, gaussian=True, discrete=True)
+            return theta
+        theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
         if self.ledger is not None:  # one release per arm holding a record: footprint [0, k)
-            self.ledger._record_dense(counts >= 1, 0, counts.astype(np.int64), np.asarray(sigma_used),
-                                      np.asarray(sens), self.name, gaussian=True, discrete=self.sampler.exact)
+            self.ledger._record_posterior(counts, self.c, self.name)
         return theta

@@ -210,3 +210,20 @@ def test_dense_staged_path_equals_one_release_at_a_time():
     np.testing.assert_array_equal(dense.draws, plain.draws)
     np.testing.assert_allclose(dense.realized_mu(), plain.realized_mu(), rtol=1e-12)
     np.testing.assert_allclose(dense.realized_epsilon(1e-6), plain.realized_epsilon(1e-6), rtol=1e-12)
+
+
+def test_posterior_fast_path_equals_the_dense_path():
+    """_record_posterior (counts only, derived in bulk) gives the same per-record sums as recording
+    the same releases through _record_dense."""
+    rng = np.random.default_rng(3)
+    R, K, c = 5, 4, 3.0
+    fast, dense = Ledger(R, K), Ledger(R, K)
+    counts = np.zeros((R, K), dtype=np.int64)
+    for _ in range(600):
+        fast._record_posterior(counts.astype(float), c, "post")
+        denom = counts + 1.0
+        dense._record_dense(counts >= 1, 0, counts, np.sqrt(c / denom), 1.0 / denom, "post", gaussian=True)
+        counts[np.arange(R), rng.integers(0, K, R)] += 1
+    np.testing.assert_array_equal(fast.draws, dense.draws)
+    np.testing.assert_allclose(fast.realized_mu(), dense.realized_mu(), rtol=1e-12)
+    np.testing.assert_allclose(fast.realized_epsilon(1e-6), dense.realized_epsilon(1e-6), rtol=1e-12)
