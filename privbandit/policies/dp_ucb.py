@@ -32,7 +32,7 @@ from accountants.events import NO_EVENT, Composed, Event, Laplace
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
-from privbandit.policies.private_ucb import null_ledger, one_hot
+from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
@@ -65,7 +65,7 @@ class HybridSchedule(PrivacySchedule):
     def __init__(self, epsilon: float, items, exact: bool = False):
         self.items = items
         self.mechanism = HybridMechanism(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
-                                         ledger=null_ledger(1, 1), exact=exact)
+                                         ledger=None, exact=exact)
 
     def events(self, rounds: int) -> Event:
         if rounds <= 0:
@@ -78,7 +78,7 @@ class _HybridRun(PolicyRun):
         self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
-                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      ledger=ledger,
                                       name=policy.name + "/hybrid", exact=policy.exact)
 
     def select(self, t):
@@ -225,7 +225,7 @@ class DPUCBIntSchedule(PrivacySchedule):
         if self._fixed:
             return
         self.counts = release_counts(self.first, policy.decay, horizon)
-        self.mechanism = IntervalMean(1, 1, v=policy.v, rng=np.random.default_rng(0), ledger=null_ledger(1, 1),
+        self.mechanism = IntervalMean(1, 1, v=policy.v, rng=np.random.default_rng(0), ledger=None,
                                       exact=policy.exact)
         # the leaves release_leaf(c) would give, vectorised: Lap(scale(c)) on a mean of sensitivity 1/c
         sampler = self.mechanism.sampler
@@ -318,7 +318,7 @@ class _DPUCBIntRun(PolicyRun):
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
         fixed = policy.decay == 0.0
         self.interval = IntervalMean(replicates, n_arms, v=policy.v, rng=rng,
-                                     ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                     ledger=ledger,
                                      interval=self.first if fixed else None, name="dp_ucb_int/interval",
                                      exact=policy.exact)
         self.due = None

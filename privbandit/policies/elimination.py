@@ -24,7 +24,7 @@ import numpy as np
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.fresh_batch import FreshBatchMean
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
-from privbandit.policies.private_ucb import null_ledger, one_hot
+from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
 
@@ -37,7 +37,7 @@ class SingleReleaseSchedule(PrivacySchedule):
     def __init__(self, epsilon: float, first_round: int, exact: bool = False):
         self.first_round = first_round
         self.mechanism = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
-                                        ledger=null_ledger(1, 1), batches="manual", exact=exact)
+                                        ledger=None, batches="manual", exact=exact)
 
     def events(self, rounds: int) -> Event:
         if rounds < self.first_round:
@@ -69,7 +69,7 @@ class _DPSERun(PolicyRun):
         self.size = epoch_size(self.epoch, n_arms, self.epsilon, self.beta)  # R_e per replicate
         self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)  # this epoch's pulls
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
-                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      ledger=ledger,
                                       batches="manual", name="dp_se/batch", exact=policy.exact)
 
     def select(self, t):
@@ -163,7 +163,7 @@ class _AnytimeLazyUCBRun(PolicyRun):
         self.n_arms, self.replicates = n_arms, replicates
         self.alpha, self.epsilon = policy.alpha, policy.epsilon
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
-                                      ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                      ledger=ledger,
                                       batches="doubling", name="anytime_lazy_ucb/batch", exact=policy.exact)
 
     def select(self, t):

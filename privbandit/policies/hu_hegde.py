@@ -39,7 +39,6 @@ import numpy as np
 
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT
-from privbandit.ledger import Ledger
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
 from privbandit.schedule import PrivacySchedule
@@ -51,22 +50,6 @@ LAZY_SHIFT = 3.0
 
 
 # --- shared helpers (also used by privbandit.policies.private_ts) ------------------------------
-def ledger_or_sink(ledger, replicates: int, n_arms: int) -> Ledger:
-    """The run's ledger, or (when the caller keeps none) a ledger that tracks no record.
-
-    The mechanisms of :mod:`privbandit.mechanisms` require a Ledger; with ``track_replicates=0`` it
-    keeps only the (R, K) draw counts, so a run without accounting pays little for it.
-    """
-    if ledger is None:
-        return Ledger(replicates, n_arms, track_replicates=0)
-    return ledger
-
-
-def template_ledger() -> Ledger:
-    """A 1 x 1 ledger that tracks nothing: mechanisms built only to read their privacy_schedule."""
-    return Ledger(1, 1, track_replicates=0)
-
-
 class CachedSchedule(PrivacySchedule):
     """A schedule whose certificate depends on ``rounds`` only through its event: memoised by event.
 
@@ -115,7 +98,7 @@ class DPTSSchedule(CachedSchedule):
         super().__init__()
         self.n_arms = n_arms
         self._split = SplitMechanism(1, 1, epsilon=epsilon, rng=np.random.default_rng(0),
-                                     ledger=template_ledger(), exact=exact)
+                                     ledger=None, exact=exact)
 
     def max_count(self, rounds: int) -> int:
         return 0 if rounds <= 0 else max(1, rounds - self.n_arms + 1)
@@ -129,7 +112,7 @@ class _DPTSRun(PolicyRun):
         self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
         self.rows = np.arange(replicates)
         self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
-                                    ledger=ledger_or_sink(ledger, replicates, n_arms), name="dp_ts/split",
+                                    ledger=ledger, name="dp_ts/split",
                                     exact=policy.exact)
         self._values = np.zeros((replicates, n_arms))
         self._mask = np.zeros((replicates, n_arms), dtype=bool)
@@ -185,7 +168,7 @@ class LazyDPTSSchedule(CachedSchedule):
 
     def __init__(self, epsilon: float, exact: bool):
         super().__init__()
-        fb = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0), ledger=template_ledger(),
+        fb = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0), ledger=None,
                             exact=exact)
         self._event = fb.privacy_schedule(1)
         self.pure = self._event.sensitivity / self._event.scale
@@ -209,7 +192,7 @@ class _LazyDPTSRun(PolicyRun):
         self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
         self.rows = np.arange(replicates)
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
-                                      ledger=ledger_or_sink(ledger, replicates, n_arms), batches="doubling",
+                                      ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
         self._values = np.zeros((replicates, n_arms))
         self._mask = np.zeros((replicates, n_arms), dtype=bool)

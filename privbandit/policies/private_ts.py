@@ -52,8 +52,7 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
-from privbandit.policies.hu_hegde import (CachedSchedule, ledger_or_sink,
-                                          template_ledger)
+from privbandit.policies.hu_hegde import CachedSchedule
 
 PAPER_CONSTANT = 192.0
 """Mishra & Thakurta Algorithm 2: m = 192 k log T/(eps Deltahat^2) and Gamma = 192 log^3 T/eps."""
@@ -97,13 +96,13 @@ class PrivateTSSchedule(CachedSchedule):
         eps = policy.epsilon
         rng = np.random.default_rng(0)
         tree = TreeMechanism(1, 1, epsilon=eps / (2 * n_arms), horizon=horizon, rng=rng,
-                             ledger=template_ledger(), exact=policy.exact)
+                             ledger=None, exact=policy.exact)
         self._tree = tree
         self.gap_estimation = policy.gap_estimation
         if self.gap_estimation:
             # Every batch size gap estimation can use within the horizon; in exact mode their
             # grid-rounded parameters differ slightly, so take the least private one.
-            sampler = LaplaceRelease(rng, template_ledger(), "template", exact=policy.exact).sampler
+            sampler = LaplaceRelease(rng, None, "template", exact=policy.exact).sampler
             leaves, used, gap = [], 0, 1.0
             while True:
                 m = batch_size(policy.batch_constant, n_arms, horizon, eps, gap)
@@ -158,7 +157,6 @@ class _PrivateTSRun(PolicyRun):
         self.p, self.k, self.T, self.rng = policy, n_arms, horizon, rng
         R = replicates
         self.rows = np.arange(R)
-        ledger = ledger_or_sink(ledger, R, n_arms)
         self.tree = _OffsetTree(R, n_arms, epsilon=policy.epsilon / (2 * n_arms), horizon=horizon, rng=rng,
                                 ledger=ledger, name="private_ts/tree", exact=policy.exact)
         self.release = LaplaceRelease(rng, ledger, "private_ts/gap", exact=policy.exact)

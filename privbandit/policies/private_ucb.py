@@ -31,15 +31,9 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event
-from privbandit.ledger import Ledger
 from privbandit.mechanisms.tree import TreeMechanism
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
 from privbandit.schedule import PrivacySchedule
-
-
-def null_ledger(replicates: int, streams: int) -> Ledger:
-    """A ledger that counts draws but tracks no records (for runs started with ``ledger=None``)."""
-    return Ledger(replicates, streams, max_tracked_bytes=0)
 
 
 def one_hot(replicates: int, n_arms: int, arms: np.ndarray, rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +57,7 @@ class PrivateUCBSchedule(PrivacySchedule):
     def __init__(self, epsilon: float, horizon: int, n_arms: int, exact: bool = False):
         self.horizon, self.n_arms = horizon, n_arms
         self.tree = TreeMechanism(1, 1, epsilon=epsilon / n_arms, horizon=horizon, rng=np.random.default_rng(0),
-                                  ledger=null_ledger(1, 1), exact=exact)
+                                  ledger=None, exact=exact)
 
     def max_items(self, rounds: int) -> int:
         return min(self.horizon, max(1, rounds - self.n_arms + 1))
@@ -79,7 +73,7 @@ class _PrivateUCBRun(PolicyRun):
         self.n_arms, self.replicates = n_arms, replicates
         self.counts = np.zeros((replicates, n_arms))
         self.tree = TreeMechanism(replicates, n_arms, epsilon=policy.epsilon / n_arms, horizon=horizon, rng=rng,
-                                  ledger=ledger if ledger is not None else null_ledger(replicates, n_arms),
+                                  ledger=ledger,
                                   name="private_ucb/tree", exact=policy.exact)
         self.relaxation = policy.relaxation(horizon, n_arms)
 
