@@ -61,6 +61,30 @@ class Policy(abc.ABC):
         return f"{type(self).__name__}({args})"
 
 
+class PureEpsilonPolicy(Policy):
+    """A private policy parameterized by the pure epsilon its paper proves (``claim_source``), plus
+    the floating-point-safe noise flag ``exact``. Subclasses add parameters by extending
+    ``__init__`` (calling this one) and :meth:`extra_params`."""
+
+    private = True
+    claim_source: ClassVar[str] = "the source paper"
+
+    def __init__(self, epsilon: float = 1.0, exact: bool = False):
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.exact = check_flag("exact", exact)
+
+    def claimed_epsilon(self, horizon, n_arms, delta):
+        """The paper's theorem (``claim_source``): pure epsilon-DP, the same at every delta."""
+        return self.epsilon
+
+    def extra_params(self) -> dict[str, Any]:
+        """Parameters beyond epsilon and exact, for :meth:`params`."""
+        return {}
+
+    def params(self) -> dict[str, Any]:
+        return {"policy": self.name, "epsilon": self.epsilon, **self.extra_params(), "exact": self.exact}
+
+
 def check_positive(name: str, value) -> float:
     """A real number in (0, inf), or ValueError naming ``name`` and the range (epsilons, constants)."""
     return _validate.positive(name, value)

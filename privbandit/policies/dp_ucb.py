@@ -31,7 +31,8 @@ from accountants.pld import PLDAccountant
 from accountants.events import NO_EVENT, Composed, Event, Laplace
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
-from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
+from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
+                                     check_unit)
 from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
@@ -117,19 +118,8 @@ class _DPUCBRun(_HybridRun):
         self.counts[mask] += 1
 
 
-class _HybridPolicy(Policy):
-    private = True
-
-    def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
-        self.exact = check_flag("exact", exact)
-
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """Theorems 3.1 / Table 3.1.1: eps-DP after any number of plays (pure, for any delta)."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
+class _HybridPolicy(PureEpsilonPolicy):
+    claim_source = "Tossou & Dimitrakakis (2016), Theorem 3.1 / Table 3.1.1"
 
 
 class DPUCBBound(_HybridPolicy):

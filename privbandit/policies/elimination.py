@@ -23,7 +23,7 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.fresh_batch import FreshBatchMean
-from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
+from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms, check_unit
 from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
@@ -112,7 +112,7 @@ class _DPSERun(PolicyRun):
         self.pulls[rows] = 0
 
 
-class DPSE(Policy):
+class DPSE(PureEpsilonPolicy):
     """DP-SE, private Successive Elimination (Sajed & Sheffet 2019; consensus code, ALGORITHMS.md 7.1).
 
     ``DPSE(epsilon=1.0, beta=None, exact=False)``; ``beta`` in (0, 1) is the confidence (default 1/T,
@@ -126,12 +126,11 @@ class DPSE(Policy):
     """
 
     name = "dp_se"
-    private = True
+    claim_source = "Sajed & Sheffet (2019): parallel composition over disjoint batches"
 
     def __init__(self, epsilon: float = 1.0, beta: float | None = None, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+        super().__init__(epsilon, exact)
         self.beta = None if beta is None else check_unit("beta", beta)
-        self.exact = check_flag("exact", exact)
 
     def confidence(self, horizon: int) -> float:
         return 1.0 / max(horizon, 2) if self.beta is None else self.beta
@@ -146,12 +145,8 @@ class DPSE(Policy):
         first = int(epoch_size(1, n_arms, self.epsilon, self.confidence(horizon)))
         return SingleReleaseSchedule(self.epsilon, first, self.exact)
 
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """eps-DP (pure) by parallel composition over disjoint batches."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "beta": self.beta, "exact": self.exact}
+    def extra_params(self):
+        return {"beta": self.beta}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -178,7 +173,7 @@ class _AnytimeLazyUCBRun(PolicyRun):
         self.batches.insert(*one_hot(self.replicates, self.n_arms, arms, rewards))
 
 
-class AnytimeLazyUCB(Policy):
+class AnytimeLazyUCB(PureEpsilonPolicy):
     """Anytime-Lazy-UCB stand-in (Hu, Huang & Mehta 2021; ALGORITHMS.md 7.2).
 
     The paper's exact index and constants are NOT recovered. This is the documented stand-in: each
@@ -194,14 +189,13 @@ class AnytimeLazyUCB(Policy):
     """
 
     name = "anytime_lazy_ucb"
-    private = True
+    claim_source = "Hu, Huang & Mehta (2021): every observation is in one noisy batch"
 
     def __init__(self, epsilon: float = 1.0, alpha: float = 3.1, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+        super().__init__(epsilon, exact)
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (math.isfinite(alpha) and alpha > 3):
             raise ValueError(f"alpha must be a real number in (3, inf), got {alpha!r}")
         self.alpha = float(alpha)
-        self.exact = check_flag("exact", exact)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -211,9 +205,5 @@ class AnytimeLazyUCB(Policy):
         check_arms(n_arms, horizon)
         return SingleReleaseSchedule(self.epsilon, 1, self.exact)
 
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """eps-DP (pure): every observation is in one noisy batch."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "alpha": self.alpha, "exact": self.exact}
+    def extra_params(self):
+        return {"alpha": self.alpha}

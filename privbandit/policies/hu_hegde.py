@@ -40,7 +40,7 @@ import numpy as np
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
+from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import PrivacySchedule
 
 DPTS_SHIFT = 6.0 * math.sqrt(8.0)
@@ -132,7 +132,7 @@ class _DPTSRun(PolicyRun):
         self.split.insert(self._values, self._mask)
 
 
-class DPTS(Policy):
+class DPTS(PureEpsilonPolicy):
     """DP-TS, Hu & Hegde (UAI 2022) Algorithm 1: split mechanism (eps/2 + eps/2), optimistic shift
     6 sqrt(8) log2(O+1) log2(t)/(eps O) on the PRIVATE mean, Beta posterior (see module docstring).
 
@@ -141,11 +141,7 @@ class DPTS(Policy):
     """
 
     name = "dp_ts"
-    private = True
-
-    def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
-        self.exact = check_flag("exact", exact)
+    claim_source = "Hu & Hegde (2022), Theorem 1"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -153,13 +149,6 @@ class DPTS(Policy):
 
     def privacy_schedule(self, horizon, n_arms):
         return DPTSSchedule(self.epsilon, n_arms, self.exact)
-
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """Theorem 1: eps-DP (pure; the same at every delta)."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
 
 
 # --- Lazy-DP-TS --------------------------------------------------------------------------------
@@ -212,7 +201,7 @@ class _LazyDPTSRun(PolicyRun):
         self.batches.insert(self._values, self._mask)
 
 
-class LazyDPTS(Policy):
+class LazyDPTS(PureEpsilonPolicy):
     """Lazy-DP-TS, Hu & Hegde (UAI 2022) Algorithm 2: fresh doubling batches, one Lap(1/eps) per
     batch, shift 3 log2(t)/(eps O), Beta posterior (see module docstring).
 
@@ -220,11 +209,7 @@ class LazyDPTS(Policy):
     """
 
     name = "lazy_dp_ts"
-    private = True
-
-    def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
-        self.exact = check_flag("exact", exact)
+    claim_source = "Hu & Hegde (2022), Theorem 3"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -232,13 +217,6 @@ class LazyDPTS(Policy):
 
     def privacy_schedule(self, horizon, n_arms):
         return LazyDPTSSchedule(self.epsilon, self.exact)
-
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """Theorem 3: eps-DP (pure; the same at every delta)."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "exact": self.exact}
 
 
 __all__ = ["DPTS", "LazyDPTS", "DPTSSchedule", "LazyDPTSSchedule"]

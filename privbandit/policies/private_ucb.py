@@ -32,7 +32,7 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.tree import TreeMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive, check_unit
+from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms, check_unit
 from privbandit.schedule import PrivacySchedule
 
 
@@ -90,7 +90,7 @@ class _PrivateUCBRun(PolicyRun):
         self.counts[mask] += 1
 
 
-class PrivateUCB(Policy):
+class PrivateUCB(PureEpsilonPolicy):
     """Private-UCB (Mishra & Thakurta 2015, Algorithm 1).
 
     ``PrivateUCB(epsilon=1.0, gamma=None, exact=False)``: ``epsilon`` is the paper's TOTAL budget
@@ -99,12 +99,11 @@ class PrivateUCB(Policy):
     """
 
     name = "private_ucb"
-    private = True
+    claim_source = "Mishra & Thakurta (2015), Theorem 3"
 
     def __init__(self, epsilon: float = 1.0, gamma: float | None = None, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+        super().__init__(epsilon, exact)
         self.gamma = None if gamma is None else check_unit("gamma", gamma)
-        self.exact = check_flag("exact", exact)
 
     def failure_probability(self, horizon: int) -> float:
         return float(horizon) ** -4 if self.gamma is None else self.gamma
@@ -124,9 +123,5 @@ class PrivateUCB(Policy):
         check_arms(n_arms, horizon)
         return PrivateUCBSchedule(self.epsilon, horizon, n_arms, self.exact)
 
-    def claimed_epsilon(self, horizon, n_arms, delta):
-        """Theorem 3: eps-DP (pure, for any delta)."""
-        return self.epsilon
-
-    def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "gamma": self.gamma, "exact": self.exact}
+    def extra_params(self):
+        return {"gamma": self.gamma}
