@@ -463,7 +463,7 @@ class Ledger:
         if self.tight:
             out = np.full(self.replicates, np.nan)
             for r in range(self.replicates):
-                multisets = self._maximal_multisets(r)
+                multisets = self.maximal_record_events(r)
                 out[r] = max((self._event_epsilon(ev, delta) for ev in multisets), default=0.0)
             return out
         out = np.full(self.replicates, np.nan)
@@ -551,8 +551,9 @@ class Ledger:
         counts = counts[counts.sum(axis=1) > 0]
         return leaves, np.unique(counts, axis=0)
 
-    def _maximal_multisets(self, replicate: int) -> list[Event]:
-        """Per-record multisets of ``replicate`` not contained in another record's (as events)."""
+    def maximal_record_events(self, replicate: int) -> list[Event]:
+        """Tight mode: the per-record release multisets of ``replicate`` not contained in another
+        record's, as events -- the candidates for the worst record under any accountant."""
         leaves, counts = self.record_multisets(replicate)
         if counts.shape[0] == 0:
             return []
@@ -576,7 +577,7 @@ class Ledger:
         Returns ``NO_EVENT`` when no release touched the replicate. Cheap mode raises ValueError.
         """
         self._require_tight("worst_record_event()")
-        events = self._maximal_multisets(replicate)
+        events = self.maximal_record_events(replicate)
         if not events:
             return NO_EVENT
         if len(events) == 1:

@@ -31,7 +31,6 @@ import numpy as np
 
 from accountants import (AdvancedCompositionAccountant, GDPAccountant, KOVHeterogeneousAccountant, PureAccountant,
                          RDPAccountant, UnsupportedEventError)
-from accountants.events import Composed, SelfComposed
 from privbandit.envs.base import Environment
 from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy
@@ -120,18 +119,6 @@ def _accountant_eps(factory, event, delta: float) -> float:
     except UnsupportedEventError:
         return math.nan
     return float(acc.epsilon(delta))
-
-
-def _maximal_events(book: Ledger, r: int) -> list:
-    leaves, counts = book.record_multisets(r)
-    if counts.shape[0] == 0:
-        return []
-    out = []
-    for j in range(counts.shape[0]):
-        dominated = np.all(counts >= counts[j], axis=1) & np.any(counts > counts[j], axis=1)
-        if not np.any(dominated):
-            out.append(Composed(tuple(SelfComposed(leaves[i], int(c)) for i, c in enumerate(counts[j]) if c)))
-    return out
 
 
 def _exceeds(realized: np.ndarray, certified: float) -> np.ndarray:
@@ -223,7 +210,7 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
                         continue
                     realized = np.zeros(replicates)
                     for r in range(replicates):
-                        for ev in _maximal_events(book, r):
+                        for ev in book.maximal_record_events(r):
                             key = (f, ev)
                             if key not in cache:
                                 cache[key] = _accountant_eps(f, ev, delta)

@@ -127,26 +127,24 @@ def bonferroni_z(alpha: float, candidates: int) -> float:
     return float(stats.norm.isf(alpha / candidates))
 
 
-def wilson_lower(k, n, z: float):
-    """Wilson score lower bound with normal quantile z (approximate; for event selection only)."""
+def _wilson(k, n, z: float, sign: float):
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     p = k / n
     z2 = z * z
     centre = p + z2 / (2 * n)
     half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return np.clip((centre - half) / (1 + z2 / n), 0.0, 1.0)
+    return np.clip((centre + sign * half) / (1 + z2 / n), 0.0, 1.0)
+
+
+def wilson_lower(k, n, z: float):
+    """Wilson score lower bound with normal quantile z (approximate; for event selection only)."""
+    return _wilson(k, n, z, -1.0)
 
 
 def wilson_upper(k, n, z: float):
     """Wilson score upper bound with normal quantile z (approximate; for event selection only)."""
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    p = k / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return np.clip((centre + half) / (1 + z2 / n), 0.0, 1.0)
+    return _wilson(k, n, z, +1.0)
 
 
 def binomial_allowance(repeats: int, alpha: float, level: float = 1e-3) -> int:

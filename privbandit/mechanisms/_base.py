@@ -61,6 +61,17 @@ def check_name(name) -> str:
     return name
 
 
+def single_release_schedule(sampler: NoiseSampler, scale: float, n: int):
+    """The schedule of mechanisms that put each record in exactly one Laplace release of a sum
+    (sensitivity 1): one Lap(scale) once a release covers it, nothing at n = 0. In exact mode the
+    grid-rounded scale and sensitivity are reported."""
+    from accountants.events import NO_EVENT, Laplace
+
+    if whole("n", n, 0) == 0:
+        return NO_EVENT
+    return Laplace(float(sampler.effective_scale(scale)), float(sampler.effective_sensitivity(1.0, on_grid=True)))
+
+
 class StreamMechanism:
     """Common state of a mechanism over (replicates, streams): shape checks, sampler, ledger, count."""
 

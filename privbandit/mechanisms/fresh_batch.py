@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, Laplace
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, whole
+from accountants.events import Event
+from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
 
 
 class FreshBatchMean(StreamMechanism):
@@ -109,11 +109,7 @@ class FreshBatchMean(StreamMechanism):
 
     def privacy_schedule(self, n: int) -> Event:
         """One Lap(1/eps) per record (its batch's release) for any n >= 1; nothing at n = 0."""
-        n = whole("n", n, 0)
-        if n == 0:
-            return NO_EVENT
-        return Laplace(float(self.sampler.effective_scale(self.scale)),
-                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+        return single_release_schedule(self.sampler, self.scale, n)
 
     def error_bound(self, n: int, gamma: float) -> float:
         """|noisy batch sum - batch sum| <= ln(1/gamma)/eps w.p. 1 - gamma (exact Laplace tail, float

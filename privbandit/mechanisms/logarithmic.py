@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, Laplace
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, whole
+from accountants.events import Event
+from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
 from privbandit.mechanisms.sampling import laplace_sum_bound
 
 
@@ -55,11 +55,7 @@ class LogarithmicMechanism(StreamMechanism):
 
     def privacy_schedule(self, n: int) -> Event:
         """One Lap(1/eps) for any record once a release covers it (n >= 1); nothing at n = 0."""
-        n = whole("n", n, 0)
-        if n == 0:
-            return NO_EVENT
-        return Laplace(float(self.sampler.effective_scale(self.scale)),
-                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+        return single_release_schedule(self.sampler, self.scale, n)
 
     def error_bound(self, n: int, gamma: float) -> float:
         """|noisy_sum - true sum of all n items| <= this w.p. >= 1 - gamma (float mode).
