@@ -14,9 +14,8 @@ from privbandit.envs.base import Environment, EnvironmentRun
 
 
 class _TableRun(EnvironmentRun):
-    def __init__(self, table, replicates):
+    def __init__(self, table):
         self._table = table
-        self._rows = np.arange(replicates)
 
     def rewards(self, t, arms):
         if t > self._table.shape[0]:
@@ -47,7 +46,7 @@ class RewardTable(Environment):
         return int(self.table.shape[0])
 
     def start(self, replicates, rng):
-        return _TableRun(self.table, replicates)
+        return _TableRun(self.table)
 
     def expected(self, t, arms):
         return np.clip(self.table[np.asarray(t) - 1, arms], 0.0, 1.0)
