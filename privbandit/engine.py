@@ -72,6 +72,24 @@ def _progress(total: int, enabled: bool | None):
     return tqdm(total=total, unit="round", mininterval=0.5, leave=False)
 
 
+def _closed_form_certificate(schedule, checkpoints, queried, delta, certified, by) -> np.ndarray:
+    """The live certificate in the cheap ledger's currency (pure, KOV, GDP accountants only), at the
+    ``queried`` checkpoints (where the ledger reports realized spend; NaN elsewhere).
+
+    Where every queried checkpoint of the full certificate was won by one of those accountants it is
+    that certificate: the full one minimises over a superset of them, so neither can be smaller.
+    """
+    from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+
+    out = np.full(checkpoints.size, np.nan)
+    names = {factory.name for factory in CLOSED_FORM_ACCOUNTANTS} | {"none"}
+    if all(by[i].split(" ", 1)[0] in names for i in np.flatnonzero(queried)):
+        out[queried] = certified[queried]
+    else:
+        out[queried] = schedule.live_certificates(checkpoints[queried], delta, CLOSED_FORM_ACCOUNTANTS)[0]
+    return out
+
+
 def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 100, seed=None, *,
              delta: float = 1e-6, checkpoints: Sequence[int] | None = None, ledger: bool | str = True,
              strict_rewards: bool = False, keep_arms: bool = False, progress: bool | None = None,
@@ -111,14 +129,15 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         from privbandit.ledger import Ledger
 
         book = Ledger(replicates, n_arms, tight=(ledger == "tight"), max_tracked_bytes=max_tracked_bytes,
-                      track_replicates=ledger_replicates)
+                      track_replicates=ledger_replicates, capacity=horizon)
     run = policy.start(n_arms, replicates, horizon, policy_rng, ledger=book)
     env_run = env.start(replicates, env_rng)
 
     arms_dtype = np.int16 if n_arms < 2**15 else np.int32
     arms_played = np.empty((horizon, replicates), dtype=arms_dtype)
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
-    query = set(_realized_points(checkpoints, max(1, int(realized_points))).tolist())
+    queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, int(realized_points))))
+    query = set(checkpoints[queried].tolist())
     next_cp = 0
     bar = _progress(horizon, progress)
     started = time.perf_counter()
@@ -160,9 +179,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # the certificate in that same currency is what its realized spend must stay below.
     closed_form = None
     if book is not None and not book.tight:
-        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
-
-        closed_form, _ = schedule.live_certificates(checkpoints, delta, CLOSED_FORM_ACCOUNTANTS)
+        closed_form = _closed_form_certificate(schedule, checkpoints, queried, delta, certified, by)
 
     return SimulationResult(
         policy=policy.params(), environment=env.params(), horizon=horizon, replicates=replicates,

@@ -51,6 +51,17 @@ _N_STATS = 6
 # Gaussian's RDP/zCDP curve (rho = (sensitivity / sigma)^2 / 2), never certified through GDP.
 _KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP = 0, 1, 2
 _STAGE_ROUNDS = 256
+# the statistics each kind of release adds to (see _leaf_stats); the others stay zero
+_KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
+               _KIND_ZCDP: (_S_RHO, _S_GAUSS)}
+
+
+def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
+    """Concatenate staged fields, each an array of its entry's length or a scalar for all of it."""
+    if all(np.ndim(v) == 0 for v in values):
+        return np.repeat(np.asarray(values, dtype=dtype), lengths)
+    return np.concatenate([np.asarray(v, dtype=dtype) if np.ndim(v) else np.full(n, v, dtype=dtype)
+                           for v, n in zip(values, lengths)])
 
 
 def _closed_form_accountants():
@@ -89,18 +100,27 @@ class Ledger:
         the memory guard). Recording costs time in proportion to the tracked streams, and the
         certificate is data-independent, so a simulation needs only a few tracked replicates to
         report realized spend; ``draws`` is always kept for every replicate.
+    capacity:
+        Record positions per stream to allocate at once (default 64; the arrays double as streams
+        grow past it). The memory guard applies to it as to any growth.
     """
 
     def __init__(self, replicates: int, streams: int, *, tight: bool = False,
-                 max_tracked_bytes: int = 256 * 2 ** 20, track_replicates: int | None = None) -> None:
+                 max_tracked_bytes: int = 256 * 2 ** 20, track_replicates: int | None = None,
+                 capacity: int = 64) -> None:
         self.replicates = _whole("replicates", replicates, 1)
         self.streams = _whole("streams", streams, 1)
         if not isinstance(tight, (bool, np.bool_)):
             raise ValueError(f"tight must be True or False, got {tight!r}")
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
-        self.draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
-        self._capacity = 64
+        self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        # Initial record positions per stream. A caller that knows the most records a stream can
+        # hold (the engine: the horizon) passes it: the zeroed arrays cost nothing until written,
+        # and no growth copies them later.
+        self._capacity = _whole("capacity", capacity, 1)
+        self._top = 0  # highest footprint end folded in: every record at or above it has zero totals
+        self._stats_seen: set[int] = set()  # statistics some folded-in release has touched
         limit = self.replicates if track_replicates is None else min(
             self.replicates, _whole("track_replicates", track_replicates, 0))
         self._n_tracked = self._fit(self._capacity, limit)
@@ -111,13 +131,22 @@ class Ledger:
         # scatter every _STAGE_ROUNDS calls, before growth of tracking and before any query: a call
         # then costs a few array copies instead of a dozen small numpy operations.
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
-        self._sparse: list[tuple] = []  # listed releases: (kind, rep, st, lo, hi, param, sens), 1-D each
-        self._posterior: list[tuple] = []  # Gaussian posterior draws: (c, counts (R_t, K))
+        # listed releases, every replicate's (the draw counts are derived from them at the drain)
+        self._sparse: list[tuple] = []  # (kind, rep, st, lo, hi, param, sens): rep/st 1-D, others 1-D or scalar
+        # Gaussian posterior draws: the counts of every call, in a (_STAGE_ROUNDS, R, K) buffer
+        self._post_counts: np.ndarray | None = None
+        self._post_n, self._post_c = 0, 0.0
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
 
     # --- bookkeeping --------------------------------------------------------------------------
+    @property
+    def draws(self) -> np.ndarray:
+        """(R, K) number of releases per (replicate, stream), kept for every replicate."""
+        self._settle()
+        return self._draws
+
     def _fit(self, capacity: int, at_most: int) -> int:
         per_rep = self.streams * (capacity + 1) * _N_STATS * 8
         return int(min(at_most, self.max_tracked_bytes // per_rep))
@@ -187,8 +216,7 @@ class Ledger:
     def _record(self, kind, replicate, stream, lo, hi, param, sensitivity, mechanism, node, param_name):
         rep, st, lo_, hi_, p, s, nd = self._validate(replicate, stream, lo, hi, param, sensitivity,
                                                      param_name, mechanism, node)
-        p, s = np.broadcast_to(p, rep.shape), np.broadcast_to(s, rep.shape)
-        self._store(kind, rep, st, lo_, hi_, p, s, mechanism, nd, unique=False)
+        self._store(kind, rep, st, lo_, hi_, p, s, mechanism, nd)
 
     def _leaf_stats(self, kind: int, p: np.ndarray, s: np.ndarray) -> np.ndarray:
         vals = np.zeros((p.size, _N_STATS))
@@ -215,27 +243,29 @@ class Ledger:
             vals[:, _S_GAUSS] = 1.0
         return vals
 
-    def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, unique: bool) -> None:
-        """Record validated 1-D arrays. ``unique``: every (replicate, stream) occurs at most once,
-        so plain fancy-index additions are exact (the mechanisms' fast path)."""
+    def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, fresh: bool = False) -> None:
+        """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
+        arrays of that length or scalars (``nd`` likewise, used in tight mode only). ``fresh``: the
+        caller never touches these arrays again, so they are staged as they are, uncopied."""
         if rep.size == 0:
             return
-        if unique:
-            self.draws[rep, st] += 1
-        else:
-            np.add.at(self.draws, (rep, st), 1)
         if self.tight:
-            mech = self._mech_ids.setdefault(mechanism, len(self._mech_ids))
             m = rep.size
-            self._chunks.append(dict(rep=np.array(rep), st=np.array(st), lo=np.array(lo_), hi=np.array(hi_),
-                                     kind=np.full(m, kind, np.int8),
-                                     param=np.array(p, dtype=float), sens=np.array(s, dtype=float),
-                                     mech=np.full(m, mech, np.int32), node=np.array(nd)))
-        if self._n_tracked == 0:
-            return
-        # copies: the caller may reuse its arrays; the scatter happens at the next drain
-        self._sparse.append((kind, np.array(rep), np.array(st), np.array(lo_, dtype=np.int64),
-                             np.array(hi_, dtype=np.int64), np.array(p, dtype=float), np.array(s, dtype=float)))
+            mech = self._mech_ids.setdefault(mechanism, len(self._mech_ids))
+
+            def column(x, dtype):
+                return np.array(np.broadcast_to(np.asarray(x, dtype=dtype), (m,)))
+
+            self._chunks.append(dict(rep=np.array(rep, dtype=np.int64), st=np.array(st, dtype=np.int64),
+                                     lo=column(lo_, np.int64), hi=column(hi_, np.int64),
+                                     kind=np.full(m, kind, np.int8), param=column(p, float),
+                                     sens=column(s, float), mech=np.full(m, mech, np.int32),
+                                     node=column(nd, np.int64)))
+
+        entry = (kind, rep, st, lo_, hi_, p, s)
+        if not fresh:  # the caller may reuse its arrays: copy now, fold in at the next drain
+            entry = tuple(np.array(x) if isinstance(x, np.ndarray) and x.ndim else x for x in entry)
+        self._sparse.append(entry)
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
 
@@ -249,7 +279,7 @@ class Ledger:
         (and before any query or growth) by one vectorised scatter, so a call costs a few array
         copies instead of a dozen small numpy operations.
         """
-        self.draws += mask
+        self._draws += mask
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
         lo = np.broadcast_to(np.asarray(lo, dtype=np.int64), mask.shape)
         if self.tight:
@@ -269,7 +299,7 @@ class Ledger:
 
     def _settle(self) -> None:
         """Fold any staged releases in (before a query or a look at capacity / tracking)."""
-        if self._staged or self._sparse or self._posterior:
+        if self._staged or self._sparse or self._post_n:
             self._drain()
 
     def _record_posterior(self, counts: np.ndarray, c: float, mechanism: str, *, discrete: bool = False) -> None:
@@ -285,49 +315,39 @@ class Ledger:
             self._record_dense(k >= 1, 0, k, np.sqrt(c / denom), 1.0 / denom, mechanism, gaussian=True,
                                discrete=discrete)
             return
-        self.draws += counts >= 1
-        n = self._n_tracked
-        if n == 0:
-            return
-        self._posterior.append((float(c), counts[:n].astype(np.int64)))
-        if len(self._posterior) >= _STAGE_ROUNDS:
+        # one copy per call; the draw counts and the tracked rows' sums are derived at the drain
+        if self._post_n and c != self._post_c:
+            self._drain()
+        if self._post_counts is None:
+            self._post_counts = np.empty((_STAGE_ROUNDS, self.replicates, self.streams))
+        self._post_counts[self._post_n] = counts
+        self._post_n += 1
+        self._post_c = c
+        if self._post_n == _STAGE_ROUNDS:
             self._drain()
 
     def _drain(self) -> None:
-        """Fold staged releases into the difference arrays (one scatter per kind and staging form)."""
-        posterior, self._posterior = self._posterior, []
-        for c in {entry[0] for entry in posterior}:
-            k = np.stack([e[1] for e in posterior if e[0] == c])  # (calls, R_t at staging, K)
-            top = int(k.max())
-            if top > self._capacity:
-                self._grow(top)
-            k = k[:, : self._n_tracked]
-            live = k >= 1
-            if not live.any():
-                continue
-            _, r_idx, s_idx = np.nonzero(live)
-            cells = r_idx * self.streams + s_idx
-            hi = k[live]
-            mu2 = 1.0 / (c * (hi + 1.0))  # (sensitivity / sigma)^2 = (1/(k+1))^2 / (c/(k+1))
-            n_cells = self._n_tracked * self.streams
-            flat = self._diff.reshape(-1, _N_STATS)
-            # footprints start at record 0: the additions at lo are one bincount over the cells
-            flat[:n_cells, _S_MU2] += np.bincount(cells, weights=mu2, minlength=n_cells)
-            flat[:n_cells, _S_GAUSS] += np.bincount(cells, minlength=n_cells)
-            at = hi * n_cells + cells
-            np.subtract.at(flat[:, _S_MU2], at, mu2)
-            np.subtract.at(flat[:, _S_GAUSS], at, 1.0)
+        """Fold staged releases into the draw counts and the difference arrays (one scatter per kind
+        and staging form)."""
+        if self._post_n:
+            self._drain_posterior(self._post_counts[: self._post_n], float(self._post_c))
+            self._post_n = 0
         sparse, self._sparse = self._sparse, []
         for kind in {entry[0] for entry in sparse}:
-            rep, st, lo, hi, par, sen = (np.concatenate([e[i] for e in sparse if e[0] == kind]) for i in range(1, 7))
+            rows = [e for e in sparse if e[0] == kind]
+            lengths = [e[1].size for e in rows]
+            cells = (np.concatenate([e[1] for e in rows]).astype(np.int64) * self.streams
+                     + np.concatenate([e[2] for e in rows]))
+            self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
+            lo, hi, par, sen = (_flatten([e[i] for e in rows], lengths, dtype)
+                                for i, dtype in ((3, np.int64), (4, np.int64), (5, float), (6, float)))
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            keep = (rep < self._n_tracked) & (hi > lo)
+            keep = (cells < self._n_tracked * self.streams) & (hi > lo)
             if not keep.any():
                 continue
-            rep, st, lo, hi, par, sen = rep[keep], st[keep], lo[keep], hi[keep], par[keep], sen[keep]
-            self._scatter(kind, rep * self.streams + st, lo, hi, par, sen)
+            self._scatter(kind, cells[keep], lo[keep], hi[keep], par[keep], sen[keep])
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -343,6 +363,46 @@ class Ledger:
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
 
+    def _drain_posterior(self, counts: np.ndarray, c: float) -> None:
+        """Fold in staged posterior draws: ``counts`` (calls, R, K), one release per entry >= 1 with
+        footprint [0, k), sensitivity 1/(k+1), sigma sqrt(c/(k+1))."""
+        if counts.min() >= 1:  # every arm holds a record (the common case): each call released all
+            self._draws += counts.shape[0]
+        else:
+            self._draws += np.count_nonzero(counts >= 1, axis=0)
+        if self._n_tracked and (top := int(counts[:, : self._n_tracked].max())) > self._capacity:
+            self._grow(top)  # may shrink the tracked rows
+        self._drain_posterior_tracked(counts[:, : self._n_tracked], c)
+
+    def _drain_posterior_tracked(self, counts: np.ndarray, c: float) -> None:
+        """The difference-array part of :meth:`_drain_posterior`: ``counts`` (calls, R_tracked, K)."""
+        calls, n_cells = counts.shape[0], counts.shape[1] * self.streams
+        if n_cells == 0:
+            return
+        k = counts.reshape(calls, n_cells)
+        flat = self._diff.reshape(-1, _N_STATS)
+        # footprints start at record 0: every addition is at position 0, i.e. one sum per cell
+        if k.min() >= 1:  # every tracked arm released in every call: no masking needed
+            hi = k.astype(np.int64)
+            mu2 = 1.0 / (c * (hi + 1.0))  # (sensitivity / sigma)^2 = (1/(k+1))^2 / (c/(k+1))
+            flat[:n_cells, _S_MU2] += mu2.sum(axis=0)
+            flat[:n_cells, _S_GAUSS] += calls
+            cells = np.arange(n_cells)
+        else:
+            idx = np.flatnonzero(k >= 1)
+            if idx.size == 0:
+                return
+            cells = idx % n_cells
+            hi = k.reshape(-1)[idx].astype(np.int64)
+            mu2 = 1.0 / (c * (hi + 1.0))
+            flat[:n_cells, _S_MU2] += np.bincount(cells, weights=mu2, minlength=n_cells)
+            flat[:n_cells, _S_GAUSS] += np.bincount(cells, minlength=n_cells)
+        at = (hi * n_cells + cells).reshape(-1)
+        np.subtract.at(flat[:, _S_MU2], at, mu2.reshape(-1))
+        np.subtract.at(flat[:, _S_GAUSS], at, 1.0)
+        self._top = max(self._top, int(hi.max()))
+        self._stats_seen.update(_KIND_STATS[_KIND_GAUSSIAN])
+
     def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
         (replicate * K + stream); duplicates are summed (``np.add.at``)."""
@@ -351,21 +411,18 @@ class Ledger:
         stride = self._n_tracked * self.streams
         np.add.at(flat, lo * stride + cells, vals)
         np.add.at(flat, hi * stride + cells, -vals)
+        self._top = max(self._top, int(hi.max()))
+        self._stats_seen.update(_KIND_STATS[kind])
 
     def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
                                gaussian: bool = False) -> None:
-        """Fast path for this package's mechanisms: int64 arrays, each (replicate, stream) at most
-        once, positive finite scale (or sigma, with ``gaussian=True``) and sensitivity already
-        guaranteed by construction."""
-        shape = rep.shape
-
-        def arr(x, dtype):
-            x = np.asarray(x, dtype=dtype)
-            return x if x.shape == shape else np.broadcast_to(x, shape)
-
-        self._store(_KIND_GAUSSIAN if gaussian else _KIND_LAPLACE, rep, st, arr(lo, np.int64),
-                    arr(hi, np.int64), arr(scale, float), arr(sensitivity, float), mechanism,
-                    arr(-1 if node is None else node, np.int64), unique=True)
+        """Fast path for this package's mechanisms: ``rep``, ``st`` int arrays; ``lo``, ``hi``,
+        ``scale`` (sigma with ``gaussian=True``), ``sensitivity`` and ``node`` arrays of that length
+        or scalars; validity guaranteed by construction. The arrays must be fresh (the mechanisms
+        build them per call by arithmetic or fancy indexing): they are staged uncopied until the
+        next drain. Nothing is broadcast per call: scalars stay scalars until the drain."""
+        self._store(_KIND_GAUSSIAN if gaussian else _KIND_LAPLACE, rep, st, lo, hi, scale, sensitivity,
+                    mechanism, -1 if node is None else node, fresh=True)
 
     # --- recording ----------------------------------------------------------------------------
     def record_laplace(self, replicate, stream, lo, hi, scale, sensitivity, *, mechanism: str,
@@ -391,10 +448,21 @@ class Ledger:
         self._record(_KIND_GAUSSIAN, replicate, stream, lo, hi, sigma, sensitivity, mechanism, node, "sigma")
 
     # --- cheap-mode queries -------------------------------------------------------------------
-    def _totals(self) -> np.ndarray:
-        """Per-record totals, shape (R_tracked, K, capacity, stats)."""
+    def _totals(self, *stats: int) -> list[np.ndarray]:
+        """Per-record totals of ``stats``, each of shape (R_tracked, K, top).
+
+        Only records below the highest footprint end folded in (``top``; every record above has
+        zero totals) and only statistics some release touched are summed (the others are zeros):
+        a query's cost follows what was recorded, not the capacity or every statistic.
+        """
         self._settle()
-        return np.moveaxis(np.cumsum(self._diff[: self._capacity], axis=0), 0, 2)
+        out = []
+        for stat in stats:
+            if stat in self._stats_seen:
+                out.append(np.moveaxis(np.cumsum(self._diff[: self._top, :, :, stat], axis=0), 0, 2))
+            else:
+                out.append(np.zeros((self._n_tracked, self.streams, self._top)))
+        return out
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:
         out = np.full(self.replicates, np.nan)
@@ -406,8 +474,8 @@ class Ledger:
         self._settle()
         if self._n_tracked == 0:
             return np.full(self.replicates, np.nan)
-        tot = self._totals()
-        eps = np.where(tot[..., _S_GAUSS] > 0.5, np.inf, np.maximum(tot[..., _S_EPS], 0.0))
+        gauss, eps = self._totals(_S_GAUSS, _S_EPS)
+        eps = np.where(gauss > 0.5, np.inf, np.maximum(eps, 0.0))
         return self._per_replicate(eps.reshape(self._n_tracked, -1).max(axis=1, initial=0.0))
 
     def realized_mu(self) -> np.ndarray:
@@ -415,11 +483,11 @@ class Ledger:
         self._settle()
         if self._n_tracked == 0:
             return np.full(self.replicates, np.nan)
-        tot = self._totals()
-        mu2 = np.where(tot[..., _S_RHO] > 0, np.inf, np.maximum(tot[..., _S_MU2], 0.0))
+        rho, mu2 = self._totals(_S_RHO, _S_MU2)
+        mu2 = np.where(rho > 0, np.inf, np.maximum(mu2, 0.0))
         return self._per_replicate(np.sqrt(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0)))
 
-    def _closed_form_epsilon(self, tot: np.ndarray, delta: float) -> np.ndarray:
+    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray, delta: float) -> np.ndarray:
         """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
 
         Kairouz, Oh & Viswanath (2017, Thm 3.5) with delta_l = 0: for every delta in (0, 1],
@@ -427,22 +495,21 @@ class Ledger:
         S = sum eps tanh(eps/2) and Q = sum eps^2. It dominates Dwork-Rothblum-Vadhan's
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
         """
-        if not np.any(tot[..., _S_EPS] > 0) and not np.any(tot[..., _S_RHO] > 0):
-            return np.full(tot.shape[:-1], np.inf)  # only Gaussian releases: GDP alone applies
-        s_eps = np.maximum(tot[..., _S_EPS], 0.0)
-        q = np.maximum(tot[..., _S_EPS2], 0.0)
-        s = np.maximum(tot[..., _S_TANH], 0.0)
+        if _S_EPS not in self._stats_seen and _S_RHO not in self._stats_seen:
+            return np.full(mu2.shape, np.inf)  # only Gaussian releases: GDP alone applies
+        s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS)
+        s_eps, q, s = np.maximum(s_eps, 0.0), np.maximum(q, 0.0), np.maximum(s, 0.0)
         kov1 = s + np.sqrt(2.0 * q * np.log(math.e + np.sqrt(q) / delta))
         kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
         # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
         # figure is never optimistic about the records it reports.
         c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
-        c = np.where(tot[..., _S_GAUSS] > 0.5, np.inf, c)
+        c = np.where(gauss > 0.5, np.inf, c)
         # A record in a zCDP (discrete Gaussian) release: every other release it is in is mu-GDP
         # (Laplace through the pure-DP conversion), hence (mu^2/2)-zCDP, so the record is
         # (rho + sum mu^2 / 2)-zCDP: eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop 1.3).
-        rho = np.maximum(tot[..., _S_RHO], 0.0)
-        rho_total = rho + np.maximum(tot[..., _S_MU2], 0.0) / 2.0
+        rho = np.maximum(rho, 0.0)
+        rho_total = rho + np.maximum(mu2, 0.0) / 2.0
         zcdp = (rho_total + 2.0 * np.sqrt(rho_total * math.log(1.0 / delta))) * (1.0 + 1e-12)
         return np.where(rho > 0, zcdp, c)
 
@@ -469,10 +536,15 @@ class Ledger:
         out = np.full(self.replicates, np.nan)
         if self._n_tracked == 0:
             return out
-        tot = self._totals()
-        closed = self._closed_form_epsilon(tot, delta).reshape(self._n_tracked, -1)
+        if not {_S_EPS, _S_RHO} & self._stats_seen:  # Gaussian releases only: GDP, worst = largest mu
+            (mu2,) = self._totals(_S_MU2)
+            worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+            out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
+            return out
+        mu2, rho = self._totals(_S_MU2, _S_RHO)
+        closed = self._closed_form_epsilon(mu2, rho, delta).reshape(self._n_tracked, -1)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
-        mu = np.where(tot[..., _S_RHO] > 0, np.inf, np.sqrt(np.maximum(tot[..., _S_MU2], 0.0)))
+        mu = np.where(rho > 0, np.inf, np.sqrt(np.maximum(mu2, 0.0)))
         mu = mu.reshape(self._n_tracked, -1)
         for r in range(self._n_tracked):
             out[r] = self._worst_min(closed[r], mu[r], delta)
@@ -489,6 +561,12 @@ class Ledger:
         used = mu > 0
         if not np.any(used):
             return 0.0
+        # The record of largest mu bounds every record by eps_gdp(mu_max); when its closed form does
+        # not undercut that, it is the answer (always so when only Gaussian releases were made).
+        j = int(np.argmax(mu))
+        top = self._gdp_eps(float(mu[j]), delta)
+        if closed[j] >= top:
+            return top
         c, m = closed[used], mu[used]
         order = np.lexsort((-c, -m))  # mu descending, then closed descending
         c, m = c[order], m[order]

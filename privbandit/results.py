@@ -33,7 +33,8 @@ class SimulationResult:
             The default (cheap) ledger composes each record with the closed-form accountants only
             (pure, KOV heterogeneous, GDP); a tight ledger (``ledger="tight"``) with all of them.
         certified_closed_form: the certificate in the cheap ledger's currency (the schedule composed
-            by the same closed-form accountants): the invariant is realized <= this, checkpoint by
+            by the same closed-form accountants) at the checkpoints where the ledger was queried (NaN
+            elsewhere, like ``realized_epsilon``): the invariant is realized <= this, checkpoint by
             checkpoint. It can exceed ``certified_epsilon``, which also uses PLD and optimal
             composition. None with a tight ledger (compare with ``certified_epsilon``) or none.
         claimed_epsilon: the source paper's claimed epsilon for this configuration, if any.

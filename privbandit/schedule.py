@@ -33,12 +33,14 @@ class PrivacySchedule(abc.ABC):
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
         """Certified epsilon at ``delta`` after ``rounds`` rounds (minimum over accountants).
 
-        When every release is Gaussian (or GDP) and no accountants are named, the GDP accountant is
-        used alone: composing Gaussian mechanisms gives exactly a Gaussian trade-off curve (Dong, Roth
-        & Su 2022, Cor. 3.3), so its epsilon is the true one and no valid accountant can be smaller.
+        When every release is Gaussian (or GDP) and the GDP accountant is among those allowed (or
+        none are named), it is used alone: composing Gaussian mechanisms gives exactly a Gaussian
+        trade-off curve (Dong, Roth & Su 2022, Cor. 3.3), so its epsilon is the true one and no
+        valid accountant can be smaller.
         """
         events = self.events(rounds)
-        if accountants is None and _all_gaussian(events):
+        if _all_gaussian(events) and (accountants is None or any(
+                a is GDPAccountant or isinstance(a, GDPAccountant) for a in accountants)):
             return best_epsilon(events, delta, [GDPAccountant])
         return best_epsilon(events, delta, accountants)
 

@@ -212,18 +212,56 @@ def test_dense_staged_path_equals_one_release_at_a_time():
     np.testing.assert_allclose(dense.realized_epsilon(1e-6), plain.realized_epsilon(1e-6), rtol=1e-12)
 
 
-def test_posterior_fast_path_equals_the_dense_path():
-    """_record_posterior (counts only, derived in bulk) gives the same per-record sums as recording
-    the same releases through _record_dense."""
+@pytest.mark.parametrize("track", [None, 2, 0])
+def test_posterior_fast_path_equals_the_dense_path(track):
+    """_record_posterior (counts only, derived in bulk; a staging block where every arm holds a
+    record takes an unmasked path) gives the same draw counts and the same total of every record as
+    recording the same releases through _record_dense -- including a change of c mid-block."""
+    from privbandit.ledger import _S_GAUSS, _S_MU2
+
     rng = np.random.default_rng(3)
-    R, K, c = 5, 4, 3.0
-    fast, dense = Ledger(R, K), Ledger(R, K)
+    R, K = 5, 4
+    fast, dense = Ledger(R, K, track_replicates=track), Ledger(R, K, track_replicates=track)
     counts = np.zeros((R, K), dtype=np.int64)
-    for _ in range(600):
+    for t in range(700):  # blocks: with unpulled arms, then all arms pulled; growth along the way
+        c = 3.0 if t < 600 else 0.5
         fast._record_posterior(counts.astype(float), c, "post")
         denom = counts + 1.0
         dense._record_dense(counts >= 1, 0, counts, np.sqrt(c / denom), 1.0 / denom, "post", gaussian=True)
         counts[np.arange(R), rng.integers(0, K, R)] += 1
     np.testing.assert_array_equal(fast.draws, dense.draws)
+    for a, b in zip(fast._totals(_S_MU2, _S_GAUSS), dense._totals(_S_MU2, _S_GAUSS)):
+        assert a.shape == b.shape
+        # difference arrays: a cumsum of ~1e3 terms of size <= 10 leaves ~1e3 * 10 * 2.2e-16 residues
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
     np.testing.assert_allclose(fast.realized_mu(), dense.realized_mu(), rtol=1e-12)
     np.testing.assert_allclose(fast.realized_epsilon(1e-6), dense.realized_epsilon(1e-6), rtol=1e-12)
+
+
+@pytest.mark.parametrize("track", [None, 3])
+def test_mechanism_fast_path_equals_the_public_path(track):
+    """_record_from_mechanism (scalars kept as scalars, arrays staged uncopied, draw counts derived
+    at the drain) gives the same draws and the same total of every statistic of every record as the
+    validated public record_* calls, for Laplace and Gaussian releases mixed."""
+    from privbandit.ledger import _N_STATS
+
+    rng = np.random.default_rng(5)
+    R, K = 6, 3
+    fast, plain = Ledger(R, K, track_replicates=track), Ledger(R, K, track_replicates=track)
+    counts = np.zeros((R, K), dtype=np.int64)
+    for t in range(600):
+        counts[np.arange(R), rng.integers(0, K, R)] += 1
+        rr, kk = np.nonzero(rng.random((R, K)) < 0.5)
+        hi = counts[rr, kk]
+        lo = hi // 2 if t % 2 else 0  # an array or a scalar
+        scale = rng.uniform(0.5, 2.0, rr.size) if t % 3 else 1.5
+        sens = 1.0 if t % 4 else 1.0 / np.maximum(hi, 1)
+        gaussian = t % 5 == 0
+        fast._record_from_mechanism(rr, kk, lo, hi, scale, sens, "m", None, gaussian=gaussian)
+        record = plain.record_gaussian if gaussian else plain.record_laplace
+        record(rr, kk, lo, hi, scale, sens, mechanism="m")
+    np.testing.assert_array_equal(fast.draws, plain.draws)
+    for a, b in zip(fast._totals(*range(_N_STATS)), plain._totals(*range(_N_STATS))):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
+    np.testing.assert_allclose(fast.realized_epsilon(1e-6), plain.realized_epsilon(1e-6), rtol=1e-12)
