@@ -138,7 +138,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
     queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, int(realized_points))))
     query = set(checkpoints[queried].tolist())
-    next_cp = 0
+    next_cp, cp_rounds = 0, checkpoints.tolist() + [0]  # Python ints: a cheap per-round comparison
     bar = _progress(horizon, progress)
     started = time.perf_counter()
     must_check = not env.rewards_in_unit_interval
@@ -155,7 +155,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             rewards = np.clip(rewards, 0.0, 1.0)
         run.update(t, arms, rewards)
         arms_played[t - 1] = arms
-        if t == checkpoints[next_cp]:
+        if t == cp_rounds[next_cp]:
             if book is not None and t in query:
                 realized[next_cp] = book.realized_epsilon(delta)
             next_cp += 1

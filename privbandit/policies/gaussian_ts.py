@@ -67,7 +67,7 @@ class _GaussianTSRun(PolicyRun):
     def select(self, t):
         if t <= self.n_arms * self.b:  # pre-pull phase: arm i is played b times in a row
             return np.full(self.offsets.size, (t - 1) // self.b, dtype=np.intp)
-        return np.argmax(self.posterior.release(self.sums, self.counts), axis=1)
+        return self.posterior.release(self.sums, self.counts).argmax(axis=1)
 
     def update(self, t, arms, rewards):
         flat = self.offsets + arms

@@ -24,7 +24,7 @@ class _BetaTSRun(PolicyRun):
         self._pos = 0
 
     def select(self, t):
-        return np.argmax(self.rng.beta(self.alpha, self.beta), axis=1)
+        return self.rng.beta(self.alpha, self.beta).argmax(axis=1)
 
     def update(self, t, arms, rewards):
         # Agrawal & Goyal's Bernoulli trick: success with probability r. For r in {0, 1} it is the
