@@ -6,14 +6,22 @@
   refute, they never certify.
 * White-box (:func:`ledger_audit`): the realized per-record spend of many runs never exceeds the
   certified schedule, and no statistic is released twice.
+* Known answers (:mod:`privbandit.audit.exact`): the exact law of 2-arm Gaussian TS's arm sequence
+  for small horizons, its exact (eps, delta) between two tapes, and the bounds ladder
+  audit <= exact <= claim.
+* One run (:mod:`privbandit.audit.one_run`): Steinke, Nasr & Jagielski's canary audit, a smoke test
+  for policies too expensive to run millions of times.
 """
 
 from privbandit.audit import certify, scores, stats
 from privbandit.audit.certify import GDP, Claim, EpsAtDelta
 from privbandit.audit.core import VERDICTS, Audit, AuditResult, Budget
+from privbandit.audit.exact import (ActionDistribution, PrivacyProfile, action_distribution, bounds_ladder,
+                                    exact_epsilon)
 from privbandit.audit.ledger_audit import LedgerAuditResult, ledger_audit
 from privbandit.audit.mechanisms import clipped_sum_laplace, gaussian_release, laplace_release
 from privbandit.audit.neighbours import NeighbourPair, Neighbours
+from privbandit.audit.one_run import OneRunResult, one_run_audit, one_run_mechanism_audit
 from privbandit.audit.runner import (MechanismSampler, PolicySampler, auto_trace, run_policy, trace_attribute,
                                      trace_method)
 
@@ -22,4 +30,6 @@ __all__ = [
     "MechanismSampler", "PolicySampler", "run_policy", "trace_method", "trace_attribute", "auto_trace",
     "laplace_release", "gaussian_release", "clipped_sum_laplace", "ledger_audit", "LedgerAuditResult",
     "certify", "scores", "stats",
+    "ActionDistribution", "PrivacyProfile", "action_distribution", "exact_epsilon", "bounds_ladder",
+    "OneRunResult", "one_run_audit", "one_run_mechanism_audit",
 ]

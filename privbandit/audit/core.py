@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from privbandit.audit import certify as _certify
+from privbandit.audit import exact as _exact
 from privbandit.audit import scores as _scores
 from privbandit.audit import stats
 from privbandit.audit.certify import Claim, EpsAtDelta, GDP
@@ -106,6 +107,9 @@ class AuditResult:
     pilot: list[tuple[str, float]]
     _test_values: dict = dataclasses.field(default_factory=dict, repr=False)
     _certificates: dict = dataclasses.field(default_factory=dict, repr=False)
+    exact: _exact.ExactReference | None = None
+    """Known answer (``Audit(..., exact=True)``): the exact eps at delta of the audited output between
+    the audited tapes, when an enumerator exists (privbandit.audit.exact; AUDIT.md 3.2 step 5, 3.6)."""
 
     @property
     def eps_lb(self) -> float:
@@ -136,6 +140,10 @@ class AuditResult:
     def table(self, fmt: str = "markdown") -> str | list[dict]:
         """The rows as ``"markdown"``, ``"csv"`` text or ``"rows"`` (a list of dicts)."""
         rows = [r.as_dict() for r in self.rows]
+        if self.exact is not None:  # the "exact" column exists only when a known answer was computed
+            same_delta = EpsAtDelta(self.exact.delta).name  # the known answer is eps at that delta only
+            for r, row in zip(rows, self.rows):
+                r["exact"] = self.exact.epsilon if row.certified.certificate == same_delta else math.nan
         if fmt == "rows":
             return rows
         if fmt not in ("markdown", "csv"):
@@ -257,7 +265,8 @@ class Audit:
 
     def __init__(self, candidates: Sequence, claim: Claim, scores: Sequence, certificates: Sequence | None = None,
                  *, alpha: float = 0.05, budget: Budget | None = None, seed=0, name: str = "audit",
-                 pilot_runs: int = 20_000, pilot_scores: Sequence | None = None, delta: float = 1e-5):
+                 pilot_runs: int = 20_000, pilot_scores: Sequence | None = None, delta: float = 1e-5,
+                 exact: bool = False):
         if not candidates:
             raise ValueError("candidates must hold at least one sampler")
         if not isinstance(claim, Claim):
@@ -276,6 +285,9 @@ class Audit:
         self.name = name
         self.pilot_runs = int(pilot_runs)
         self.pilot_scores = list(pilot_scores) if pilot_scores else [s for s in self.scores if not s.trainable]
+        if not isinstance(exact, bool):
+            raise ValueError(f"exact must be True or False, got {exact!r}")
+        self.exact = exact
 
     # --- constructors -------------------------------------------------------------------------
     @classmethod
@@ -421,6 +433,14 @@ class Audit:
         seconds = time.perf_counter() - started
         for r in rows:
             r.seconds = seconds
+        reference = None
+        if self.exact:  # after the timing: the known answer is a reference, not part of the audit
+            eps_certs = [c for c in self.certificates if isinstance(c, EpsAtDelta)]
+            if eps_certs:
+                reference, note = _exact.exact_reference(sampler, eps_certs[0].delta)
+            else:
+                note = "exact reference: no eps-at-delta certificate to compare with"
+            notes.append(note)
         return AuditResult(self.name, self.claim, sampler.label, sampler.observation, rows, verdict, self.alpha,
                            seconds, self.seed, notes, ranking, test_values,
-                           {c.name: c for c in self.certificates})
+                           {c.name: c for c in self.certificates}, reference)

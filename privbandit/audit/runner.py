@@ -122,22 +122,28 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
                trace: Callable | None = None, clip: bool = True, chunk: int = 250_000) -> dict:
     """``n`` independent runs of ``policy`` on the reward tape: the j-th pull of arm k pays tape[k, j].
 
+    ``tape`` has shape (arms, pulls), shared by every run, or (n, arms, pulls): run i reads its own
+    tape ``tape[i]`` (one-run audits: independent canary bits per run, in one lock-stepped call).
     Returns {"actions": (n, horizon) int8/int16, "trace": (n, m) or None, "n_arms": K}.
     """
     tape = np.asarray(tape, dtype=float)
-    if tape.ndim != 2 or tape.shape[0] < 2:
-        raise ValueError(f"tape must have shape (arms >= 2, pulls), got {tape.shape}")
-    if tape.shape[1] < horizon:
-        raise ValueError(f"tape must hold at least horizon={horizon} pulls per arm, got {tape.shape[1]}")
+    per_run = tape.ndim == 3
+    if tape.ndim not in (2, 3) or tape.shape[-2] < 2:
+        raise ValueError(f"tape must have shape (arms >= 2, pulls) or (n, arms >= 2, pulls), got {tape.shape}")
+    if tape.shape[-1] < horizon:
+        raise ValueError(f"tape must hold at least horizon={horizon} pulls per arm, got {tape.shape[-1]}")
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a whole number in [1, inf), got {n!r}")
-    k = tape.shape[0]
+    if per_run and tape.shape[0] != n:
+        raise ValueError(f"a tape per run needs shape (n={n}, arms, pulls), got {tape.shape}")
+    k = tape.shape[-2]
     dtype = np.int8 if k < 127 else np.int32
     actions = np.empty((n, horizon), dtype=dtype)
     traces = []
     used = tape if not clip else np.clip(tape, 0.0, 1.0)
     for start in range(0, n, chunk):
         r = min(chunk, n - start)
+        tapes = used[start:start + r] if per_run else None
         run = policy.start(k, r, horizon, rng, ledger=None)
         collect = trace(run) if trace is not None else None
         pulls = np.zeros((r, k), dtype=np.int64)
@@ -151,7 +157,7 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
                     parts.append(got)
             j = pulls[rows, arms]
             pulls[rows, arms] += 1
-            run.update(t, arms, used[arms, j])
+            run.update(t, arms, tapes[rows, arms, j] if per_run else used[arms, j])
             actions[start:start + r, t - 1] = arms
         if collect is not None:
             if not parts:
