@@ -14,13 +14,17 @@ additive statistics of the releases:
 * ``sum eps``              (Laplace releases; eps = sensitivity / scale),
 * ``sum mu^2``             (Gaussian: (sensitivity/sigma)^2; Laplace: mu_from_pure_epsilon(eps)^2),
 * ``sum eps^2`` and ``sum eps tanh(eps/2)`` (Laplace; for the heterogeneous composition bounds),
-* the number of Gaussian releases (a record in a Gaussian release has no pure epsilon).
+* the number of Gaussian releases (a record in a Gaussian release has no pure epsilon),
+* ``sum rho``              (discrete-Gaussian releases, proven zCDP only).
 
 A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's totals are the cumulative
-sums over positions. Record cost O(1) each (vectorised with ``np.add.at``); worst-record queries cost
-O(R K capacity), made only at checkpoints. Capacity doubles as streams grow.
+sums over positions. Each statistic has its own array, created when a release first touches it.
+Releases are staged and folded in by one vectorised drain every 256 calls (``np.add.at``; draw
+counts by ``bincount``); worst-record queries cost O(R_tracked K top) for the statistics in use,
+made only at checkpoints. Capacity doubles as streams grow (the engine preallocates the horizon).
 
-Memory guard: the difference arrays take ``R_tracked * K * (capacity + 1) * 5 * 8`` bytes. When that
+Memory guard: the difference arrays take at most ``R_tracked * K * (capacity + 1) * 6 * 8`` bytes (the
+guard counts all six statistics, whichever are in use). When that
 would exceed ``max_tracked_bytes``, only the first replicates that fit keep per-record tracking
 (``tracked_replicates``); the ``realized_*`` queries return NaN for the others. ``draws`` is always
 kept for every replicate. Growth happens when a footprint reaches past the capacity, so a long run may
@@ -38,6 +42,7 @@ queries are slower.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -120,22 +125,20 @@ class Ledger:
         # and no growth copies them later.
         self._capacity = _whole("capacity", capacity, 1)
         self._top = 0  # highest footprint end folded in: every record at or above it has zero totals
-        self._stats_seen: set[int] = set()  # statistics some folded-in release has touched
         limit = self.replicates if track_replicates is None else min(
             self.replicates, _whole("track_replicates", track_replicates, 0))
         self._n_tracked = self._fit(self._capacity, limit)
-        # Layout (position, replicate, stream, stat): lock-step runs write near the same positions
-        # in every stream, so recording touches contiguous memory; growth appends positions.
-        self._diff = np.zeros((self._capacity + 1, self._n_tracked, self.streams, _N_STATS))
+        # One difference array per statistic, (position, replicate, stream), allocated when a release
+        # first touches that statistic: a Gaussian-only run writes two of the six, and lock-step runs
+        # write near the same positions in every stream, so recording touches contiguous memory.
+        self._diff: dict[int, np.ndarray] = {}
         # Releases wait in these lists and are folded into the difference arrays by one vectorised
         # scatter every _STAGE_ROUNDS calls, before growth of tracking and before any query: a call
         # then costs a few array copies instead of a dozen small numpy operations.
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
         # listed releases, every replicate's (the draw counts are derived from them at the drain)
         self._sparse: list[tuple] = []  # (kind, rep, st, lo, hi, param, sens): rep/st 1-D, others 1-D or scalar
-        # Gaussian posterior draws: the counts of every call, in a (_STAGE_ROUNDS, R, K) buffer
-        self._post_counts: np.ndarray | None = None
-        self._post_n, self._post_c = 0, 0.0
+        self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
@@ -168,10 +171,11 @@ class Ledger:
         while cap < needed:
             cap *= 2
         n_tracked = self._fit(cap, self._n_tracked)
-        new = np.zeros((cap + 1, n_tracked, self.streams, _N_STATS))
-        # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
-        new[: self._capacity + 1] = self._diff[:, :n_tracked]
-        self._diff = new
+        for stat, old in self._diff.items():
+            new = np.zeros((cap + 1, n_tracked, self.streams))
+            # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
+            new[: self._capacity + 1] = old[:, :n_tracked]
+            self._diff[stat] = new
         self._capacity = cap
         self._n_tracked = n_tracked
 
@@ -299,39 +303,44 @@ class Ledger:
 
     def _settle(self) -> None:
         """Fold any staged releases in (before a query or a look at capacity / tracking)."""
-        if self._staged or self._sparse or self._post_n:
+        if self._staged or self._sparse or any(rec.pending for rec in self._prefix):
             self._drain()
 
-    def _record_posterior(self, counts: np.ndarray, c: float, mechanism: str, *, discrete: bool = False) -> None:
-        """Fast path for Gaussian posterior draws (:class:`privbandit.mechanisms.posterior`): every
-        (replicate, stream) with k = ``counts`` >= 1 releases its mean over records [0, k) with
-        sensitivity 1/(k+1) and sigma sqrt(c/(k+1)). Equivalent to :meth:`_record_dense` with those
-        arrays; only the counts are staged, the rest is derived in bulk when staged calls are folded in.
+    def prefix_recorder(self, parameters: Callable[[np.ndarray], tuple], mechanism: str, *,
+                        gaussian: bool = True, discrete: bool = False) -> Callable[[np.ndarray], None]:
+        """A recorder for mechanisms that release, at every call, one statistic of every (replicate,
+        stream) holding k >= 1 records, computed over all of them: footprint [0, k).
+
+        ``parameters(k)`` maps an int64 array of counts to (scale or sigma, sensitivity) arrays of its
+        shape; it must depend on k alone (e.g. Gaussian posterior draws: sigma = sqrt(c/(k+1)),
+        sensitivity 1/(k+1)). The returned ``record(counts)`` takes the (R, K) counts of one call and
+        is equivalent to recording those releases one by one; it only copies the counts into a
+        staging buffer, and :meth:`_drain` derives everything else in bulk. Tight mode and discrete
+        (zCDP) releases take the general dense path, which keeps every release.
         """
-        counts = np.asarray(counts)
-        if self.tight or discrete:  # keep one code path for the exact multisets and for zCDP
-            k = counts.astype(np.int64)
-            denom = k + 1.0
-            self._record_dense(k >= 1, 0, k, np.sqrt(c / denom), 1.0 / denom, mechanism, gaussian=True,
-                               discrete=discrete)
-            return
-        # one copy per call; the draw counts and the tracked rows' sums are derived at the drain
-        if self._post_n and c != self._post_c:
-            self._drain()
-        if self._post_counts is None:
-            self._post_counts = np.empty((_STAGE_ROUNDS, self.replicates, self.streams))
-        self._post_counts[self._post_n] = counts
-        self._post_n += 1
-        self._post_c = c
-        if self._post_n == _STAGE_ROUNDS:
-            self._drain()
+        if not callable(parameters):
+            raise ValueError(f"parameters must be callable as parameters(k) -> (param, sensitivity), got {parameters!r}")
+        if not isinstance(mechanism, str) or not mechanism:
+            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+        kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
+        if self.tight or discrete:
+            def record(counts: np.ndarray) -> None:
+                k = np.asarray(counts).astype(np.int64)
+                param, sens = parameters(k)
+                self._record_dense(k >= 1, 0, k, np.asarray(param, dtype=float), np.asarray(sens, dtype=float),
+                                   mechanism, gaussian=gaussian, discrete=discrete)
+            return record
+        recorder = _PrefixRecorder(self, kind, parameters)
+        self._prefix.append(recorder)
+        return recorder.record
 
     def _drain(self) -> None:
         """Fold staged releases into the draw counts and the difference arrays (one scatter per kind
         and staging form)."""
-        if self._post_n:
-            self._drain_posterior(self._post_counts[: self._post_n], float(self._post_c))
-            self._post_n = 0
+        for recorder in self._prefix:
+            if recorder.pending:
+                counts, recorder.pending = recorder.buffer[: recorder.pending], 0
+                self._drain_prefix(recorder.kind, recorder.parameters, counts)
         sparse, self._sparse = self._sparse, []
         for kind in {entry[0] for entry in sparse}:
             rows = [e for e in sparse if e[0] == kind]
@@ -363,56 +372,61 @@ class Ledger:
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
 
-    def _drain_posterior(self, counts: np.ndarray, c: float) -> None:
-        """Fold in staged posterior draws: ``counts`` (calls, R, K), one release per entry >= 1 with
-        footprint [0, k), sensitivity 1/(k+1), sigma sqrt(c/(k+1))."""
-        if counts.min() >= 1:  # every arm holds a record (the common case): each call released all
+    def _drain_prefix(self, kind: int, parameters, counts: np.ndarray) -> None:
+        """Fold in staged prefix releases: ``counts`` (calls, R, K), one release per entry k >= 1
+        with footprint [0, k) and (param, sensitivity) = ``parameters(k)``."""
+        if counts.min() >= 1:  # every stream holds a record (the common case): each call released all
             self._draws += counts.shape[0]
         else:
             self._draws += np.count_nonzero(counts >= 1, axis=0)
         if self._n_tracked and (top := int(counts[:, : self._n_tracked].max())) > self._capacity:
             self._grow(top)  # may shrink the tracked rows
-        self._drain_posterior_tracked(counts[:, : self._n_tracked], c)
-
-    def _drain_posterior_tracked(self, counts: np.ndarray, c: float) -> None:
-        """The difference-array part of :meth:`_drain_posterior`: ``counts`` (calls, R_tracked, K)."""
-        calls, n_cells = counts.shape[0], counts.shape[1] * self.streams
+        calls, n_cells = counts.shape[0], self._n_tracked * self.streams
         if n_cells == 0:
             return
-        k = counts.reshape(calls, n_cells)
-        flat = self._diff.reshape(-1, _N_STATS)
-        # footprints start at record 0: every addition is at position 0, i.e. one sum per cell
-        if k.min() >= 1:  # every tracked arm released in every call: no masking needed
-            hi = k.astype(np.int64)
-            mu2 = 1.0 / (c * (hi + 1.0))  # (sensitivity / sigma)^2 = (1/(k+1))^2 / (c/(k+1))
-            flat[:n_cells, _S_MU2] += mu2.sum(axis=0)
-            flat[:n_cells, _S_GAUSS] += calls
-            cells = np.arange(n_cells)
-        else:
-            idx = np.flatnonzero(k >= 1)
-            if idx.size == 0:
-                return
-            cells = idx % n_cells
-            hi = k.reshape(-1)[idx].astype(np.int64)
-            mu2 = 1.0 / (c * (hi + 1.0))
-            flat[:n_cells, _S_MU2] += np.bincount(cells, weights=mu2, minlength=n_cells)
-            flat[:n_cells, _S_GAUSS] += np.bincount(cells, minlength=n_cells)
-        at = (hi * n_cells + cells).reshape(-1)
-        np.subtract.at(flat[:, _S_MU2], at, mu2.reshape(-1))
-        np.subtract.at(flat[:, _S_GAUSS], at, 1.0)
+        # Runs of equal counts of one stream over consecutive calls are identical releases: fold each
+        # run in once, weighted by its length (a lock-stepped policy changes a few counts per call).
+        k = counts[:, : self._n_tracked].reshape(calls, n_cells).T  # (cell, call)
+        starts_run = np.empty(k.shape, dtype=bool)
+        starts_run[:, 0] = True
+        np.not_equal(k[:, 1:], k[:, :-1], out=starts_run[:, 1:])
+        starts = np.flatnonzero(starts_run)  # row-major over (cell, call): a cell's runs are contiguous
+        lengths = np.diff(np.append(starts, starts_run.size)).astype(float)
+        hi = k.reshape(-1)[starts]
+        live = hi >= 1  # streams holding no record released nothing
+        if not live.any():
+            return
+        cells, hi, lengths = starts[live] // calls, hi[live].astype(np.int64), lengths[live]
+        param, sens = (np.broadcast_to(np.asarray(a, dtype=float), hi.shape) for a in parameters(hi))
+        if not (np.all(param > 0) and np.all(np.isfinite(param)) and np.all(sens > 0) and np.all(np.isfinite(sens))):
+            raise ValueError("parameters(k) must return scale/sigma and sensitivity in (0, inf) for every k >= 1")
+        vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
+        at = hi * n_cells + cells
+        for stat in _KIND_STATS[kind]:
+            flat = self._stat_diff(stat).reshape(-1)  # index = position * (R_t K) + cell
+            # every footprint starts at record 0: the additions are one weighted bincount per cell
+            flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
+            np.subtract.at(flat, at, vals[:, stat])
         self._top = max(self._top, int(hi.max()))
-        self._stats_seen.update(_KIND_STATS[_KIND_GAUSSIAN])
 
     def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
         (replicate * K + stream); duplicates are summed (``np.add.at``)."""
         vals = self._leaf_stats(kind, par, sen)
-        flat = self._diff.reshape(-1, _N_STATS)  # position-major: index = pos * (R_t K) + cell
         stride = self._n_tracked * self.streams
-        np.add.at(flat, lo * stride + cells, vals)
-        np.add.at(flat, hi * stride + cells, -vals)
+        add_at, subtract_at = lo * stride + cells, hi * stride + cells  # position-major flat indices
+        for stat in _KIND_STATS[kind]:
+            flat = self._stat_diff(stat).reshape(-1)
+            np.add.at(flat, add_at, vals[:, stat])
+            np.subtract.at(flat, subtract_at, vals[:, stat])
         self._top = max(self._top, int(hi.max()))
-        self._stats_seen.update(_KIND_STATS[kind])
+
+    def _stat_diff(self, stat: int) -> np.ndarray:
+        """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
+        diff = self._diff.get(stat)
+        if diff is None:
+            diff = self._diff[stat] = np.zeros((self._capacity + 1, self._n_tracked, self.streams))
+        return diff
 
     def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
                                gaussian: bool = False) -> None:
@@ -458,8 +472,8 @@ class Ledger:
         self._settle()
         out = []
         for stat in stats:
-            if stat in self._stats_seen:
-                out.append(np.moveaxis(np.cumsum(self._diff[: self._top, :, :, stat], axis=0), 0, 2))
+            if stat in self._diff:
+                out.append(np.moveaxis(np.cumsum(self._diff[stat][: self._top], axis=0), 0, 2))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, self._top)))
         return out
@@ -495,7 +509,7 @@ class Ledger:
         S = sum eps tanh(eps/2) and Q = sum eps^2. It dominates Dwork-Rothblum-Vadhan's
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
         """
-        if _S_EPS not in self._stats_seen and _S_RHO not in self._stats_seen:
+        if _S_EPS not in self._diff and _S_RHO not in self._diff:
             return np.full(mu2.shape, np.inf)  # only Gaussian releases: GDP alone applies
         s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS)
         s_eps, q, s = np.maximum(s_eps, 0.0), np.maximum(q, 0.0), np.maximum(s, 0.0)
@@ -536,7 +550,7 @@ class Ledger:
         out = np.full(self.replicates, np.nan)
         if self._n_tracked == 0:
             return out
-        if not {_S_EPS, _S_RHO} & self._stats_seen:  # Gaussian releases only: GDP, worst = largest mu
+        if not {_S_EPS, _S_RHO} & self._diff.keys():  # Gaussian releases only: GDP, worst = largest mu
             (mu2,) = self._totals(_S_MU2)
             worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
@@ -686,3 +700,18 @@ class Ledger:
         uniq, counts = np.unique(rows, axis=0, return_counts=True)
         names = {v: k for k, v in self._mech_ids.items()}
         return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]
+
+
+class _PrefixRecorder:
+    """Staging buffer of one :meth:`Ledger.prefix_recorder`: the counts of up to ``_STAGE_ROUNDS`` calls."""
+
+    def __init__(self, ledger: Ledger, kind: int, parameters) -> None:
+        self.ledger, self.kind, self.parameters = ledger, kind, parameters
+        self.buffer = np.empty((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
+        self.pending = 0
+
+    def record(self, counts: np.ndarray) -> None:
+        self.buffer[self.pending] = counts
+        self.pending += 1
+        if self.pending == _STAGE_ROUNDS:
+            self.ledger._drain()

@@ -38,6 +38,10 @@ class GaussianPosteriorRelease:
         self.name = check_name(name)
         self.sampler = NoiseSampler(rng, exact=exact)
         self._block = whole("block", block, 1)
+        # One release per arm holding k >= 1 records, over all of them (footprint [0, k)); in exact
+        # mode with the grid-rounded parameters, recorded as zCDP (discrete Gaussian) events.
+        self._record = None if self.ledger is None else self.ledger.prefix_recorder(
+            self._release_parameters, self.name, gaussian=True, discrete=self.sampler.exact)
         self._z = np.empty((0, self.replicates, self.arms))
         self._pos = 0
 
@@ -49,18 +53,20 @@ class GaussianPosteriorRelease:
         self._pos += 1
         return z
 
+    def _release_parameters(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sigma, sensitivity) of the release of an arm holding k records, as actually used."""
+        sigma, sens = np.sqrt(self.c / (k + 1.0)), 1.0 / (k + 1.0)
+        if self.sampler.exact:
+            return self.sampler.effective_sigma(sigma), self.sampler.effective_sensitivity(sens)
+        return sigma, sens
+
     def release(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
         denom = counts + 1.0
         sigma = np.sqrt(self.c / denom)
         if self.sampler.exact:
             theta = self.sampler.gaussian_release(sums / denom, sigma)
-            if self.ledger is not None:  # discrete Gaussian: zCDP events, with the grid-rounded parameters
-                self.ledger._record_dense(counts >= 1, 0, counts.astype(np.int64),
-                                          np.asarray(self.sampler.effective_sigma(sigma)),
-                                          np.asarray(self.sampler.effective_sensitivity(1.0 / denom)),
-                                          self.name, gaussian=True, discrete=True)
-            return theta
-        theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
-        if self.ledger is not None:  # one release per arm holding a record: footprint [0, k)
-            self.ledger._record_posterior(counts, self.c, self.name)
+        else:
+            theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
+        if self._record is not None:
+            self._record(counts)
         return theta

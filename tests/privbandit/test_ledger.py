@@ -214,18 +214,21 @@ def test_dense_staged_path_equals_one_release_at_a_time():
 
 @pytest.mark.parametrize("track", [None, 2, 0])
 def test_posterior_fast_path_equals_the_dense_path(track):
-    """_record_posterior (counts only, derived in bulk; a staging block where every arm holds a
+    """prefix_recorder (counts only, derived in bulk; a staging block where every arm holds a
     record takes an unmasked path) gives the same draw counts and the same total of every record as
-    recording the same releases through _record_dense -- including a change of c mid-block."""
+    recording the same releases through _record_dense -- including a second recorder (another c)
+    staging into the same ledger."""
     from privbandit.ledger import _S_GAUSS, _S_MU2
 
     rng = np.random.default_rng(3)
     R, K = 5, 4
     fast, dense = Ledger(R, K, track_replicates=track), Ledger(R, K, track_replicates=track)
     counts = np.zeros((R, K), dtype=np.int64)
+    recorders = {c: fast.prefix_recorder(lambda k, c=c: (np.sqrt(c / (k + 1.0)), 1.0 / (k + 1.0)), "post")
+                 for c in (3.0, 0.5)}
     for t in range(700):  # blocks: with unpulled arms, then all arms pulled; growth along the way
-        c = 3.0 if t < 600 else 0.5
-        fast._record_posterior(counts.astype(float), c, "post")
+        c = 3.0 if t < 600 or t % 2 else 0.5
+        recorders[c](counts.astype(float))
         denom = counts + 1.0
         dense._record_dense(counts >= 1, 0, counts, np.sqrt(c / denom), 1.0 / denom, "post", gaussian=True)
         counts[np.arange(R), rng.integers(0, K, R)] += 1
@@ -265,3 +268,35 @@ def test_mechanism_fast_path_equals_the_public_path(track):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
     np.testing.assert_allclose(fast.realized_epsilon(1e-6), plain.realized_epsilon(1e-6), rtol=1e-12)
+
+
+def test_laplace_prefix_recorder_equals_the_dense_path_and_rejects_bad_parameters():
+    """A Laplace prefix release (e.g. a noisy running mean of all k records with scale 1/(eps k))
+    staged through prefix_recorder matches _record_dense in every statistic of every record."""
+    from privbandit.ledger import _N_STATS
+
+    rng = np.random.default_rng(8)
+    R, K = 4, 3
+    fast, dense = Ledger(R, K), Ledger(R, K)
+
+    def params(k):
+        return 2.0 / np.maximum(k, 1), 1.0 / np.maximum(k, 1)  # eps = 1/2 per release
+
+    record = fast.prefix_recorder(params, "mean", gaussian=False)
+    counts = np.zeros((R, K), dtype=np.int64)
+    for _ in range(300):
+        record(counts)
+        p, s = params(counts)
+        dense._record_dense(counts >= 1, 0, counts, p, s, "mean", gaussian=False)
+        counts[np.arange(R), rng.integers(0, K, R)] += 1
+    np.testing.assert_array_equal(fast.draws, dense.draws)
+    for a, b in zip(fast._totals(*range(_N_STATS)), dense._totals(*range(_N_STATS))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
+    np.testing.assert_allclose(fast.realized_epsilon(1e-6), dense.realized_epsilon(1e-6), rtol=1e-12)
+
+    bad = Ledger(R, K).prefix_recorder(lambda k: (0.0 * k, 1.0 + 0.0 * k), "bad")
+    bad(np.ones((R, K)))
+    with pytest.raises(ValueError, match="parameters"):
+        bad.__self__.ledger.realized_mu()
+    with pytest.raises(ValueError, match="parameters must be callable"):
+        Ledger(R, K).prefix_recorder(3.0, "bad")
