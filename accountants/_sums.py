@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 ROUND_UP = 1e-13
 """Relative upward margin applied to finished sums (covers per-term rounding and the sum's own)."""
 
@@ -43,3 +45,19 @@ class CompensatedSum:
         """The total rounded up by :data:`ROUND_UP` (for non-negative sums)."""
         v = self.value
         return v + abs(v) * ROUND_UP if math.isfinite(v) else v
+
+
+def log_sum_exp(values) -> float:
+    """log(sum(exp(values))) of a 1-D array or sequence, stably (the largest term factored out).
+
+    A lean stand-in for ``scipy.special.logsumexp`` on the accountants' hot paths (scipy's costs
+    ~0.2 ms per call in array-API dispatch; this ~10 us). Same arithmetic: m + log(sum(exp(x - m))).
+    Callers add their own rounding margins, as they did with scipy's.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return -math.inf
+    m = float(x.max())
+    if not math.isfinite(m):
+        return m  # -inf (every term zero), +inf, or nan propagate
+    return m + math.log(float(np.exp(x - m).sum()))

@@ -8,7 +8,7 @@ binary randomized response. With p = e^eps0/(1+e^eps0), q = 1 - p:
 
 and for (eps0, delta0) releases delta_total = 1 - (1 - delta0)^k (1 - delta(eps)).
 
-Evaluation is in log space (``gammaln``/``logsumexp``). Only a window of j around the mass that
+Evaluation is in log space (``gammaln`` and a log-sum-exp). Only a window of j around the mass that
 matters is summed; the omitted terms are each at most the binomial pmf, so their total is bounded
 by a Chernoff–Hoeffding tail bound P(J <= a) <= exp(-k KL(a/k || q)) (and the upper analogue), which
 is *added*. A relative margin covering the rounding of the log-binomials is added as well, so every
@@ -23,6 +23,7 @@ import numpy as np
 from scipy import optimize, special
 
 from accountants import _validate
+from accountants._sums import log_sum_exp
 from accountants.base import Accountant, UnsupportedEventError
 from accountants.events import Event, LeafEvent
 
@@ -58,7 +59,7 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float) -> fl
     x = epsilon - (k - 2.0 * j) * epsilon0  # < 0 on the window
     with np.errstate(divide="ignore"):
         log_factor = np.log(-np.expm1(np.minimum(x, 0.0)))
-    parts = [special.logsumexp(log_binom + log_factor)] if len(j) else []
+    parts = [log_sum_exp(log_binom + log_factor)] if len(j) else []
     # omitted terms: each is at most its pmf; bound the tails by Chernoff-Hoeffding
     if lo > 0:  # j in [0, lo - 1], lo - 1 < mean
         parts.append(-k * _log_kl((lo - 1) / k, q, log_q, log_p))
@@ -66,7 +67,7 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float) -> fl
         parts.append(-k * _log_kl((hi + 1) / k, q, log_q, log_p))
     if not parts:
         return -math.inf
-    total = float(special.logsumexp(parts))
+    total = log_sum_exp(parts)
     # rounding margin for the log-binomials: magnitudes ~ gammaln(k+1) + k |log p| + k |log q|
     magnitude = float(special.gammaln(k + 1.0)) + k * (abs(log_p) + abs(log_q)) + abs(epsilon)
     return total + 1e-14 * magnitude + 1e-12
