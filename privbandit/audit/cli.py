@@ -46,6 +46,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise error of the black-box audits (default 0.05)")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of the eps-at-delta certificate (default 1e-5)")
+    p.add_argument("--exact", action="store_true",
+                   help="add the exact known answer to the actions audit where one exists (2-arm Gaussian TS, "
+                        "at most 22 adaptive rounds): the bounds ladder audit <= exact <= claim")
+    p.add_argument("--one-run", type=int, default=0, metavar="CANARIES",
+                   help="also run a one-run canary audit (Steinke, Nasr & Jagielski 2023) with this many "
+                        "canaries per run: a smoke test for expensive policies (default: off)")
+    p.add_argument("--one-run-runs", type=int, default=1, metavar="RUNS",
+                   help="independent runs pooled by the one-run audit, each with fresh canaries (default 1)")
     p.add_argument("--out", default=None, help="directory for tables (md, csv), plots and summary.json")
     p.set_defaults(func=run)
     return p
@@ -79,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     horizon = int(args.horizon) if args.horizon is not None else k * prepulls + 20
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
+    if args.one_run < 0 or args.one_run_runs < 1:
+        raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
 
@@ -95,20 +105,26 @@ def run(args: argparse.Namespace) -> int:
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
-    alpha_each = args.alpha / len(observes)  # family-wise over every certificate reported
+    # family-wise over every audit reported (the one-run audit is one more)
+    alpha_each = args.alpha / (len(observes) + (1 if args.one_run else 0))
     seconds_each = args.seconds / len(observes) if args.seconds else None
     search = Neighbours.search(arm_rest=tier["arm_rest"], others=tier["others"], pilot_runs=tier["pilot"])
     results = []
     for i, observe in enumerate(observes):
         audit = Audit.policy(policy, horizon, k, observe=observe, neighbours=search, alpha=alpha_each,
                              budget=Budget(tier["runs"], seconds=seconds_each), seed=[args.seed, i],
-                             delta=args.delta)
+                             delta=args.delta, exact=args.exact and observe == "actions")
         res = audit.run()
         results.append(res)
         print(f"## Black-box audit ({observe}), {res.seconds:.1f} s\n")
         print(res.table())
         print()
         print(res.summary())
+        if getattr(res, "exact", None) is not None:
+            from privbandit.audit.exact import bounds_ladder
+
+            print("bounds ladder (audit <= exact <= claim): "
+                  + " <= ".join(f"{name} {value:.4g}" for name, value in bounds_ladder(res)))
         print()
         if args.out:
             base = os.path.join(args.out, f"audit_{observe}")
@@ -118,7 +134,19 @@ def run(args: argparse.Namespace) -> int:
                 fh.write(res.table("csv"))
             res.plot(base + ".png")
 
-    bb = [r.verdict for r in results]
+    # 3. Optional one-run canary audit: observes the trace when there is one (most power).
+    one_run = None
+    if args.one_run:
+        from privbandit.audit.one_run import one_run_audit
+
+        one_run = one_run_audit(policy, horizon, k, canaries=args.one_run, guesses=max(1, args.one_run // 2),
+                                runs=args.one_run_runs, observe=observes[-1], alpha=alpha_each,
+                                seed=args.seed)  # delta: 0 for a pure claim, else 1e-5 (the module's rule)
+        print(f"## One-run audit ({observes[-1]}), {one_run.seconds:.2f} s\n")
+        print(one_run.summary())
+        print()
+
+    bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     if not tight.passed or not cheap.passed or "VIOLATION" in bb:
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb:
@@ -137,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
                            "rows": [{k2: (v if not isinstance(v, float) or math.isfinite(v) else str(v))
                                      for k2, v in row.items()} for row in r.table("rows")]}
                           for r in results],
+            "one_run": one_run.as_dict() if one_run is not None else None,
         }
         with open(os.path.join(args.out, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2, default=str)

@@ -42,3 +42,25 @@ def test_audit_command_rejects_bad_input():
         _run(["no_such_policy"])
     with pytest.raises(ValueError, match="NAME=VALUE"):
         _run(["gaussian_ts", "--param", "b"])
+
+
+def test_audit_command_exact_and_one_run(tmp_path, capsys):
+    """--exact adds the known answer to the actions audit (2-arm Gaussian TS), --one-run a canary
+    audit; both land in the tables, the summary and the family-wise verdict."""
+    rc = _run(["gaussian_ts", "--param", "b=2", "--param", "c=4", "--tier", "smoke", "--seed", "2",
+               "--exact", "--one-run", "40", "--one-run-runs", "4", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "## One-run audit (trace)" in out and "bounds ladder (audit <= exact <= claim)" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["one_run"]["verdict"] in ("CONSISTENT", "INCONCLUSIVE")
+    assert summary["one_run"]["m"] == 40 and summary["one_run"]["runs"] == 4
+    actions = next(b for b in summary["black_box"] if b["observation"] == "actions")
+    assert any(isinstance(row.get("exact"), float) for row in actions["rows"])
+    with pytest.raises(ValueError, match="--one-run"):
+        _run(["gaussian_ts", "--tier", "smoke", "--one-run", "-1"])
+
+
+def test_audit_command_one_run_flags_a_schedule_bug(monkeypatch, capsys):
+    monkeypatch.setitem(REGISTRY, "undercounting_ts", UnderCountingGaussianTS)
+    rc = _run(["undercounting_ts", "--param", "b=2", "--tier", "smoke", "--one-run", "40", "--one-run-runs", "20"])
+    assert rc == 1 and "VERDICT: VIOLATION" in capsys.readouterr().out
