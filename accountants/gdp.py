@@ -17,6 +17,9 @@ from accountants.base import Accountant
 from accountants.events import LeafEvent
 
 
+_SHARED_MU: dict[LeafEvent, float | None] = {}
+
+
 class GDPAccountant(Accountant):
     """Running sum of mu_i^2; O(1) per event."""
 
@@ -24,16 +27,17 @@ class GDPAccountant(Accountant):
 
     def __init__(self) -> None:
         self._sum = CompensatedSum()
-        self._mu_cache: dict[LeafEvent, float | None] = {}
 
-    def _leaf_mu(self, leaf: LeafEvent) -> float | None:
-        # memoised: the pure-DP conversion costs a scipy call, and the same leaf recurs
+    @staticmethod
+    def _leaf_mu(leaf: LeafEvent) -> float | None:
+        # memoised across accountants: the pure-DP conversion costs a scipy call, and a live
+        # certificate composes the same leaves at every checkpoint, each time in a new accountant
         try:
-            return self._mu_cache[leaf]
+            return _SHARED_MU[leaf]
         except KeyError:
-            if len(self._mu_cache) >= 4096:
-                self._mu_cache.clear()
-            mu = self._mu_cache[leaf] = leaf.gdp_mu()
+            if len(_SHARED_MU) >= 65536:
+                _SHARED_MU.clear()
+            mu = _SHARED_MU[leaf] = leaf.gdp_mu()
             return mu
 
     def _supports_leaf(self, leaf: LeafEvent) -> bool:

@@ -26,7 +26,10 @@ from accountants.events import GDP, Gaussian, Laplace, LeafEvent
 
 _ROUND_UP = 1e-13  # relative margin on curves and results for floating-point rounding
 _MAX_REFINE_GROUPS = 5000  # beyond this many distinct leaves only the grid optimum is used
-_CACHE_SIZE = 4096
+_CACHE_SIZE = 8192
+# Leaf curves shared by every RDPAccountant of the process, keyed by (leaf, orders): a live
+# certificate composes the same leaves at every checkpoint, each time in a new accountant.
+_SHARED_CURVES: dict[tuple[LeafEvent, bytes], np.ndarray | None] = {}
 
 
 class RDPAccountant(Accountant):
@@ -42,20 +45,22 @@ class RDPAccountant(Accountant):
         self._sum = np.zeros_like(self.orders)
         self._comp = np.zeros_like(self.orders)  # Neumaier compensation
         self.groups: dict[LeafEvent, int] = {}
-        self._curve_cache: dict[LeafEvent, np.ndarray | None] = {}
+        self._orders_key = self.orders.tobytes()
 
     # --- composition ----------------------------------------------------------------------------
     def _leaf_curve(self, leaf: LeafEvent) -> np.ndarray | None:
+        key = (leaf, self._orders_key)
         try:
-            return self._curve_cache[leaf]
+            return _SHARED_CURVES[key]
         except KeyError:
             pass
         curve = leaf.rdp(self.orders)
         if curve is not None:
-            curve = np.asarray(curve, dtype=float)
-        if len(self._curve_cache) >= _CACHE_SIZE:
-            self._curve_cache.clear()
-        self._curve_cache[leaf] = curve
+            curve = np.array(curve, dtype=float)
+            curve.setflags(write=False)  # shared: nobody may change it in place
+        if len(_SHARED_CURVES) >= _CACHE_SIZE:
+            _SHARED_CURVES.clear()
+        _SHARED_CURVES[key] = curve
         return curve
 
     def _supports_leaf(self, leaf: LeafEvent) -> bool:
