@@ -84,6 +84,8 @@ class StreamMechanism:
         self.sampler = NoiseSampler(rng, exact=exact)
         self.name = check_name(name)
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        # np.nonzero of an all-True mask, copied per insert (cheaper than recomputing it)
+        self._all_rows, self._all_cols = np.nonzero(np.ones((self.replicates, self.streams), dtype=bool))
 
     @property
     def exact(self) -> bool:
@@ -97,6 +99,14 @@ class StreamMechanism:
 
     def _prepare(self, values, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validate an insert; return (quantized values of the selected entries, rows, cols)."""
+        v, _, rr, kk = self._select(values, mask)
+        return v, rr, kk
+
+    def _select(self, values, mask) -> tuple[np.ndarray, np.ndarray | slice, np.ndarray, np.ndarray]:
+        """Validate an insert; return (quantized values of the selected entries, their flat index into
+        the (R*K,) views of the state arrays -- a full slice when every stream is selected --, rows,
+        cols). Entries come in row-major order, as ``np.nonzero`` gives them. ``rows`` and ``cols`` are
+        fresh arrays: the ledger stages them uncopied."""
         shape = (self.replicates, self.streams)
         values = np.asarray(values, dtype=float)
         mask = np.asarray(mask)
@@ -104,11 +114,71 @@ class StreamMechanism:
             raise ValueError(f"values must have shape (replicates, streams) = {shape}, got {values.shape}")
         if mask.shape != shape or mask.dtype != bool:
             raise ValueError(f"mask must be a bool array of shape {shape}, got {mask.dtype} {mask.shape}")
-        rr, kk = np.nonzero(mask)
-        v = values[rr, kk]
-        if v.size and (np.any(np.isnan(v)) or v.min() < 0.0 or v.max() > 1.0):
+        flat_values = values.reshape(-1)
+        if np.count_nonzero(mask) == mask.size:  # every stream: slices instead of fancy indexing
+            f = slice(None)
+            rr, kk = self._all_rows.copy(), self._all_cols.copy()
+            v = flat_values
+        else:
+            rr, kk = np.nonzero(mask)
+            f = rr * self.streams + kk
+            v = flat_values[f]
+        # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
+        if v.size and not (v.min() >= 0.0 and v.max() <= 1.0):
             raise ValueError("values must lie in [0, 1] where mask is True (clip rewards before inserting)")
-        return self.sampler.quantize(v), rr, kk
+        return self.sampler.quantize(v), f, rr, kk
+
+
+def flat(a: np.ndarray) -> np.ndarray:
+    """A 1-D view of the C-contiguous state array ``a``: writes through it update ``a`` (raises
+    rather than silently copying if ``a`` is not contiguous)."""
+    out = a.view()
+    out.shape = (a.size,)
+    return out
+
+
+def subset(f: np.ndarray | slice, sel: np.ndarray) -> np.ndarray:
+    """The flat index of the entries ``sel`` (a bool array over the selected entries) of ``f``."""
+    return np.flatnonzero(sel) if isinstance(f, slice) else f[sel]
+
+
+def exact_log2(p: np.ndarray) -> np.ndarray:
+    """log2 of int64 powers of two, exact (integer popcount of p - 1, no float log)."""
+    return np.bitwise_count(p - 1).astype(np.int64)
+
+
+def floor_log2(x: np.ndarray) -> np.ndarray:
+    """floor(log2 x) of positive int64 counts, exact: frexp's exponent, corrected where the float
+    conversion rounded x up to the next power of two (x > 2**53)."""
+    k = np.frexp(x.astype(float))[1].astype(np.int64) - 1
+    k -= np.left_shift(1, k) > x
+    return k
+
+
+_SEQUENTIAL_MAX = 7
+"""numpy sums a row of at most 7 float64 elements strictly left to right (pairwise beyond)."""
+
+
+def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, top: int) -> np.ndarray:
+    """Per row r, the sum of ``nodes[r, :level[r]]``, bit-identical to the reference expression
+    ``np.where(lower, nodes[:, :top], 0.0).sum(axis=1)`` with ``lower[r, j] = j < level[r]`` and
+    ``top = level.max() + 1`` (``lower`` None: every level equals top - 1).
+
+    numpy reduces a row of fewer than 8 float64 elements as ((0.0 + a0) + a1) + ...: here the same
+    additions run column by column, far cheaper than a per-row reduction on ~100 short rows. A
+    masked term adds +0.0, which is the identity because the running sum (started at 0.0 + a0) is
+    never -0.0. From 8 columns on numpy sums pairwise: the reference expression itself is used.
+    (tests/privbandit/mechanisms/test_bit_identical.py checks the equality.)"""
+    if top > _SEQUENTIAL_MAX:
+        if lower is None:
+            lower = np.arange(top) < level[:, None]
+        return np.where(lower, nodes[:, :top], 0.0).sum(axis=1)
+    used = top - 1  # column top - 1 is masked in every row
+    cols = nodes[:, :used] if lower is None else np.where(lower[:, :used], nodes[:, :used], 0.0)
+    total = cols[:, 0] + 0.0
+    for j in range(1, used):
+        total += cols[:, j]
+    return total
 
 
 class BinaryCore:
@@ -140,48 +210,73 @@ class BinaryCore:
         self.levels = new_levels
 
     def reset(self, rr: np.ndarray, kk: np.ndarray) -> None:
-        self.exact_nodes[rr, kk] = 0.0
-        self.noisy_nodes[rr, kk] = 0.0
-        self.total[rr, kk] = 0.0
-        self.tau[rr, kk] = 0
+        self.reset_flat(rr * self.tau.shape[1] + kk)
+
+    def reset_flat(self, f: np.ndarray | slice) -> None:
+        """Empty the streams at flat index ``f`` (a new block starts)."""
+        n_rows = self.tau.size
+        self.exact_nodes.reshape(n_rows, self.levels)[f] = 0.0
+        self.noisy_nodes.reshape(n_rows, self.levels)[f] = 0.0
+        flat(self.total)[f] = 0.0
+        flat(self.tau)[f] = 0
 
     def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
         """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by
         ``offset`` (the stream position of the block's first item). Returns the new outputs."""
-        if rr.size == 0:
-            return np.zeros(0)
-        n_rows = self.tau.size
         # One flat row index (or a plain slice when every stream is inserted): much cheaper than
         # two-array fancy indexing on (R, K, levels).
-        f = slice(None) if rr.size == n_rows else rr * self.tau.shape[1] + kk
-        tau_v, total_v = self.tau.reshape(-1), self.total.reshape(-1)
-        ex_v = self.exact_nodes.reshape(n_rows, self.levels)
-        nz_v = self.noisy_nodes.reshape(n_rows, self.levels)
-        tau = tau_v[f] + 1
+        f = slice(None) if rr.size == self.tau.size else rr * self.tau.shape[1] + kk
+        return self.insert_flat(mech, f, rr, kk, v, scale, offset, mechanism)
+
+    def insert_flat(self, mech: StreamMechanism, f, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
+        """:meth:`insert` with the flat index ``f`` of (rr, kk) (a full slice: every stream, in order).
+
+        ``scale`` and ``offset`` are scalars or arrays over the inserted streams, built by the
+        calling mechanism (not re-validated)."""
+        if rr.size == 0:
+            return np.zeros(0)
+        tau = flat(self.tau)[f] + 1
         low = tau & -tau
-        level = np.log2(low.astype(float)).astype(np.int64)  # exact: low is a power of two
+        level = exact_log2(low)
         top = int(level.max()) + 1
         if top > self.levels:
             self._grow(top)
-            ex_v = self.exact_nodes.reshape(n_rows, self.levels)
-            nz_v = self.noisy_nodes.reshape(n_rows, self.levels)
+        # every completed node at the same level (lock-stepped streams): slices, no per-row masks
+        uniform = int(level.min()) == top - 1
+        n_rows = self.tau.size
+        ex_all = self.exact_nodes.reshape(n_rows, self.levels)
+        nz_all = self.noisy_nodes.reshape(n_rows, self.levels)
+        gathered = not isinstance(f, slice)
+        # rows of the inserted streams: views of the state, or copies written back at the end
+        ex = ex_all.take(f, axis=0) if gathered else ex_all
+        nz = nz_all.take(f, axis=0) if gathered else nz_all
         if top == 1:  # every completed node is a leaf: nothing to merge
             new, dropped = v, 0.0
         else:
-            lower = np.arange(top)[None, :] < level[:, None]
-            ex = ex_v[f, :top]
-            nz = nz_v[f, :top]
-            new = np.where(lower, ex, 0.0).sum(axis=1) + v
-            dropped = np.where(lower, nz, 0.0).sum(axis=1)
-            ex_v[f, :top] = np.where(lower, 0.0, ex)
-            nz_v[f, :top] = np.where(lower, 0.0, nz)
-        noisy = mech.sampler.laplace_release(new, scale, on_grid=True)
-        rows = np.arange(n_rows) if isinstance(f, slice) else f
-        ex_v[rows, level] = new
-        nz_v[rows, level] = noisy
+            lower = None if uniform else np.arange(top) < level[:, None]
+            new = lower_sums(ex, level, lower, top) + v
+            dropped = lower_sums(nz, level, lower, top)
+            if uniform:  # the merged lower nodes are discarded
+                ex[:, : top - 1] = 0.0
+                nz[:, : top - 1] = 0.0
+            else:
+                ex[:, :top][lower] = 0.0
+                nz[:, :top][lower] = 0.0
+        noisy = mech.sampler._sum_release(new, scale)
+        if uniform:
+            ex[:, top - 1] = new
+            nz[:, top - 1] = noisy
+        else:
+            rows = np.arange(rr.size)
+            ex[rows, level] = new
+            nz[rows, level] = noisy
+        if gathered:
+            ex_all[f] = ex
+            nz_all[f] = nz
+        total_v = flat(self.total)
         out = total_v[f] + (noisy - dropped)
         total_v[f] = out
-        tau_v[f] = tau
+        flat(self.tau)[f] = tau
         lo = offset + tau - low
         mech._record(rr, kk, lo, offset + tau, scale, mechanism, lo * 64 + level)
         return out

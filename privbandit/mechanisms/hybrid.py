@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, Laplace, PureDP
-from privbandit.mechanisms._base import MAX_LEVELS, BinaryCore, StreamMechanism, popcount, positive, probability, whole
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, floor_log2, popcount,
+                                        positive, probability, subset, whole)
 
 
 def two_part_schedule(log_leaf: Laplace, blocks: list[tuple[Laplace, int, bool]]) -> Event:
@@ -71,29 +72,42 @@ class HybridMechanism(StreamMechanism):
 
     def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
         """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, rr, kk = self._prepare(values, mask)
-        self.count[rr, kk] += 1
-        t = self.count[rr, kk]
+        v, f, rr, kk = self._select(values, mask)
+        count = flat(self.count)
+        t = count[f] + 1
+        count[f] = t
         pow2 = (t & (t - 1)) == 0
-        # logarithmic release at powers of two
-        lr, lk, lt, lv = rr[pow2], kk[pow2], t[pow2], v[pow2]
-        if lr.size:
-            self._log_sum[lr, lk] += self.sampler.laplace_release(self._pending[lr, lk] + lv, self.log_scale,
-                                                                  on_grid=True)
-            self._record(lr, lk, lt // 2, lt, self.log_scale, self.name + "/log",
-                         np.log2(lt.astype(float)).astype(np.int64))
-            self._pending[lr, lk] = 0.0
-            self._core.reset(lr, lk)
-            self.noisy_sum[lr, lk] = self._log_sum[lr, lk]
-        # binary part inside a block
-        br, bk, bt, bv = rr[~pow2], kk[~pow2], t[~pow2], v[~pow2]
-        if br.size:
-            self._pending[br, bk] += bv
-            k = np.floor(np.log2(bt.astype(float))).astype(np.int64)
-            k -= (np.left_shift(1, k) > bt)  # guard the float log at huge counts
-            block_start = np.left_shift(1, k)
-            out = self._core.insert(self, br, bk, bv, self.block_scale(k), block_start, self.name + "/binary")
-            self.noisy_sum[br, bk] = self._log_sum[br, bk] + out
+        n_log = np.count_nonzero(pow2)
+        # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
+        if n_log == t.size:
+            self._log_release(f, rr, kk, t, v)
+        elif n_log == 0:
+            self._binary_insert(f, rr, kk, t, v)
+        else:
+            bin_ = ~pow2
+            self._log_release(subset(f, pow2), rr[pow2], kk[pow2], t[pow2], v[pow2])
+            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], t[bin_], v[bin_])
+
+    def _log_release(self, f, rr, kk, t, v) -> None:
+        """Logarithmic release at count t = 2^k (flat index ``f``); block k's binary mechanism restarts."""
+        pending, log_sum = flat(self._pending), flat(self._log_sum)
+        log_sum[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
+        self._record(rr, kk, t // 2, t, self.log_scale, self.name + "/log", exact_log2(t))
+        pending[f] = 0.0
+        self._core.reset_flat(f)
+        flat(self.noisy_sum)[f] = log_sum[f]
+
+    def _binary_insert(self, f, rr, kk, t, v) -> None:
+        """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""
+        flat(self._pending)[f] += v
+        k = floor_log2(t)
+        k_min, k_max = int(k.min()), int(k.max())
+        if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
+            scale, block_start = float(self.block_scale(k_min)), 1 << k_min
+        else:
+            scale, block_start = self.block_scale(k), np.left_shift(1, k)
+        out = self._core.insert_flat(self, f, rr, kk, v, scale, block_start, self.name + "/binary")
+        flat(self.noisy_sum)[f] = flat(self._log_sum)[f] + out
 
     def _leaf(self, scale: float) -> Laplace:
         return Laplace(float(self.sampler.effective_scale(scale)),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from accountants.events import Event
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
+from privbandit.mechanisms._base import (StreamMechanism, exact_log2, flat, positive, probability, single_release_schedule,
+                                        subset, whole)
 from privbandit.mechanisms.sampling import laplace_sum_bound
 
 
@@ -38,20 +39,24 @@ class LogarithmicMechanism(StreamMechanism):
 
     def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
         """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, rr, kk = self._prepare(values, mask)
-        self._pending[rr, kk] += v
-        self.count[rr, kk] += 1
-        c = self.count[rr, kk]
+        v, f, rr, kk = self._select(values, mask)
+        pending, count = flat(self._pending), flat(self.count)
+        pending[f] += v
+        c = count[f] + 1
+        count[f] = c
         hit = (c & (c - 1)) == 0
-        rr, kk, c = rr[hit], kk[hit], c[hit]
-        if rr.size == 0:
+        n_hit = np.count_nonzero(hit)
+        if n_hit == 0:
             return
-        increment = self.sampler.laplace_release(self._pending[rr, kk], self.scale, on_grid=True)
-        self.noisy_sum[rr, kk] += increment
-        self._record(rr, kk, self.released_count[rr, kk], c, self.scale, self.name,
-                     np.log2(c.astype(float)).astype(np.int64))
-        self.released_count[rr, kk] = c
-        self._pending[rr, kk] = 0.0
+        if n_hit < c.size:
+            f, rr, kk, c = subset(f, hit), rr[hit], kk[hit], c[hit]
+        released = flat(self.released_count)
+        increment = self.sampler._sum_release(pending[f], self.scale)
+        flat(self.noisy_sum)[f] += increment
+        # a copy: the ledger stages it uncopied and ``released`` is overwritten just below
+        self._record(rr, kk, released[f].copy(), c, self.scale, self.name, exact_log2(c))
+        released[f] = c
+        pending[f] = 0.0
 
     def privacy_schedule(self, n: int) -> Event:
         """One Lap(1/eps) for any record once a release covers it (n >= 1); nothing at n = 0."""

@@ -267,6 +267,22 @@ class NoiseSampler:
             return statistic + self.laplace(scale, size=statistic.shape)
         return statistic + self.laplace(scale)
 
+    def _sum_release(self, statistic: np.ndarray, scale) -> np.ndarray:
+        """``laplace_release(statistic, scale, on_grid=True)`` for the counting mechanisms' internal
+        path: ``statistic`` is a float array they built (on the grid in exact mode, as their inputs are
+        quantized) and ``scale`` a positive float, or a float array of its shape, derived from
+        validated parameters, so there is nothing to re-validate. Float mode draws the same values in
+        the same order with the same arithmetic; exact mode takes the public path unchanged."""
+        if self.exact:
+            return self.laplace_release(statistic, scale, on_grid=True)
+        if np.ndim(scale) == 0:
+            noise = self.rng.laplace(0.0, float(scale), statistic.shape)
+        else:
+            noise = self.rng.laplace(0.0, scale)
+        if self._noise_scale_factor != 1.0:  # x * 1.0 == x bit for bit: skip the multiplication
+            noise = noise * self._noise_scale_factor
+        return statistic + noise
+
     def gaussian_release(self, statistic, sigma, *, on_grid: bool = False) -> np.ndarray:
         """``statistic`` + Gaussian noise; in exact mode the statistic is first rounded to the grid."""
         statistic = np.asarray(statistic, dtype=float)

@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, Laplace
-from privbandit.mechanisms._base import MAX_LEVELS, BinaryCore, StreamMechanism, popcount, positive, probability, whole
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount, positive,
+                                        probability, subset, whole)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -53,27 +54,45 @@ class SplitMechanism(StreamMechanism):
 
     def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
         """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, rr, kk = self._prepare(values, mask)
-        self.count[rr, kk] += 1
-        o = self.count[rr, kk]
+        v, f, rr, kk = self._select(values, mask)
+        count = flat(self.count)
+        o = count[f] + 1
+        count[f] = o
         flush = ((o + 1) & o) == 0  # o == 2^j - 1
-        fr, fk, fo, fv = rr[flush], kk[flush], o[flush], v[flush]
-        if fr.size:
-            self.c[fr, fk] += self.sampler.laplace_release(self._pending[fr, fk] + fv, self.log_scale, on_grid=True)
-            self._record(fr, fk, (fo + 1) // 2 - 1, fo, self.log_scale, self.name + "/log",
-                         np.log2((fo + 1).astype(float)).astype(np.int64))
-            self._pending[fr, fk] = 0.0
-            self._core.reset(fr, fk)
-            # r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ...
-            self.r[fr, fk] = np.log2((fo + 1).astype(float)).astype(np.int64) - 1
-            self.noisy_sum[fr, fk] = self.c[fr, fk]
-        br, bk, bv = rr[~flush], kk[~flush], v[~flush]
-        if br.size:
-            self._pending[br, bk] += bv
-            r = self.r[br, bk]
-            m = np.left_shift(1, r + 1) - 1
-            out = self._core.insert(self, br, bk, bv, self.block_scale(r), m, self.name + "/binary")
-            self.noisy_sum[br, bk] = self.c[br, bk] + out
+        n_flush = np.count_nonzero(flush)
+        # Lock-stepped streams all flush or none does: skip the empty part's masking.
+        if n_flush == o.size:
+            self._flush(f, rr, kk, o, v)
+        elif n_flush == 0:
+            self._binary_insert(f, rr, kk, v)
+        else:
+            bin_ = ~flush
+            self._flush(subset(f, flush), rr[flush], kk[flush], o[flush], v[flush])
+            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], v[bin_])
+
+    def _flush(self, f, rr, kk, o, v) -> None:
+        """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts."""
+        pending, c = flat(self._pending), flat(self.c)
+        c[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
+        j = exact_log2(o + 1)
+        self._record(rr, kk, (o + 1) // 2 - 1, o, self.log_scale, self.name + "/log", j)
+        pending[f] = 0.0
+        self._core.reset_flat(f)
+        # r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ...
+        flat(self.r)[f] = j - 1
+        flat(self.noisy_sum)[f] = c[f]
+
+    def _binary_insert(self, f, rr, kk, v) -> None:
+        """An item after the first m = 2^(r+1) - 1: feed block r's binary mechanism."""
+        flat(self._pending)[f] += v
+        r = flat(self.r)[f]
+        r_min, r_max = int(r.min()), int(r.max())
+        if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
+            scale, m = float(self.block_scale(r_min)), (1 << (r_min + 1)) - 1
+        else:
+            scale, m = self.block_scale(r), np.left_shift(1, r + 1) - 1
+        out = self._core.insert_flat(self, f, rr, kk, v, scale, m, self.name + "/binary")
+        flat(self.noisy_sum)[f] = flat(self.c)[f] + out
 
     def _leaf(self, scale: float) -> Laplace:
         return Laplace(float(self.sampler.effective_scale(scale)),

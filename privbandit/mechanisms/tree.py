@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, Laplace
-from privbandit.mechanisms._base import BinaryCore, StreamMechanism, popcount, positive, probability, whole
+from privbandit.mechanisms._base import BinaryCore, StreamMechanism, flat, popcount, positive, probability, whole
 from privbandit.mechanisms.sampling import laplace_sum_bound
 
 
@@ -44,12 +44,13 @@ class TreeMechanism(StreamMechanism):
 
     def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
         """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, rr, kk = self._prepare(values, mask)
-        if rr.size and int(self.count[rr, kk].max()) >= self.horizon:
+        v, f, rr, kk = self._select(values, mask)
+        count = flat(self.count)
+        if rr.size and int(count[f].max()) >= self.horizon:
             raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
                              f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        self.noisy_sum[rr, kk] = self._core.insert(self, rr, kk, v, self.scale, 0, self.name)
-        self.count[rr, kk] += 1
+        flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
+        count[f] += 1
 
     def _leaf(self) -> Laplace:
         return Laplace(float(self.sampler.effective_scale(self.scale)),
