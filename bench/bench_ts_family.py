@@ -171,10 +171,12 @@ def main(argv=None):
           "| engine+ledger / loop | RNG per-round / engine+ledger |")
     print("|---|---|---|---|---|---|---|")
     for name, make in POLICIES.items():
-        with_ledger = simulate(make(), env, T, R, seed=0, checkpoints=[T], realized_points=1,
-                               ledger_replicates=None)  # every replicate tracked per record
-        no_ledger = simulate(make(), env, T, R, seed=0, checkpoints=[T], ledger=False)
-        v1, v0 = T * R / with_ledger.seconds, T * R / no_ledger.seconds
+        v1 = v0 = 0.0
+        for _ in range(2):  # best of two interleaved runs each (the first also pays one-time imports)
+            with_ledger = simulate(make(), env, T, R, seed=0, checkpoints=[T], realized_points=1,
+                                   ledger_replicates=None)  # every replicate tracked per record
+            no_ledger = simulate(make(), env, T, R, seed=0, checkpoints=[T], ledger=False)
+            v1, v0 = max(v1, T * R / with_ledger.seconds), max(v0, T * R / no_ledger.seconds)
         per_round, bulk = rng_limit(name, T, R)
         loop = loop_pulls_per_second(name, T)
         print(f"| {name} | {v1:,.0f} | {v0:,.0f} | {per_round:,.0f} / {bulk:,.0f} | {loop:,.0f} | "
