@@ -267,8 +267,10 @@ class Ledger:
                                      node=column(nd, np.int64)))
 
         entry = (kind, rep, st, lo_, hi_, p, s)
-        if not fresh:  # the caller may reuse its arrays: copy now, fold in at the next drain
-            entry = tuple(np.array(x) if isinstance(x, np.ndarray) and x.ndim else x for x in entry)
+        # The caller may reuse its arrays: copy now, fold in at the next drain. "Fresh" arrays are
+        # staged as they are, except views (a slice of some state array would change under us).
+        entry = tuple(np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.flags.owndata)
+                      else x for x in entry)
         self._sparse.append(entry)
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
@@ -433,8 +435,9 @@ class Ledger:
         """Fast path for this package's mechanisms: ``rep``, ``st`` int arrays; ``lo``, ``hi``,
         ``scale`` (sigma with ``gaussian=True``), ``sensitivity`` and ``node`` arrays of that length
         or scalars; validity guaranteed by construction. The arrays must be fresh (the mechanisms
-        build them per call by arithmetic or fancy indexing): they are staged uncopied until the
-        next drain. Nothing is broadcast per call: scalars stay scalars until the drain."""
+        build them per call by arithmetic or fancy indexing): arrays owning their data are staged
+        uncopied until the next drain (views are copied, as a guard). Nothing is broadcast per
+        call: scalars stay scalars until the drain."""
         self._store(_KIND_GAUSSIAN if gaussian else _KIND_LAPLACE, rep, st, lo, hi, scale, sensitivity,
                     mechanism, -1 if node is None else node, fresh=True)
 

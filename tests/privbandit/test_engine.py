@@ -6,6 +6,7 @@ from scipy import stats
 
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli, RewardTable
+from privbandit.policies import GaussianTS, LazyDPTS
 from privbandit.policies.thompson import BetaTS
 from privbandit.policies.ucb import KLUCB, UCB1
 from privbandit.testing import reference
@@ -117,3 +118,21 @@ def test_cheap_ledger_invariant_is_checked_in_its_own_currency():
     # and the check has teeth: a certificate half as large is violated
     r.certified_closed_form = r.certified_closed_form / 2
     assert not r.realized_within_certificate()
+
+
+@pytest.mark.parametrize("make", [lambda: GaussianTS(b=2, c=4.0), lambda: LazyDPTS(epsilon=1.0)],
+                         ids=["gaussian_ts", "lazy_dp_ts"])
+def test_closed_form_certificate_matches_a_direct_computation(make):
+    """The engine reuses the full certificate as the closed-form one when pure/KOV/GDP won every
+    queried checkpoint (Gaussian TS), and recomputes it otherwise: both equal the schedule composed
+    by the closed-form accountants alone at the queried checkpoints, NaN elsewhere."""
+    from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+
+    policy = make()
+    r = simulate(policy, Bernoulli([0.7, 0.4]), 400, 4, seed=3, realized_points=4)
+    queried = ~np.isnan(r.realized_epsilon[:, 0])
+    assert queried.sum() == 4 and np.all(np.isnan(r.certified_closed_form[~queried]))
+    direct, _ = policy.privacy_schedule(400, 2).live_certificates(r.checkpoints[queried], r.delta,
+                                                                    CLOSED_FORM_ACCOUNTANTS)
+    np.testing.assert_allclose(r.certified_closed_form[queried], direct, rtol=1e-12)
+    assert r.realized_within_certificate()

@@ -294,9 +294,23 @@ def test_laplace_prefix_recorder_equals_the_dense_path_and_rejects_bad_parameter
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
     np.testing.assert_allclose(fast.realized_epsilon(1e-6), dense.realized_epsilon(1e-6), rtol=1e-12)
 
-    bad = Ledger(R, K).prefix_recorder(lambda k: (0.0 * k, 1.0 + 0.0 * k), "bad")
+    bad_ledger = Ledger(R, K)
+    bad = bad_ledger.prefix_recorder(lambda k: (0.0 * k, 1.0 + 0.0 * k), "bad")  # scale 0: invalid
     bad(np.ones((R, K)))
     with pytest.raises(ValueError, match="parameters"):
-        bad.__self__.ledger.realized_mu()
+        bad_ledger.realized_mu()
     with pytest.raises(ValueError, match="parameters must be callable"):
         Ledger(R, K).prefix_recorder(3.0, "bad")
+
+
+def test_mechanism_fast_path_copies_views_of_state():
+    """_record_from_mechanism stages fresh arrays uncopied; a view of state the caller then
+    overwrites must still be recorded with the values it had at the call."""
+    led = Ledger(1, 2)
+    state = np.array([3, 5], dtype=np.int64)
+    led._record_from_mechanism(np.array([0, 0]), np.array([0, 1]), 0, state[:], 1.0, 1.0, "m", None)
+    state[:] = 0  # the mechanism moves on before the drain
+    from privbandit.ledger import _S_EPS
+    (eps,) = led._totals(_S_EPS)
+    np.testing.assert_allclose(eps[0, 0, :5], [1, 1, 1, 0, 0])
+    np.testing.assert_allclose(eps[0, 1, :5], [1, 1, 1, 1, 1])
