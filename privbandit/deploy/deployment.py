@@ -125,14 +125,17 @@ class Deployment:
     @classmethod
     def create(cls, path: str | os.PathLike, policy: str, *, n_arms: int, budget: float, delta: float,
                params: dict | None = None, horizon: int | None = None, seed: int | None = None,
-               on_exhausted: str = "exploit", strict_rewards: bool = False) -> "Deployment":
+               on_exhausted: str = "exploit", strict_rewards: bool = False,
+               synchronous: str = "full") -> "Deployment":
         """Initialise a new store at ``path`` (which must not exist).
 
         ``policy`` is a registered private policy name (``privbandit.policies.REGISTRY``) configured
         by ``params``; ``budget`` is the epsilon at ``delta`` the deployment may spend;
         ``horizon`` the rounds the policy is started for (None: the longest horizon the budget
         affords, up to ``odometer.ANYTIME_MAX_HORIZON``); ``seed`` any whole number (None: fresh
-        entropy, recorded in the store); ``on_exhausted`` "exploit" or "stop".
+        entropy, recorded in the store); ``on_exhausted`` "exploit" or "stop"; ``synchronous``
+        "full" (fsync per call: durable through a power cut) or "normal" (durable through a killed
+        process only; see ``store.SYNCHRONOUS``).
         """
         from privbandit.ledger import Ledger
         from privbandit.policies import make_policy
@@ -155,6 +158,8 @@ class Deployment:
         seed = _whole("seed", seed, 0)
         if on_exhausted not in ON_EXHAUSTED:
             raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {on_exhausted!r}")
+        if synchronous not in _store.SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {synchronous!r}")
         if not isinstance(strict_rewards, bool):
             raise ValueError(f"strict_rewards must be True or False, got {strict_rewards!r}")
 
@@ -171,12 +176,12 @@ class Deployment:
         config = {
             "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
             "budget_epsilon": float(budget), "delta": float(delta), "seed": seed, "on_exhausted": on_exhausted,
-            "strict_rewards": strict_rewards, "stop_round": p.stop_round,
+            "strict_rewards": strict_rewards, "synchronous": synchronous, "stop_round": p.stop_round,
             "certified_at_stop": float(at_stop.value), "accountant_at_stop": at_stop.by,
             "next_round_epsilon": finite(odo.epsilon(p.stop_round + 1)) if p.stop_round < p.horizon else None,
             "created": time.time(),
         }
-        conn = _store.connect(path, create=True)
+        conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
             _store.initialise(conn, config, blob, digest)
         except BaseException:
@@ -194,7 +199,7 @@ class Deployment:
         conn = _store.connect(path, create=False)
         try:
             config = _store.check(conn, path)
-            _store.configure(conn, path)
+            _store.configure(conn, path, config.get("synchronous", "full"))
             dep = cls(path, conn, config)
             with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
                 dep._state()

@@ -12,8 +12,9 @@ left off (docs/deploy.md):
 
 Every public call of a deployment is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock
 before reading the state, so two processes never both advance the same snapshot (no lost update),
-and a process killed before ``COMMIT`` leaves the previous snapshot untouched (WAL journal, and
-``synchronous=FULL`` so that an acknowledged call survives a power cut too, not only a SIGKILL).
+and a process killed before ``COMMIT`` leaves the previous snapshot untouched (WAL journal; with the
+default ``synchronous=full`` an acknowledged call survives a power cut too, not only a SIGKILL --
+see :data:`SYNCHRONOUS`).
 
 The file is marked with ``PRAGMA application_id`` and versioned with ``PRAGMA user_version``; a file
 that is not SQLite, another application's database, a newer schema or a snapshot whose digest does
@@ -109,7 +110,13 @@ def load_state(blob: bytes, digest: str, path: str):
         raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
 
 
-def connect(path: str, *, create: bool) -> sqlite3.Connection:
+SYNCHRONOUS = ("full", "normal")
+"""``full``: fsync at every commit -- an acknowledged call survives a power cut or OS crash as well
+as a killed process. ``normal`` (WAL): no fsync at commit -- an acknowledged call survives a killed
+process (SIGKILL), but the last ones may be lost if the machine itself goes down."""
+
+
+def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
     an existing file by :func:`configure` after :func:`check`."""
     path = os.fspath(path)
@@ -125,11 +132,11 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open ({exc})") from None
     if create:
-        configure(conn, path)
+        configure(conn, path, synchronous)
     return conn
 
 
-def configure(conn: sqlite3.Connection, path: str) -> None:
+def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") -> None:
     """WAL journal, FULL sync, busy timeout. Called on a new store, or on an existing file only
     after :func:`check` accepted it (a foreign SQLite file is never switched to WAL)."""
     try:
@@ -137,7 +144,9 @@ def configure(conn: sqlite3.Connection, path: str) -> None:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":
             raise StoreError(f"{path}: cannot switch the journal to WAL (got {mode})")
-        conn.execute("PRAGMA synchronous = FULL")
+        if synchronous not in SYNCHRONOUS:
+            raise StoreError(f"{path}: synchronous must be one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
 
