@@ -29,9 +29,9 @@ def _updates(dep):
 @pytest.mark.parametrize("policy", sorted(PRIVATE_POLICIES))
 def test_interrupted_equals_uninterrupted(tmp_path, policy):
     params = PRIVATE_POLICIES[policy]
-    straight = scripted(_create(tmp_path / "a.db", policy, params), steps=120)
+    straight = scripted(_create(tmp_path / "a.db", policy, params), steps=100)
     path_b = tmp_path / "b.db"
-    interrupted = scripted(_create(path_b, policy, params), steps=120, reopen_every=7,
+    interrupted = scripted(_create(path_b, policy, params), steps=100, reopen_every=7,
                            reopen=lambda: Deployment.open(path_b))
     a, b = _log(straight), _log(interrupted)
     assert len(a) == len(b) > 40
@@ -43,19 +43,12 @@ def test_interrupted_equals_uninterrupted(tmp_path, policy):
     assert straight.status()["releases_per_arm"] == interrupted.status()["releases_per_arm"]
     # (dp_se and private_ts release only after their first batches: more rounds than this test runs)
     assert sum(straight.status()["releases_per_arm"]) > 0 or policy in ("dp_se", "private_ts")
+    # the snapshot round trip is exact: reloading and storing again gives the same bytes, so nothing
+    # is lost or re-drawn by a reopen (the generator state and every noise value come back as they were)
+    blob, digest = interrupted._conn.execute("SELECT blob, digest FROM state").fetchone()
+    assert pickle.dumps(store_mod.load_state(bytes(blob), digest, "b.db"), protocol=5) == bytes(blob)
     straight.close()
     interrupted.close()
-
-
-@pytest.mark.parametrize("policy", sorted(PRIVATE_POLICIES))
-def test_snapshot_round_trip_is_exact(tmp_path, policy):
-    """Reloading a snapshot and storing it again gives the same bytes: nothing is lost or re-drawn
-    by a reopen (the generator state and every noise value come back as they were)."""
-    dep = scripted(_create(tmp_path / "s.db", policy, PRIVATE_POLICIES[policy]), steps=60)
-    blob, digest = dep._conn.execute("SELECT blob, digest FROM state").fetchone()
-    state = store_mod.load_state(bytes(blob), digest, "s.db")
-    assert pickle.dumps(state, protocol=5) == bytes(blob)
-    dep.close()
 
 
 def test_reopen_does_not_redraw_released_values(tmp_path):
@@ -68,10 +61,4 @@ def test_reopen_does_not_redraw_released_values(tmp_path):
     b = reopened._load(reopened._info())["run"].hybrid.noisy_sum
     assert (a == b).all() and a.any()
     reopened.close()
-    for _ in range(5):
-        d = live.select()
-        live.update(d.decision, 1.0)
     live.close()
-    reopened = Deployment.open(path)
-    assert [r["arm"] for r in reopened.decisions()][-10:] == [r["arm"] for r in reopened.decisions()][-10:]
-    reopened.close()
