@@ -66,10 +66,11 @@ def _init(args) -> int:
         budget=_number("--budget", float, args.budget), delta=_number("--delta", float, args.delta),
         seed=None if args.seed is None else _number("--seed", int, args.seed),
         horizon=None if args.horizon is None else _number("--horizon", int, args.horizon),
-        on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous)
+        on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous,
+        track_realized=not args.no_realized)
     with dep:
         keys = ("policy", "params", "n_arms", "horizon", "anytime", "budget_epsilon", "delta", "seed", "stop_round",
-                "certified_at_stop", "accountant_at_stop", "next_round_epsilon", "on_exhausted", "synchronous")
+                "certified_at_stop", "accountant_at_stop", "next_round_epsilon", "on_exhausted", "synchronous", "track_realized")
         _print({"store": args.store} | {k: dep.config[k] for k in keys})
     return 0
 
@@ -147,6 +148,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     init.add_argument("--synchronous", choices=["full", "normal"], default="full",
                       help="full: fsync per call, durable through a power cut (default); normal: durable "
                            "through a killed process only, faster")
+    init.add_argument("--no-realized", action="store_true",
+                      help="keep release counts only, not the ledger's per-record sums (smaller snapshots; "
+                           "status then reports no realized epsilon)")
     init.add_argument("--strict-rewards", action="store_true", help="refuse rewards outside [0, 1] instead of clipping")
     init.set_defaults(deploy_func=_init)
 

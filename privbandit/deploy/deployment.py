@@ -126,7 +126,7 @@ class Deployment:
     def create(cls, path: str | os.PathLike, policy: str, *, n_arms: int, budget: float, delta: float,
                params: dict | None = None, horizon: int | None = None, seed: int | None = None,
                on_exhausted: str = "exploit", strict_rewards: bool = False,
-               synchronous: str = "full") -> "Deployment":
+               synchronous: str = "full", track_realized: bool = True) -> "Deployment":
         """Initialise a new store at ``path`` (which must not exist).
 
         ``policy`` is a registered private policy name (``privbandit.policies.REGISTRY``) configured
@@ -135,7 +135,9 @@ class Deployment:
         affords, up to ``odometer.ANYTIME_MAX_HORIZON``); ``seed`` any whole number (None: fresh
         entropy, recorded in the store); ``on_exhausted`` "exploit" or "stop"; ``synchronous``
         "full" (fsync per call: durable through a power cut) or "normal" (durable through a killed
-        process only; see ``store.SYNCHRONOUS``).
+        process only; see ``store.SYNCHRONOUS``); ``track_realized`` keeps the ledger's per-record
+        sums for the realized spend in :meth:`status` (its snapshot share grows with the records per
+        arm; False keeps only the release counts, and ``realized_epsilon`` is then None).
         """
         from privbandit.ledger import Ledger
         from privbandit.policies import make_policy
@@ -160,6 +162,8 @@ class Deployment:
             raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {on_exhausted!r}")
         if synchronous not in _store.SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {synchronous!r}")
+        if not isinstance(track_realized, bool):
+            raise ValueError(f"track_realized must be True or False, got {track_realized!r}")
         if not isinstance(strict_rewards, bool):
             raise ValueError(f"strict_rewards must be True or False, got {strict_rewards!r}")
 
@@ -169,14 +173,15 @@ class Deployment:
             raise ValueError(f"budget {budget:g} affords no policy round: one round certifies epsilon "
                              f"{odo.epsilon(1):.6g} at delta {delta:g}")
         rng = np.random.default_rng(np.random.SeedSequence(seed))
-        ledger = Ledger(1, n_arms)
+        ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
         run = pol.start(n_arms, 1, p.horizon, rng, ledger=ledger)
         blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger})
         at_stop = odo.certificate(p.stop_round)
         config = {
             "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
             "budget_epsilon": float(budget), "delta": float(delta), "seed": seed, "on_exhausted": on_exhausted,
-            "strict_rewards": strict_rewards, "synchronous": synchronous, "stop_round": p.stop_round,
+            "strict_rewards": strict_rewards, "synchronous": synchronous,
+            "track_realized": track_realized, "stop_round": p.stop_round,
             "certified_at_stop": float(at_stop.value), "accountant_at_stop": at_stop.by,
             "next_round_epsilon": finite(odo.epsilon(p.stop_round + 1)) if p.stop_round < p.horizon else None,
             "created": time.time(),
@@ -388,8 +393,12 @@ class Deployment:
         cert = self.odometer.certificate(rounds)
         ledger = state["ledger"]
         realized = float(ledger.realized_epsilon(self.delta)[0])
-        closed = (0.0 if rounds == 0 else
-                  float(self.odometer.schedule.epsilon(rounds, self.delta, CLOSED_FORM_ACCOUNTANTS).value))
+        if not self.config.get("track_realized", True):
+            closed = math.nan  # no realized spend to compare with
+        elif rounds == 0:
+            closed = 0.0
+        else:
+            closed = float(self.odometer.schedule.epsilon(rounds, self.delta, CLOSED_FORM_ACCOUNTANTS).value)
         n_decisions = sum(counts.values())
         exhausted = rounds >= self.stop_round
         return {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import sqlite3
+import zlib
 
 import pytest
 
@@ -136,7 +137,7 @@ def test_newer_schema_is_refused(dep):
 
 def test_corrupt_snapshot_is_detected(dep):
     dep.close()
-    _tamper(dep.path, "UPDATE state SET blob = ?", b"\x80\x05garbage")
+    _tamper(dep.path, "UPDATE state SET blob = ?", b"\x78\x01garbage")
     with pytest.raises(StoreError, match="does not match its digest"):
         Deployment.open(dep.path)
 
@@ -145,7 +146,7 @@ def test_snapshot_cannot_run_code(dep, tmp_path):
     """A tampered snapshot with a matching digest still cannot build arbitrary objects."""
     dep.close()
     marker = tmp_path / "pwned"
-    blob = pickle.dumps(_Evil(str(marker)))
+    blob = zlib.compress(pickle.dumps(_Evil(str(marker))))
     _tamper(dep.path, "UPDATE state SET blob = ?, digest = ?", blob, hashlib.sha256(blob).hexdigest())
     with pytest.raises(StoreError, match="never stores"):
         Deployment.open(dep.path)
@@ -160,3 +161,14 @@ class _Evil:
         import os
 
         return os.system, (f"touch {self.path}",)
+
+
+def test_untracked_realized_spend(tmp_path):
+    with Deployment.create(tmp_path / "u.db", "dp_ucb_bound", n_arms=3, budget=5.0, delta=1e-6, horizon=100,
+                           seed=1, track_realized=False) as dep:
+        for _ in range(10):
+            d = dep.select()
+            dep.update(d.decision, 1.0)
+        status = dep.status()
+    assert status["realized_epsilon"] is None and status["certified_closed_form_epsilon"] is None
+    assert sum(status["releases_per_arm"]) > 0 and status["spent_epsilon"] > 0
