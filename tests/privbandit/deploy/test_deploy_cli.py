@@ -59,6 +59,8 @@ def test_replay(tmp_path, capsys):
     (["update", "{store}", "--decision", "1"], "required: --reward"),
     (["status", "{missing}"], "no such deployment store"),
     (["replay", "{store}", "{missing}"], "No such file"),
+    (["replay", "{store}", "{badlog}"], "log header has 2 columns, the deployment has 3 arms"),
+    (["replay", "{store}", "{nanlog}"], "log line 3, column 'c': reward must be finite"),
     (["init", "{new}", "--policy", "ucb1", "--n-arms", "3", "--budget", "1", "--delta", "1e-6"], "not private"),
     (["init", "{new}", "--policy", "dp_ts", "--n-arms", "3", "--budget", "x", "--delta", "1e-6"],
      "--budget must be a real number"),
@@ -69,7 +71,10 @@ def test_replay(tmp_path, capsys):
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     store = tmp_path / "c.db"
     _init(capsys, store)
-    names = {"store": str(store), "missing": str(tmp_path / "missing"), "new": str(tmp_path / "new.db")}
+    (tmp_path / "bad.csv").write_text("a,b\n0,1\n")
+    (tmp_path / "nan.csv").write_text("a,b,c\n0,1,0\n1,0,nan\n")
+    names = {"store": str(store), "missing": str(tmp_path / "missing"), "new": str(tmp_path / "new.db"),
+             "badlog": str(tmp_path / "bad.csv"), "nanlog": str(tmp_path / "nan.csv")}
     code, out, err = _run(capsys, "deploy", *[a.format(**names) for a in argv])
     assert code == 2 and out == ""
     assert err.startswith("privbandit: error: ") and err.count("\n") == 1 and message in err
