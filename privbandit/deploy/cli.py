@@ -13,6 +13,7 @@ import json
 import math
 import sqlite3
 import sys
+import types
 from collections.abc import Callable
 
 EXIT_BAD_INPUT, EXIT_EXHAUSTED = 2, 3
@@ -131,7 +132,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``deploy`` (and its subcommands) on an ``argparse`` subparsers object."""
     p = subparsers.add_parser("deploy", help="run a private policy online from a crash-safe SQLite store "
                                              "(init, select, update, status, replay)")
-    sub = p.add_subparsers(dest="deploy_command", required=True, parser_class=_OneLineParser)
+    p.error = types.MethodType(_OneLineParser.error, p)  # `privbandit deploy` alone: one line too
+    sub = p.add_subparsers(dest="deploy_command", required=True, parser_class=_OneLineParser,
+                           metavar="{init,select,update,status,replay}")
 
     init = sub.add_parser("init", help="create a deployment store")
     init.add_argument("store")

@@ -33,6 +33,7 @@ import json
 import math
 import numbers
 import os
+import sqlite3
 import time
 from typing import Any
 
@@ -102,6 +103,14 @@ def _json_params(params: dict) -> dict:
         return json.loads(json.dumps(params, allow_nan=False))
     except (TypeError, ValueError):
         raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {params!r}") from None
+
+
+def _corrupt(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """Damaged pages or a damaged schema become a StoreError; a busy database (OperationalError:
+    locked past the timeout, disk full, ...) stays what it is."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return exc
+    return StoreError(f"{path}: corrupt deployment store ({exc})")
 
 
 class Deployment:
@@ -208,6 +217,9 @@ class Deployment:
             dep = cls(path, conn, config)
             with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
                 dep._state()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _corrupt(path, exc) from None
         except BaseException:
             conn.close()
             raise
@@ -272,6 +284,9 @@ class Deployment:
         try:
             with transaction(conn):
                 return body()
+        except sqlite3.DatabaseError as exc:
+            self._cache = None
+            raise _corrupt(self.path, exc) from None
         except BaseException:
             self._cache = None
             raise

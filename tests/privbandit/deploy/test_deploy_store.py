@@ -135,6 +135,18 @@ def test_newer_schema_is_refused(dep):
         Deployment.open(dep.path)
 
 
+def test_damaged_pages_are_a_store_error(dep):
+    for _ in range(20):  # enough rows for several pages
+        d = dep.select()
+        dep.update(d.decision, 1.0)
+    dep.close()  # checkpoints the WAL into the main file
+    with open(dep.path, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"\xde\xad\xbe\xef" * 2048)  # pages 2-3
+    with pytest.raises(StoreError, match="corrupt"):
+        Deployment.open(dep.path)
+
+
 def test_corrupt_snapshot_is_detected(dep):
     dep.close()
     _tamper(dep.path, "UPDATE state SET blob = ?", b"\x78\x01garbage")
