@@ -8,6 +8,8 @@
   paper's claim; ``privbandit invert POLICY --epsilon E --delta D --horizon T --solve-for NAME
   --bounds LO HI`` — the least-noise parameter meeting the target, verified.
 * ``privbandit certify --epsilon E --releases N`` — certify N Laplace releases with every accountant.
+* ``privbandit deploy init|select|update|status|replay STORE ...`` — a private policy online
+  (``privbandit.deploy.cli``).
 """
 
 from __future__ import annotations
@@ -189,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     from privbandit.audit.cli import add_parser as add_audit_parser
 
     add_audit_parser(sub)
+    from privbandit.deploy.cli import add_parser as add_deploy_parser
+
+    add_deploy_parser(sub)
 
     demo = sub.add_parser("demo", help="run the embedded default: private and non-private policies, regret and certified epsilon")
     demo.add_argument("--quick", action="store_true", help="a smaller horizon, for smoke tests")

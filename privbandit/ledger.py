@@ -710,7 +710,9 @@ class _PrefixRecorder:
 
     def __init__(self, ledger: Ledger, kind: int, parameters) -> None:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
-        self.buffer = np.empty((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
+        # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
+        # function of its state alone (deployments compare snapshot digests, privbandit.deploy)
+        self.buffer = np.zeros((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
         self.pending = 0
 
     def record(self, counts: np.ndarray) -> None:

@@ -47,7 +47,9 @@ class IntervalMean(StreamMechanism):
             if v is None:
                 raise ValueError("v must be given (a real number in (0, inf)) unless scale_fn is")
             self.v = positive("v", v)
-            self.scale_fn = lambda n: np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
+            # a bound method, not a lambda: the mechanism's state can then be pickled (deployments
+            # persist it, privbandit.deploy)
+            self.scale_fn = self._power_scale
         else:
             if not callable(scale_fn):
                 raise ValueError("scale_fn must be callable: counts (int array) -> scales in (0, inf)")
@@ -62,6 +64,10 @@ class IntervalMean(StreamMechanism):
         self.sum = np.zeros(shape)
         self.noisy_mean = np.full(shape, np.nan)
         self.released_count = np.zeros(shape, dtype=np.int64)
+
+    def _power_scale(self, n) -> np.ndarray:
+        """The default scale n^(v/2 - 1) (ALGORITHMS.md 4.4)."""
+        return np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
 
     def _scales(self, n: np.ndarray) -> np.ndarray:
         s = np.asarray(self.scale_fn(np.asarray(n, dtype=np.int64)), dtype=float)

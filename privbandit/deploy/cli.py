@@ -1,0 +1,181 @@
+"""``privbandit deploy``: init / select / update / status / replay on a deployment store.
+
+Every subcommand prints one JSON object on stdout. Bad input (an unknown option, a malformed
+number, a reward out of range under ``--strict-rewards``, a missing, corrupt or foreign store) prints
+one line ``privbandit: error: ...`` on stderr and exits 2; a refused decision (``--on-exhausted
+stop`` after the budget is spent) prints ``privbandit: budget exhausted: ...`` and exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import sys
+import types
+from collections.abc import Callable
+
+EXIT_BAD_INPUT, EXIT_EXHAUSTED = 2, 3
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse errors as one line (no usage block), exit 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"privbandit: error: {self.prog}: {message}\n")
+
+
+def _number(option: str, kind: Callable, text: str):
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        what = "a whole number" if kind is int else "a real number"
+        raise ValueError(f"{option} must be {what}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise ValueError(f"{option} must be a finite real number, got {text!r}")
+    return value
+
+
+def _params(items) -> dict:
+    """``NAME=VALUE`` strings to a dict; values become int, float, bool, null or str, in that order."""
+    params = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--param takes NAME=VALUE, got {item!r}")
+        for cast in (int, float):
+            try:
+                params[key] = cast(raw)
+                break
+            except ValueError:
+                continue
+        else:
+            params[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
+    return params
+
+
+def _print(obj) -> None:
+    print(json.dumps(obj, sort_keys=False))
+
+
+def _init(args) -> int:
+    from privbandit.deploy import Deployment
+
+    dep = Deployment.create(
+        args.store, args.policy, params=_params(args.param), n_arms=_number("--n-arms", int, args.n_arms),
+        budget=_number("--budget", float, args.budget), delta=_number("--delta", float, args.delta),
+        seed=None if args.seed is None else _number("--seed", int, args.seed),
+        horizon=None if args.horizon is None else _number("--horizon", int, args.horizon),
+        on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous,
+        track_realized=not args.no_realized)
+    with dep:
+        keys = ("policy", "params", "n_arms", "horizon", "anytime", "budget_epsilon", "delta", "seed", "stop_round",
+                "certified_at_stop", "accountant_at_stop", "next_round_epsilon", "on_exhausted", "synchronous", "track_realized")
+        _print({"store": args.store} | {k: dep.config[k] for k in keys})
+    return 0
+
+
+def _select(args) -> int:
+    from privbandit.deploy import Deployment
+
+    with Deployment.open(args.store) as dep:
+        _print(dep.select().to_dict())
+    return 0
+
+
+def _update(args) -> int:
+    from privbandit.deploy import Deployment
+
+    decision = _number("--decision", int, args.decision)
+    reward = _number("--reward", float, args.reward)
+    with Deployment.open(args.store) as dep:
+        _print(dep.update(decision, reward).to_dict())
+    return 0
+
+
+def _status(args) -> int:
+    from privbandit.deploy import Deployment
+
+    with Deployment.open(args.store) as dep:
+        _print(dep.status(last=_number("--last", int, args.last)))
+    return 0
+
+
+def _replay(args) -> int:
+    from privbandit.deploy import Deployment
+    from privbandit.deploy.replay import replay
+
+    with Deployment.open(args.store) as dep:
+        _print(replay(dep, args.log))
+    return 0
+
+
+def run(args) -> int:
+    """Dispatch a parsed ``deploy`` command, turning errors into one line and an exit code."""
+    from privbandit.deploy import BudgetExhausted, StoreError
+
+    try:
+        return int(args.deploy_func(args))
+    except BudgetExhausted as exc:
+        print(f"privbandit: budget exhausted: {exc}", file=sys.stderr)
+        return EXIT_EXHAUSTED
+    except (ValueError, StoreError, OSError) as exc:
+        print(f"privbandit: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except sqlite3.Error as exc:
+        print(f"privbandit: error: {args.store}: database error ({exc})", file=sys.stderr)
+        return 1
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``deploy`` (and its subcommands) on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser("deploy", help="run a private policy online from a crash-safe SQLite store "
+                                             "(init, select, update, status, replay)")
+    p.error = types.MethodType(_OneLineParser.error, p)  # `privbandit deploy` alone: one line too
+    sub = p.add_subparsers(dest="deploy_command", required=True, parser_class=_OneLineParser,
+                           metavar="{init,select,update,status,replay}")
+
+    init = sub.add_parser("init", help="create a deployment store")
+    init.add_argument("store")
+    init.add_argument("--policy", required=True, help="registered private policy, e.g. lazy_dp_ts")
+    init.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
+    init.add_argument("--n-arms", required=True, metavar="K")
+    init.add_argument("--budget", required=True, metavar="EPS", help="epsilon the deployment may spend (at --delta)")
+    init.add_argument("--delta", required=True, metavar="D")
+    init.add_argument("--seed", default=None, metavar="S", help="default: fresh entropy, recorded in the store")
+    init.add_argument("--horizon", default=None, metavar="T",
+                      help="rounds the policy is started for (default: the longest the budget affords)")
+    init.add_argument("--on-exhausted", choices=["exploit", "stop"], default="exploit",
+                      help="after the budget: exploit the released arms (default) or refuse decisions")
+    init.add_argument("--synchronous", choices=["full", "normal"], default="full",
+                      help="full: fsync per call, durable through a power cut (default); normal: durable "
+                           "through a killed process only, faster")
+    init.add_argument("--no-realized", action="store_true",
+                      help="keep release counts only, not the ledger's per-record sums (smaller snapshots; "
+                           "status then reports no realized epsilon)")
+    init.add_argument("--strict-rewards", action="store_true", help="refuse rewards outside [0, 1] instead of clipping")
+    init.set_defaults(deploy_func=_init)
+
+    sel = sub.add_parser("select", help='next decision: prints {"decision": ID, "arm": A, ...}')
+    sel.add_argument("store")
+    sel.set_defaults(deploy_func=_select)
+
+    upd = sub.add_parser("update", help="record the reward of a decision (delayed, any order; duplicates are no-ops)")
+    upd.add_argument("store")
+    upd.add_argument("--decision", required=True, metavar="ID")
+    upd.add_argument("--reward", required=True, metavar="R")
+    upd.set_defaults(deploy_func=_update)
+
+    st = sub.add_parser("status", help="spent and remaining epsilon, odometer, counts, last releases (JSON)")
+    st.add_argument("store")
+    st.add_argument("--last", default="5", metavar="N", help="how many recent policy rounds to list (default 5)")
+    st.set_defaults(deploy_func=_status)
+
+    rep = sub.add_parser("replay", help="feed a CSV reward table (one column per arm) through the deployment")
+    rep.add_argument("store")
+    rep.add_argument("log", metavar="LOG.csv")
+    rep.set_defaults(deploy_func=_replay)
+
+    p.set_defaults(func=run)
+    return p

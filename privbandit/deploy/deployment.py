@@ -1,0 +1,448 @@
+"""A private bandit policy deployed online: one decision at a time, persistent, crash-safe, budgeted.
+
+``Deployment.create(path, policy, n_arms=..., budget=..., delta=...)`` starts a store;
+``Deployment.open(path)`` reopens it (from any process). Each call is one SQLite transaction
+(:mod:`privbandit.deploy.store`) that loads the snapshot of the policy run, advances it, writes the
+new snapshot and the call's row, and commits -- the call is *acknowledged* when it returns.
+
+Rounds, decisions and delayed rewards (docs/deploy.md, "Delayed rewards"). The policies' contract
+is ``select(t)`` followed by ``update(t, arm, reward)`` before ``select(t + 1)``: their indices
+divide by per-arm counts and their schedules count one release per round, so a second
+``select(t)`` without an update would draw noise again and a ``select(t + 1)`` before the update
+may divide by zero. A deployment therefore keeps at most one *policy round* open:
+
+* ``select()`` with no round open opens round t = rounds + 1: the policy's ``select(t)`` (its noise
+  draws are reported to the ledger), decision kind ``"policy"``;
+* ``select()`` while round t awaits its reward returns a ``"hold"`` decision: round t's arm again,
+  decided by post-processing of the released arms alone (no policy call, no noise, no privacy cost);
+* ``update(d, r)`` for the open round's decision feeds ``update(t, arm, r)`` to the policy and closes
+  the round; a reward for a hold or exploit decision is validated and stored, never fed to the
+  policy (it was not produced by the policy's sampling, and it costs no privacy). Rewards may come
+  in any order and after any delay; a second reward for a decision is refused (the same value: an
+  idempotent no-op; a different one: an error).
+* Once the filter (:mod:`privbandit.deploy.odometer`) refuses the next round, ``select()`` either
+  raises :class:`BudgetExhausted` (``on_exhausted="stop"``) or returns ``"exploit"`` decisions
+  (``on_exhausted="exploit"``): the arm the policy chose most often in its released rounds (ties:
+  the lowest index) -- post-processing of released outputs only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import os
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+
+from privbandit.deploy import store as _store
+from privbandit.deploy.odometer import Odometer, finite, plan
+from privbandit.deploy.store import StoreError, transaction
+
+ON_EXHAUSTED = ("exploit", "stop")
+
+
+class BudgetExhausted(Exception):
+    """The next policy round would exceed the budget (or the horizon) and ``on_exhausted="stop"``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A decision: its id (pass it to :meth:`Deployment.update`), the arm to play, and how it was
+    made: ``"policy"`` (a policy round), ``"hold"`` (while a round awaits its reward) or
+    ``"exploit"`` (after the budget or horizon is spent)."""
+
+    decision: int
+    arm: int
+    kind: str
+    round: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "arm": self.arm, "kind": self.kind, "round": self.round}
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateResult:
+    """The outcome of :meth:`Deployment.update`: the reward as the policy sees it (clipped to
+    [0, 1]), whether it was fed to the policy, and whether it repeated an earlier identical update."""
+
+    decision: int
+    reward: float
+    applied: bool
+    duplicate: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+    return int(value)
+
+
+def check_reward(reward, strict: bool) -> tuple[float, float]:
+    """(raw, clipped): a finite real; outside [0, 1] it is clipped (the sensitivities of every
+    policy rely on [0, 1]) unless ``strict``, which makes it an error."""
+    if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"reward must be a real number in [0, 1], got {reward!r}")
+    raw = float(reward)
+    if not math.isfinite(raw):
+        raise ValueError(f"reward must be a finite real number in [0, 1], got {raw!r}")
+    if strict and not 0.0 <= raw <= 1.0:
+        raise ValueError(f"reward must lie in [0, 1] (strict_rewards=True), got {raw!r}")
+    return raw, min(1.0, max(0.0, raw))
+
+
+def _json_params(params: dict) -> dict:
+    try:
+        return json.loads(json.dumps(params, allow_nan=False))
+    except (TypeError, ValueError):
+        raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {params!r}") from None
+
+
+def _corrupt(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """Damaged pages or a damaged schema become a StoreError; a busy database (OperationalError:
+    locked past the timeout, disk full, ...) stays what it is."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return exc
+    return StoreError(f"{path}: corrupt deployment store ({exc})")
+
+
+class Deployment:
+    """An open deployment store. Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a
+    ``with`` block). Several processes may hold the same store open: every call is serialised by
+    SQLite's write lock and sees the latest committed state."""
+
+    def __init__(self, path: str, conn, config: dict) -> None:
+        from privbandit.policies import make_policy
+
+        self.path, self._conn, self.config = path, conn, config
+        self.policy = make_policy(config["policy"], **config["params"])
+        self.n_arms, self.horizon = int(config["n_arms"]), int(config["horizon"])
+        self.budget, self.delta = float(config["budget_epsilon"]), float(config["delta"])
+        self.stop_round = int(config["stop_round"])
+        self.on_exhausted, self.strict_rewards = config["on_exhausted"], bool(config["strict_rewards"])
+        self._odometer: Odometer | None = None
+        self._cache: tuple[int, dict] | None = None  # (state version, unpickled state)
+
+    # --- construction -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike, policy: str, *, n_arms: int, budget: float, delta: float,
+               params: dict | None = None, horizon: int | None = None, seed: int | None = None,
+               on_exhausted: str = "exploit", strict_rewards: bool = False,
+               synchronous: str = "full", track_realized: bool = True) -> "Deployment":
+        """Initialise a new store at ``path`` (which must not exist).
+
+        ``policy`` is a registered private policy name (``privbandit.policies.REGISTRY``) configured
+        by ``params``; ``budget`` is the epsilon at ``delta`` the deployment may spend;
+        ``horizon`` the rounds the policy is started for (None: the longest horizon the budget
+        affords, up to ``odometer.ANYTIME_MAX_HORIZON``); ``seed`` any whole number (None: fresh
+        entropy, recorded in the store); ``on_exhausted`` "exploit" or "stop"; ``synchronous``
+        "full" (fsync per call: durable through a power cut) or "normal" (durable through a killed
+        process only; see ``store.SYNCHRONOUS``); ``track_realized`` keeps the ledger's per-record
+        sums for the realized spend in :meth:`status` (its snapshot share grows with the records per
+        arm; False keeps only the release counts, and ``realized_epsilon`` is then None).
+        """
+        from privbandit.ledger import Ledger
+        from privbandit.policies import make_policy
+
+        path = os.fspath(path)
+        params = _json_params(dict(params or {}))
+        pol = make_policy(policy, **params)
+        if not pol.private:
+            raise ValueError(f"policy {pol.name!r} is not private (it releases raw rewards); a deployment "
+                             "with a privacy budget needs a private policy")
+        n_arms = _whole("n_arms", n_arms, 2)
+        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf):
+            raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+            raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}")
+        if horizon is not None:
+            horizon = _whole("horizon", horizon, n_arms)
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy)
+        seed = _whole("seed", seed, 0)
+        if on_exhausted not in ON_EXHAUSTED:
+            raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {on_exhausted!r}")
+        if synchronous not in _store.SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {synchronous!r}")
+        if not isinstance(track_realized, bool):
+            raise ValueError(f"track_realized must be True or False, got {track_realized!r}")
+        if not isinstance(strict_rewards, bool):
+            raise ValueError(f"strict_rewards must be True or False, got {strict_rewards!r}")
+
+        p = plan(pol, n_arms, float(budget), float(delta), horizon)
+        odo = Odometer(pol, p.horizon, n_arms, float(delta))
+        if p.stop_round == 0:
+            raise ValueError(f"budget {budget:g} affords no policy round: one round certifies epsilon "
+                             f"{odo.epsilon(1):.6g} at delta {delta:g}")
+        rng = np.random.default_rng(np.random.SeedSequence(seed))
+        ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
+        run = pol.start(n_arms, 1, p.horizon, rng, ledger=ledger)
+        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger})
+        at_stop = odo.certificate(p.stop_round)
+        config = {
+            "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
+            "budget_epsilon": float(budget), "delta": float(delta), "seed": seed, "on_exhausted": on_exhausted,
+            "strict_rewards": strict_rewards, "synchronous": synchronous,
+            "track_realized": track_realized, "stop_round": p.stop_round,
+            "certified_at_stop": float(at_stop.value), "accountant_at_stop": at_stop.by,
+            "next_round_epsilon": finite(odo.epsilon(p.stop_round + 1)) if p.stop_round < p.horizon else None,
+            "created": time.time(),
+        }
+        conn = _store.connect(path, create=True, synchronous=synchronous)
+        try:
+            _store.initialise(conn, config, blob, digest)
+        except BaseException:
+            conn.close()
+            raise
+        dep = cls(path, conn, config)
+        dep._odometer = odo
+        return dep
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "Deployment":
+        """Reopen an existing store (a clear :class:`StoreError` if it is missing, corrupt, foreign
+        or of another schema version)."""
+        path = os.fspath(path)
+        conn = _store.connect(path, create=False)
+        try:
+            config = _store.check(conn, path)
+            _store.configure(conn, path, config.get("synchronous", "full"))
+            dep = cls(path, conn, config)
+            with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
+                dep._state()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _corrupt(path, exc) from None
+        except BaseException:
+            conn.close()
+            raise
+        return dep
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._cache = None
+
+    def __enter__(self) -> "Deployment":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- state --------------------------------------------------------------------------------
+    @property
+    def odometer(self) -> Odometer:
+        if self._odometer is None:
+            self._odometer = Odometer(self.policy, self.horizon, self.n_arms, self.delta)
+        return self._odometer
+
+    def _conn_checked(self):
+        if self._conn is None:
+            raise ValueError("this deployment is closed; reopen it with Deployment.open(path)")
+        return self._conn
+
+    def _info(self) -> dict:
+        """The state row's counters inside the current transaction (without the snapshot)."""
+        row = self._conn_checked().execute(
+            "SELECT version, rounds, open_decision, digest FROM state WHERE id = 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: corrupt deployment store (no state row)")
+        return {"version": row[0], "rounds": row[1], "open_decision": row[2], "digest": row[3]}
+
+    def _load(self, info: dict) -> dict:
+        """The snapshot of ``info``'s version; the unpickled state is reused when this process
+        wrote (or last read) that version."""
+        if self._cache is None or self._cache[0] != info["version"]:
+            (blob,) = self._conn.execute("SELECT blob FROM state WHERE id = 1").fetchone()
+            self._cache = (info["version"], _store.load_state(bytes(blob), info["digest"], self.path))
+        return self._cache[1]
+
+    def _state(self) -> tuple[dict, dict]:
+        info = self._info()
+        return info, self._load(info)
+
+    def _write(self, info: dict, state: dict, rounds: int, open_decision) -> str:
+        blob, digest = _store.dump_state(state)
+        version = info["version"] + 1
+        self._conn.execute("UPDATE state SET version = ?, rounds = ?, open_decision = ?, blob = ?, digest = ? "
+                           "WHERE id = 1", (version, rounds, open_decision, blob, digest))
+        self._cache = (version, state)
+        return digest
+
+    def _call(self, body):
+        """Run ``body`` in one write transaction; on any failure the in-memory state (which the body
+        may have advanced) is dropped so that the next call reloads the committed snapshot."""
+        conn = self._conn_checked()
+        try:
+            with transaction(conn):
+                return body()
+        except sqlite3.DatabaseError as exc:
+            self._cache = None
+            raise _corrupt(self.path, exc) from None
+        except BaseException:
+            self._cache = None
+            raise
+
+    # --- the online API -----------------------------------------------------------------------
+    def select(self) -> Decision:
+        """The next decision (see the module docstring for policy, hold and exploit decisions)."""
+
+        def body() -> Decision:
+            info = self._info()
+            rounds, open_decision = info["rounds"], info["open_decision"]
+            releases = [0] * self.n_arms
+            if rounds >= self.stop_round:
+                if self.on_exhausted == "stop":
+                    cause = "horizon" if self.stop_round == self.horizon else "budget"
+                    raise BudgetExhausted(
+                        f"{cause} exhausted: {rounds} policy rounds certify epsilon "
+                        f"{self.odometer.epsilon(rounds):.6g} at delta {self.delta:g}"
+                        + (f"; round {rounds + 1} would certify {self.odometer.epsilon(rounds + 1):.6g} > "
+                           f"budget {self.budget:g}" if cause == "budget" else f" (horizon {self.horizon})"))
+                kind, t, arm = "exploit", None, self._exploit_arm()
+            elif open_decision is not None:
+                (arm,) = self._conn.execute("SELECT arm FROM decisions WHERE id = ?", (open_decision,)).fetchone()
+                kind, t = "hold", None
+            else:
+                state = self._load(info)
+                ledger = state["ledger"]
+                before = ledger.draws[0].copy()
+                t = rounds + 1
+                arm = int(state["run"].select(t)[0])
+                if not 0 <= arm < self.n_arms:
+                    raise RuntimeError(f"policy returned arm {arm} outside [0, {self.n_arms})")
+                kind = "policy"
+                releases = (ledger.draws[0] - before).tolist()
+            cur = self._conn.execute(
+                "INSERT INTO decisions (round, arm, kind, releases, state_digest, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (t, arm, kind, json.dumps(releases), info["digest"], time.time()))
+            decision = cur.lastrowid
+            if kind == "policy":
+                digest = self._write(info, state, t, decision)
+                self._conn.execute("UPDATE decisions SET state_digest = ? WHERE id = ?", (digest, decision))
+            return Decision(decision, int(arm), kind, t)
+
+        return self._call(body)
+
+    def update(self, decision: int, reward: float) -> UpdateResult:
+        """Record the reward of ``decision`` (delayed and out-of-order rewards welcome).
+
+        The reward must be a finite real; outside [0, 1] it is clipped (``strict_rewards``: refused).
+        A second update of the same decision with the same reward is an idempotent no-op
+        (``duplicate=True``); with a different reward it is refused (a reward is final)."""
+        decision = _whole("decision", decision, 1)
+        raw, reward = check_reward(reward, self.strict_rewards)
+
+        def body() -> UpdateResult:
+            row = self._conn.execute("SELECT round, arm, kind FROM decisions WHERE id = ?", (decision,)).fetchone()
+            if row is None:
+                raise ValueError(f"decision {decision} does not exist in {self.path}")
+            t, arm, kind = row
+            done = self._conn.execute("SELECT raw_reward, reward, applied FROM updates WHERE decision_id = ?",
+                                      (decision,)).fetchone()
+            if done is not None:
+                if done[0] == raw:
+                    return UpdateResult(decision, float(done[1]), bool(done[2]), True)
+                raise ValueError(f"decision {decision} already has reward {done[0]!r}; a reward is final "
+                                 f"(got {raw!r})")
+            info = self._info()
+            applied = kind == "policy"
+            digest = info["digest"]
+            releases = [0] * self.n_arms
+            if applied:
+                if info["open_decision"] != decision:  # only the open round can lack its reward
+                    raise StoreError(f"{self.path}: corrupt deployment store (policy decision {decision} "
+                                     f"has no reward but round {info['open_decision']} is open)")
+                state = self._load(info)
+                ledger = state["ledger"]
+                before = ledger.draws[0].copy()
+                state["run"].update(t, np.array([arm], dtype=np.intp), np.array([reward]))
+                releases = (ledger.draws[0] - before).tolist()
+                digest = self._write(info, state, info["rounds"], None)
+            self._conn.execute("INSERT INTO updates VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (decision, reward, raw, int(applied), json.dumps(releases), digest, time.time()))
+            return UpdateResult(decision, reward, applied, False)
+
+        return self._call(body)
+
+    def _exploit_arm(self) -> int:
+        """The arm the policy chose most often in its released rounds (ties: the lowest index)."""
+        row = self._conn.execute("SELECT arm, COUNT(*) AS n FROM decisions WHERE kind = 'policy' "
+                                 "GROUP BY arm ORDER BY n DESC, arm ASC LIMIT 1").fetchone()
+        return 0 if row is None else int(row[0])
+
+    # --- reporting ----------------------------------------------------------------------------
+    def status(self, last: int = 5) -> dict[str, Any]:
+        """Spent (certified and realized, at delta), remaining budget, counts, pulls, last releases.
+
+        ``spent_epsilon`` is the odometer: the certificate of the policy rounds opened so far;
+        ``realized_epsilon`` the ledger's worst record of this transcript (pure, KOV and GDP
+        accountants), to be compared with ``certified_closed_form_epsilon`` (the certificate in the
+        same currency; realized <= certified always)."""
+        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+
+        conn = self._conn_checked()
+        conn.execute("BEGIN")  # a read transaction: one consistent snapshot
+        try:
+            info, state = self._state()
+            counts = dict(conn.execute("SELECT kind, COUNT(*) FROM decisions GROUP BY kind").fetchall())
+            n_updates, n_applied = conn.execute("SELECT COUNT(*), COALESCE(SUM(applied), 0) FROM updates").fetchone()
+            pulls = [0] * self.n_arms
+            for arm, n in conn.execute("SELECT arm, COUNT(*) FROM decisions GROUP BY arm"):
+                pulls[arm] = n
+            recent = conn.execute(
+                "SELECT d.id, d.round, d.arm, d.releases, u.reward, u.releases FROM decisions d "
+                "LEFT JOIN updates u ON u.decision_id = d.id WHERE d.kind = 'policy' ORDER BY d.id DESC LIMIT ?",
+                (int(last),)).fetchall()
+        finally:
+            conn.execute("COMMIT")
+        rounds = info["rounds"]
+        cert = self.odometer.certificate(rounds)
+        ledger = state["ledger"]
+        realized = float(ledger.realized_epsilon(self.delta)[0])
+        if not self.config.get("track_realized", True):
+            closed = math.nan  # no realized spend to compare with
+        elif rounds == 0:
+            closed = 0.0
+        else:
+            closed = float(self.odometer.schedule.epsilon(rounds, self.delta, CLOSED_FORM_ACCOUNTANTS).value)
+        n_decisions = sum(counts.values())
+        exhausted = rounds >= self.stop_round
+        return {
+            "store": self.path, "schema_version": _store.SCHEMA_VERSION,
+            "policy": self.config["policy"], "params": self.config["params"], "n_arms": self.n_arms,
+            "horizon": self.horizon, "anytime": bool(self.config["anytime"]), "seed": self.config["seed"],
+            "delta": self.delta, "budget_epsilon": self.budget,
+            "spent_epsilon": finite(cert.value), "remaining_epsilon": finite(self.budget - cert.value),
+            "realized_epsilon": finite(realized), "certified_closed_form_epsilon": finite(closed),
+            "odometer": {"policy_rounds": rounds, "epsilon": finite(cert.value), "delta": self.delta,
+                         "accountant": cert.by, "theorem": self.odometer.theorem(rounds)},
+            "filter": {"stop_round": self.stop_round, "certified_at_stop": self.config["certified_at_stop"],
+                       "next_round_epsilon": self.config["next_round_epsilon"], "exhausted": exhausted,
+                       "on_exhausted": self.on_exhausted},
+            "decisions": n_decisions, "policy_rounds": rounds, "hold_decisions": counts.get("hold", 0),
+            "exploit_decisions": counts.get("exploit", 0), "updates": int(n_updates),
+            "applied_updates": int(n_applied), "pending": n_decisions - int(n_updates),
+            "open_decision": info["open_decision"], "pulls": pulls,
+            "releases_per_arm": ledger.draws[0].tolist(),
+            "last_releases": [{"decision": d, "round": t, "arm": a, "select_releases": json.loads(rs),
+                               "reward": r, "update_releases": None if ru is None else json.loads(ru)}
+                              for d, t, a, rs, r, ru in recent],
+        }
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Every decision with its reward (None while pending), in order: the deployment's log."""
+        rows = self._conn_checked().execute(
+            "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied "
+            "FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
+        return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": json.loads(rs), "state_digest": sd,
+                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap)}
+                for d, t, a, k, rs, sd, r, raw, ap in rows]

@@ -1,0 +1,71 @@
+"""Feed a logged reward table through a deployment (offline replay of the online API).
+
+The log is a CSV file with a header of one column per arm (any names; their number must equal the
+deployment's arms) and one row per round holding every arm's reward in that round (a full-feedback
+log, e.g. ``privbandit.envs`` tables or a logged A/B test with imputed counterfactuals). For each row
+the deployment selects an arm and receives that arm's reward through ``update`` -- exactly the calls
+a live service makes, so the store afterwards is the same as if the rounds had been served live.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from typing import Any
+
+from privbandit.deploy.deployment import BudgetExhausted, Deployment
+
+
+def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
+    """The rows of the log as floats, validated (ValueError naming the line and column)."""
+    with io.open(os.fspath(path), newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise ValueError(f"log {os.fspath(path)!r} is empty; expected a header of {n_arms} arm columns")
+        if len(header) != n_arms:
+            raise ValueError(f"log header has {len(header)} columns, the deployment has {n_arms} arms")
+        rows = []
+        for line, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != n_arms:
+                raise ValueError(f"log line {line}: {len(row)} values, expected {n_arms}")
+            values = []
+            for col, raw in zip(header, row):
+                try:
+                    x = float(raw)
+                except ValueError:
+                    raise ValueError(f"log line {line}, column {col!r}: {raw!r} is not a number") from None
+                if not math.isfinite(x):
+                    raise ValueError(f"log line {line}, column {col!r}: reward must be finite, got {raw!r}")
+                values.append(x)
+            rows.append(values)
+    return rows
+
+
+def replay(deployment: Deployment, path: str | os.PathLike) -> dict[str, Any]:
+    """Serve every row of the log; stops early if the deployment refuses a decision
+    (``on_exhausted="stop"``). Returns a summary."""
+    rows = read_log(path, deployment.n_arms)
+    kinds = {"policy": 0, "hold": 0, "exploit": 0}
+    total, served, first, last, stopped = 0.0, 0, None, None, None
+    for values in rows:
+        try:
+            d = deployment.select()
+        except BudgetExhausted as exc:
+            stopped = str(exc)
+            break
+        result = deployment.update(d.decision, values[d.arm])
+        kinds[d.kind] += 1
+        total += result.reward
+        served += 1
+        first = d.decision if first is None else first
+        last = d.decision
+    status = deployment.status(last=0)
+    return {"rows": len(rows), "served": served, "first_decision": first, "last_decision": last,
+            "total_reward": total, "decisions_by_kind": kinds, "stopped": stopped,
+            "spent_epsilon": status["spent_epsilon"], "remaining_epsilon": status["remaining_epsilon"],
+            "delta": status["delta"]}

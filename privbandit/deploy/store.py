@@ -1,0 +1,202 @@
+"""The SQLite store of a deployment: schema, integrity checks, transactions, state snapshots.
+
+One file holds everything a deployment needs to continue exactly where its last acknowledged call
+left off (docs/deploy.md):
+
+* ``meta``       -- the configuration (JSON) and the format marker;
+* ``state``      -- one row: the pickled policy run, its generator and its ledger (every noisy value
+  the policy ever drew lives in this snapshot), its SHA-256, and the round counters;
+* ``decisions``  -- every decision: arm, kind (policy round, hold, exploit), the releases the call
+  made per arm and the digest of the state it left behind;
+* ``updates``    -- every accepted reward, at most one per decision (the primary key).
+
+Every public call of a deployment is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock
+before reading the state, so two processes never both advance the same snapshot (no lost update),
+and a process killed before ``COMMIT`` leaves the previous snapshot untouched (WAL journal; with the
+default ``synchronous=full`` an acknowledged call survives a power cut too, not only a SIGKILL --
+see :data:`SYNCHRONOUS`).
+
+The file is marked with ``PRAGMA application_id`` and versioned with ``PRAGMA user_version``; a file
+that is not SQLite, another application's database, a newer schema or a snapshot whose digest does
+not match gives a :class:`StoreError` naming the problem. Snapshots are read back with a restricted
+unpickler that only builds numpy, privbandit and accountants objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import sqlite3
+import zlib
+from contextlib import contextmanager
+
+APPLICATION_ID = 0x50424450  # "PBDP": privbandit deployment
+SCHEMA_VERSION = 1
+FORMAT = "privbandit-deploy"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL,          -- bumped by every write of the snapshot
+    rounds INTEGER NOT NULL,           -- policy rounds opened (select(t) called for t <= rounds)
+    open_decision INTEGER,             -- the decision of the policy round awaiting its reward
+    blob BLOB NOT NULL,                -- zlib-compressed pickle of (run, generator, ledger)
+    digest TEXT NOT NULL               -- SHA-256 of blob
+);
+CREATE TABLE decisions (
+    id INTEGER PRIMARY KEY,
+    round INTEGER,                     -- the policy round (NULL for hold / exploit decisions)
+    arm INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('policy', 'hold', 'exploit')),
+    releases TEXT NOT NULL,            -- JSON: noise releases per arm made by this call
+    state_digest TEXT NOT NULL,        -- digest of the snapshot after this call
+    created REAL NOT NULL
+);
+CREATE TABLE updates (
+    decision_id INTEGER PRIMARY KEY REFERENCES decisions (id),
+    reward REAL NOT NULL,              -- as the policy saw it (clipped to [0, 1])
+    raw_reward REAL NOT NULL,          -- as given
+    applied INTEGER NOT NULL,          -- 1 if fed to the policy (policy rounds), 0 if stored only
+    releases TEXT NOT NULL,
+    state_digest TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The file is not a usable deployment store (missing, corrupt, foreign or of another schema)."""
+
+
+_ALLOWED_MODULES = ("numpy", "privbandit.", "accountants.")
+_ALLOWED_BUILTINS = {"complex", "frozenset", "set", "slice", "range", "bytearray", "dict", "list", "tuple",
+                     "int", "float", "bool", "str", "bytes", "getattr"}
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    """Builds only numpy, privbandit and accountants objects (and plain containers): a snapshot is
+    state, and a tampered file must not be able to run arbitrary code."""
+
+    def find_class(self, module: str, name: str):
+        if module == "builtins" and name in _ALLOWED_BUILTINS:
+            return super().find_class(module, name)
+        if module in ("copyreg", "collections") and name in ("_reconstructor", "OrderedDict", "defaultdict"):
+            return super().find_class(module, name)
+        if module == "numpy" or module.startswith(_ALLOWED_MODULES):
+            return super().find_class(module, name)
+        raise StoreError(f"state snapshot refers to {module}.{name}, which a deployment never stores")
+
+
+def dump_state(obj) -> tuple[bytes, str]:
+    """Pickle the state, compress it (zlib level 1: the ledger's difference arrays are mostly zeros,
+    measured 17x smaller at 20000 rounds for ~2 ms) and return it with its SHA-256."""
+    try:
+        blob = zlib.compress(pickle.dumps(obj, protocol=5), 1)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise ValueError(f"policy state cannot be persisted (it holds an object pickle cannot store: {exc})") from None
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+def load_state(blob: bytes, digest: str, path: str):
+    if hashlib.sha256(blob).hexdigest() != digest:
+        raise StoreError(f"{path}: the state snapshot does not match its digest (corrupt store)")
+    try:
+        return _SnapshotUnpickler(io.BytesIO(zlib.decompress(blob))).load()
+    except StoreError:
+        raise
+    except Exception as exc:  # any unpickling failure is corruption
+        raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
+
+
+SYNCHRONOUS = ("full", "normal")
+"""``full``: fsync at every commit -- an acknowledged call survives a power cut or OS crash as well
+as a killed process. ``normal`` (WAL): no fsync at commit -- an acknowledged call survives a killed
+process (SIGKILL), but the last ones may be lost if the machine itself goes down."""
+
+
+def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
+    an existing file by :func:`configure` after :func:`check`."""
+    path = os.fspath(path)
+    if create and os.path.exists(path):
+        raise ValueError(f"store {path!r} already exists; open it instead of initialising it again")
+    if not create:
+        if not os.path.exists(path):
+            raise StoreError(f"{path}: no such deployment store")
+        if os.path.getsize(path) == 0:
+            raise StoreError(f"{path}: empty file, not a deployment store")
+    try:
+        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open ({exc})") from None
+    if create:
+        configure(conn, path, synchronous)
+    return conn
+
+
+def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") -> None:
+    """WAL journal, FULL sync, busy timeout. Called on a new store, or on an existing file only
+    after :func:`check` accepted it (a foreign SQLite file is never switched to WAL)."""
+    try:
+        conn.execute("PRAGMA busy_timeout = 60000")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise StoreError(f"{path}: cannot switch the journal to WAL (got {mode})")
+        if synchronous not in SYNCHRONOUS:
+            raise StoreError(f"{path}: synchronous must be one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+
+
+def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str) -> None:
+    with transaction(conn):
+        # statement by statement: executescript would commit the open transaction first
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        conn.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
+        conn.execute("INSERT INTO state VALUES (1, 0, 0, NULL, ?, ?)", (blob, digest))
+
+
+def check(conn: sqlite3.Connection, path: str) -> dict:
+    """Validate the file and return its configuration."""
+    try:
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+    if app != APPLICATION_ID:
+        raise StoreError(f"{path}: not a privbandit deployment store (SQLite application_id {app:#x}, "
+                         f"expected {APPLICATION_ID:#x})")
+    if version != SCHEMA_VERSION:
+        newer = "a newer" if version > SCHEMA_VERSION else "an older"
+        raise StoreError(f"{path}: store schema version {version} was written by {newer} privbandit; "
+                         f"this one reads schema version {SCHEMA_VERSION}")
+    try:
+        rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        config = json.loads(rows["config"])
+        if rows.get("format") != FORMAT:
+            raise KeyError("format")
+    except (sqlite3.DatabaseError, KeyError, ValueError) as exc:
+        raise StoreError(f"{path}: corrupt deployment store (meta table: {exc})") from None
+    return config
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection):
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception): the write lock is held
+    from the first read, so concurrent writers serialise instead of overwriting each other."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
