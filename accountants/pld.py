@@ -124,7 +124,7 @@ class PLDAccountant(Accountant):
         if len(pure) == 1:
             # put +-eps0 on the grid: randomized response is then discretised without rounding
             eps0 = pure.pop()
-            h = eps0 / math.ceil(eps0 / h)
+            h = eps0 / math.ceil(eps0 / h) * (1 + 4 * 2.0 ** -52)  # m h >= eps0 despite rounding
         return h
 
     def estimated_bins(self) -> float:
@@ -150,7 +150,7 @@ class PLDAccountant(Accountant):
         pld = self.pld()
         if pld is None:
             return 0.0
-        n = max(2, len(getattr(pld._pmf_remove, "_probs", ())) + 1)
+        n = max(2, int(pld._pmf_remove.size) + 1)
         work = sum(self.groups.values()) + len(self.groups)
         return _FFT_MARGIN * math.log2(n) * work
 
@@ -169,6 +169,16 @@ class PLDAccountant(Accountant):
         if isinstance(leaf, GDP):
             return pldm.from_gaussian_mechanism(1.0 / leaf.mu, sensitivity=1.0, **kw)
         if isinstance(leaf, PureDP):
+            m = leaf.epsilon / interval
+            if abs(m - round(m)) <= 1e-9 * m and round(m) >= 1:
+                # +-eps0 lie on the grid (interval() arranged it): binary randomized response exactly,
+                # losses +-m h with h one ulp above eps0/m, so m h >= eps0 (never optimistic)
+                from dp_accounting.pld import pld_pmf
+
+                m, h = int(round(m)), interval
+                log_p = -math.log1p(math.exp(-leaf.epsilon))  # e^eps0 / (1 + e^eps0)
+                p, q = math.exp(log_p), 1.0 / (1.0 + math.exp(leaf.epsilon))
+                return pldm.PrivacyLossDistribution(pld_pmf.create_pmf({m: p, -m: q}, h, 0.0, pess))
             return pldm.from_randomized_response(2.0 / (1.0 + math.exp(leaf.epsilon)), 2,
                                                  pessimistic_estimate=pess,
                                                  value_discretization_interval=interval)
