@@ -46,7 +46,9 @@ import numpy as np
 
 from accountants import _validate
 from accountants.base import Accountant
-from accountants.events import GDP, ApproxDP, Gaussian, Laplace, LeafEvent, PureDP
+from accountants.events import GDP, ApproxDP, DiscreteLaplace, Gaussian, Laplace, LeafEvent, PureDP
+
+_MAX_DISCRETE_UNITS = 4096  # dp-accounting's discrete Laplace PLD enumerates ~u losses: 2.5 s at u = 2^20
 
 _REL_RESOLUTION = 1e-4  # discretisation interval relative to the spread of the composed loss
 _MIN_INTERVAL = 1e-12
@@ -96,6 +98,8 @@ class PLDAccountant(Accountant):
         if isinstance(leaf, (PureDP, ApproxDP)):
             # dp-accounting evaluates exp(eps) in floats for these; beyond ~700 it overflows
             return leaf.epsilon <= _MAX_POINT_EPSILON
+        if isinstance(leaf, DiscreteLaplace):
+            return leaf.u <= _MAX_DISCRETE_UNITS
         return isinstance(leaf, (Laplace, Gaussian, GDP))
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
@@ -164,6 +168,8 @@ class PLDAccountant(Accountant):
             kw["use_connect_dots"] = False  # connect-the-dots is pessimistic-only
         if isinstance(leaf, Laplace):
             return pldm.from_laplace_mechanism(leaf.scale, sensitivity=leaf.sensitivity, **kw)
+        if isinstance(leaf, DiscreteLaplace):
+            return pldm.from_discrete_laplace_mechanism(1.0 / leaf.t, sensitivity=leaf.u, **kw)
         if isinstance(leaf, Gaussian):
             return pldm.from_gaussian_mechanism(leaf.sigma, sensitivity=leaf.sensitivity, **kw)
         if isinstance(leaf, GDP):
