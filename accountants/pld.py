@@ -89,6 +89,7 @@ class PLDAccountant(Accountant):
         self.max_bins = _validate.count("max_bins", max_bins)
         self.groups: dict[LeafEvent, int] = {}
         self._pld = None
+        self._dp_pld = None
 
     @classmethod
     def optimistic(cls, value_discretization_interval: float | None = None) -> "PLDAccountant":
@@ -106,10 +107,11 @@ class PLDAccountant(Accountant):
     def _add(self, leaf: LeafEvent, count: int) -> None:
         self.groups[leaf] = self.groups.get(leaf, 0) + count
         self._pld = None
+        self._dp_pld = None
 
     def copy(self):
         other = super().copy()
-        other._pld = self._pld  # PLDs are immutable; share the cache
+        other._pld, other._dp_pld = self._pld, self._dp_pld  # PLDs are immutable; share the caches
         return other
 
     def __deepcopy__(self, memo):
@@ -223,8 +225,8 @@ class PLDAccountant(Accountant):
 
     def pld(self):
         """The composed dp-accounting ``PrivacyLossDistribution`` (built once, cached)."""
-        if self._pld is not None and not isinstance(self._pld, fastpld.ComposedPLD):
-            return self._pld
+        if self._dp_pld is not None:
+            return self._dp_pld
         if not self.groups or not self.feasible():
             return None
         interval = self.interval()
@@ -238,8 +240,10 @@ class PLDAccountant(Accountant):
             while len(parts) > 1:  # balanced tree: sizes stay balanced, total FFT work small
                 parts = [parts[i].compose(parts[i + 1]) if i + 1 < len(parts) else parts[i]
                          for i in range(0, len(parts), 2)]
-        self._pld = parts[0]
-        return self._pld
+        self._dp_pld = parts[0]
+        if not self._uses_fast_engine():
+            self._pld = self._dp_pld
+        return self._dp_pld
 
     # --- conversions ----------------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
