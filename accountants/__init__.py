@@ -13,6 +13,8 @@ from accountants.events import (
     GDP,
     ApproxDP,
     Composed,
+    DiscreteGaussian,
+    DiscreteLaplace,
     Event,
     Gaussian,
     Laplace,
@@ -22,7 +24,7 @@ from accountants.events import (
     ZCDP,
 )
 from accountants.gdp import GDPAccountant
-from accountants.interop import from_dp_accounting, to_dp_accounting
+from accountants.interop import dp_accounting_accountant, from_dp_accounting, neighboring_relation, to_dp_accounting
 from accountants.kov import KOVHeterogeneousAccountant
 from accountants.optimal import OptimalHomogeneousAccountant
 from accountants.pld import PLDAccountant
@@ -32,8 +34,9 @@ from accountants.rdp import RDPAccountant
 __all__ = [
     "Accountant", "UnsupportedEventError", "Certificate", "best_delta", "best_epsilon",
     "Calibration", "UnreachableTargetError", "calibrate", "GDP", "ApproxDP", "Composed", "Event",
-    "Gaussian", "Laplace", "LeafEvent", "PureDP", "SelfComposed", "ZCDP", "GDPAccountant", "PureAccountant",
+    "Gaussian", "DiscreteLaplace", "DiscreteGaussian", "Laplace", "LeafEvent",
+    "PureDP", "SelfComposed", "ZCDP", "GDPAccountant", "PureAccountant",
     "AdvancedCompositionAccountant", "advanced_composition_epsilon", "KOVHeterogeneousAccountant",
     "OptimalHomogeneousAccountant", "RDPAccountant", "PLDAccountant", "to_dp_accounting",
-    "from_dp_accounting",
+    "from_dp_accounting", "dp_accounting_accountant", "neighboring_relation",
 ]

@@ -3,12 +3,20 @@
 Each accountant returns a valid upper bound, so their minimum is valid too (DESIGN.md, "Best
 certificate"). Accountants that cannot bound the events are skipped and reported as such, never
 approximated.
+
+Exact and cheap first (issue 12): the closed-form accountants run first; when one of them is exact
+for the events -- GDP for compositions of Gaussian/GDP releases (Dong, Roth & Su 2022, Cor. 3.3),
+the optimal composition for identical eps-DP releases (Kairouz, Oh & Viswanath 2015, Thm 3.3) --
+nothing can improve on it and the PLD is not run. The PLD runs only where it can improve, only if
+its predicted grid fits (:meth:`PLDAccountant.feasible`), and only if its predicted cost fits the
+remaining ``time_budget``; every skip is recorded in ``Certificate.notes``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Sequence
 
 from accountants import _validate
@@ -28,6 +36,7 @@ class Certificate:
     value: float
     by: str
     values: dict[str, float | None]
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def epsilon(self) -> float:
@@ -65,33 +74,92 @@ def _as_event(events: Event | Sequence[Event]) -> Event:
     return Composed(tuple(events))
 
 
-def _best(events, query: Callable[[Accountant], float], accountants) -> Certificate:
+_PLD_SECONDS_PER_BIN = 2e-6  # measured: ~0.3 s for a 1.7e5-bin Gaussian self-composition, 2 cores
+
+
+def exact_accountant(event: Event) -> str | None:
+    """The name of an accountant that is exact for ``event`` (no other can improve on it), or None.
+
+    GDP is exact for compositions of Gaussian mechanisms and mu-GDP releases; the optimal
+    homogeneous composition is exact for identical ``PureDP`` releases (randomized response is their
+    worst case). Laplace releases have no such closed form (the PLD can improve on every other).
+    """
+    from accountants.events import GDP, Gaussian, PureDP
+
+    grouped = event.grouped()
+    if not grouped:
+        return None
+    if all(type(leaf) in (Gaussian, GDP) for leaf in grouped):
+        return "gdp"
+    if len(grouped) == 1 and type(next(iter(grouped))) is PureDP:
+        return "optimal"
+    return None
+
+
+def _best(events, query: Callable[[Accountant], float], accountants, time_budget) -> Certificate:
+    from accountants.pld import PLDAccountant
+
     event = _as_event(events)
+    start = time.monotonic()
     values: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
     best_value, best_name = math.inf, "none"
-    for factory in accountants or default_accountants():
+    exact = exact_accountant(event)
+    factories = list(accountants or default_accountants())
+    # closed forms first, the PLD last: an exact answer makes it unnecessary
+    factories.sort(key=lambda f: isinstance(f, type) and issubclass(f, PLDAccountant))
+    for factory in factories:
         acc = factory()
         try:
             acc.compose(event)
         except UnsupportedEventError:
             values[acc.name] = None
             continue
+        if isinstance(acc, PLDAccountant) and acc.pessimistic:
+            if exact is not None and exact in values and values[exact] is not None:
+                values[acc.name] = None
+                notes[acc.name] = f"skipped: {exact} is exact for these events"
+                continue
+            if not acc.feasible():
+                values[acc.name] = None
+                notes[acc.name] = (f"skipped: predicted grid of {acc.estimated_bins():.3g} points "
+                                   f"exceeds max_bins={acc.max_bins}")
+                continue
+            if time_budget is not None:
+                predicted = acc.estimated_bins() * _PLD_SECONDS_PER_BIN * max(1, len(acc.groups))
+                remaining = time_budget - (time.monotonic() - start)
+                if predicted > remaining:
+                    values[acc.name] = None
+                    notes[acc.name] = (f"skipped: predicted {predicted:.3g} s exceeds the remaining "
+                                       f"time budget {max(remaining, 0.0):.3g} s")
+                    continue
         v = query(acc)
         values[acc.name] = v
         if v < best_value:
             best_value, best_name = v, acc.name
-    return Certificate(best_value, best_name, values)
+    return Certificate(best_value, best_name, values, notes)
+
+
+def _budget(time_budget: float | None) -> float | None:
+    return None if time_budget is None else _validate.positive("time_budget", time_budget)
 
 
 def best_epsilon(events: Event | Sequence[Event], delta: float,
-                 accountants: Sequence[Callable[[], Accountant]] | None = None) -> Certificate:
-    """The smallest valid epsilon at ``delta`` over ``accountants`` (default: all of them)."""
+                 accountants: Sequence[Callable[[], Accountant]] | None = None,
+                 time_budget: float | None = None) -> Certificate:
+    """The smallest valid epsilon at ``delta`` over ``accountants`` (default: all of them).
+
+    ``time_budget`` (seconds): the PLD is skipped when its predicted cost exceeds what is left of it
+    (the closed-form accountants answer in milliseconds at any count). The PLD is also skipped when an
+    exact accountant answers (:func:`exact_accountant`) or its grid would exceed ``max_bins``.
+    """
     delta = _validate.probability("delta", delta)
-    return _best(events, lambda a: a.epsilon(delta), accountants)
+    return _best(events, lambda a: a.epsilon(delta), accountants, _budget(time_budget))
 
 
 def best_delta(events: Event | Sequence[Event], epsilon: float,
-               accountants: Sequence[Callable[[], Accountant]] | None = None) -> Certificate:
+               accountants: Sequence[Callable[[], Accountant]] | None = None,
+               time_budget: float | None = None) -> Certificate:
     """The smallest valid delta at ``epsilon`` over ``accountants`` (default: all of them)."""
     epsilon = _validate.nonnegative("epsilon", epsilon)
-    return _best(events, lambda a: a.delta(epsilon), accountants)
+    return _best(events, lambda a: a.delta(epsilon), accountants, _budget(time_budget))

@@ -3,16 +3,33 @@
 Dong, Roth & Su (2022), "Gaussian Differential Privacy", JRSS-B, Corollary 2.13: a mechanism is
 mu-GDP iff it is (eps, delta(eps))-DP for every eps >= 0 with
 
-    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+    delta(eps) = Phi(a) - e^eps Phi(b),   a = -eps/mu + mu/2,  b = a - mu.
 
-(The analytic Gaussian mechanism of Balle & Wang 2018 is the same curve.) We evaluate it as
-``log delta = logPhi(a) + log1p(-exp(eps + logPhi(b) - logPhi(a)))`` with ``scipy.special.log_ndtr``
-so that it stays finite for mu in the thousands, where the naive form overflows.
+(The analytic Gaussian mechanism of Balle & Wang 2018 is the same curve.) We evaluate
+``log delta = log Phi(a) + log(1 - exp(inner))`` with ``inner = log(e^eps Phi(b) / Phi(a))``.
+Because b^2 - a^2 = 2 eps exactly, ``inner = log m(b) - log m(a)`` with the Mills ratio
+m(x) = Phi(x)/phi(x) = sqrt(pi/2) erfcx(-x/sqrt(2)): no large numbers cancel, so the curve stays
+finite and accurate for mu in [1e-8, 1e3], eps in [0, 1e4] and delta down to 1e-300:
 
-Inversions use bracketing root-finding and then step to the safe side, so that
+* mu < 1: ``inner = -int_b^a (x + 1/m(x)) dx`` (d/dx log m = x + 1/m) by 24-point Gauss-Legendre on
+  an interval of length mu; the difference of two nearly equal logarithms (which loses mu-relative
+  accuracy, 5e-8 at mu = 1e-8) is never formed;
+* mu >= 1: the difference of log-erfcx values (a <= 0) or ``-a^2/2 + log(erfcx(-b/sqrt 2)/2) - log Phi(a)``
+  (a > 0, where erfcx(-a/sqrt 2) would overflow);
+* a < -40: delta <= Phi(a) < 1e-349 is reported as Phi(a) (an upper bound, in log space).
 
-* ``epsilon_for_delta`` returns an eps whose delta is <= the target (never an optimistic eps);
-* ``mu_for_epsilon_delta`` returns a mu whose delta at eps is <= the target (never a mu too large).
+Every reported log delta carries an upward margin of 1e-15 (1 + |log delta| + a^2) covering the
+rounding of a (log Phi has slope ~|a| in a) and of the logarithms: about 1e-12 relative at
+delta = 1e-300, 1e-14 for ordinary deltas, always on the safe (larger-delta) side.
+
+Inversions find the root in log space and then return the smallest point of a fixed lattice (40
+significant bits, 9e-13 relative) on the safe side, so that
+
+* ``epsilon_for_delta`` returns an eps whose reported delta is <= the target (never optimistic) and
+  is monotone non-increasing in delta (it is the first lattice point meeting the target, not
+  wherever a root-finder stopped);
+* ``mu_for_epsilon_delta`` returns a mu whose reported delta at eps is <= the target (never a mu too
+  large), monotone in both arguments the same way.
 """
 
 from __future__ import annotations
@@ -24,27 +41,65 @@ from scipy import optimize, special
 
 from accountants import _validate
 
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
+_SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_FAR_TAIL = -40.0  # below this a, delta <= Phi(a) < e^-800: report Phi(a)
+_LATTICE_BITS = 40
+
+
+def _log_mills(x: np.ndarray) -> np.ndarray:
+    """log m(x) = log(Phi(x)/phi(x)) for x <= 0 (erfcx of a non-negative argument: no overflow)."""
+    return np.log(_SQRT_HALF_PI * special.erfcx(-x * _INV_SQRT2))
+
+
+def _inner_small_mu(a: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """-int_{a-mu}^{a} (x + 1/m(x)) dx by Gauss-Legendre (x + 1/m(x) is smooth and positive)."""
+    mid = a - mu / 2.0
+    x = mid[..., None] + (mu / 2.0)[..., None] * _GL_X
+    with np.errstate(over="ignore"):
+        g = x + 1.0 / (_SQRT_HALF_PI * special.erfcx(-x * _INV_SQRT2))
+    return -(mu / 2.0) * (g @ _GL_W)
+
+
+def _log_delta_raw(mu: np.ndarray, epsilon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log delta without margin, a) -- broadcast arrays."""
+    mu, epsilon = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(epsilon, dtype=float))
+    a = -epsilon / mu + mu / 2.0
+    b = a - mu
+    log_pa = special.log_ndtr(a)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # mu >= 1, a <= 0: difference of log Mills ratios (both arguments <= 0)
+        inner_neg = _log_mills(np.minimum(b, 0.0)) - _log_mills(np.minimum(a, 0.0))
+        # mu >= 1, a > 0: log(e^eps Phi(b)) = -a^2/2 + log(erfcx(-b/sqrt2)/2) since eps - b^2/2 = -a^2/2
+        inner_pos = -a * a / 2.0 + np.log(0.5 * special.erfcx(-b * _INV_SQRT2)) - log_pa
+        inner = np.where(a <= 0.0, inner_neg, inner_pos)
+        small = mu < 1.0
+        if np.any(small):
+            inner = np.where(small, _inner_small_mu(np.where(small, a, 0.0), np.where(small, mu, 0.5)),
+                             inner)
+        inner = np.minimum(inner, 0.0)  # the exact value is < 0; rounding cannot make delta exceed Phi(a)
+        # log(1 - e^inner): log(-expm1) near 0, log1p(-exp) below -ln 2
+        tail = np.where(inner > -math.log(2.0), np.log(-np.expm1(inner)), np.log1p(-np.exp(inner)))
+    tail = np.where(a < _FAR_TAIL, 0.0, tail)  # Phi(a) alone: an upper bound, far below 1e-300
+    return log_pa + tail, a
+
 
 def log_delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.ndarray:
-    """Natural log of the GDP delta(eps) curve; vectorised over ``mu`` and ``epsilon``.
+    """Natural log of the GDP delta(eps) curve, rounded up; vectorised over ``mu`` and ``epsilon``.
 
     ``mu`` must be > 0 and ``epsilon`` >= 0 (not re-validated here: the public wrappers do it).
     """
-    mu = np.asarray(mu, dtype=float)
-    epsilon = np.asarray(epsilon, dtype=float)
-    a = -epsilon / mu + mu / 2.0
-    b = -epsilon / mu - mu / 2.0
-    log_pa = special.log_ndtr(a)
-    log_pb = special.log_ndtr(b)
-    inner = epsilon + log_pb - log_pa  # log of e^eps Phi(b) / Phi(a), always < 0 for mu > 0
-    with np.errstate(divide="ignore"):
-        # log1p(-exp(x)) loses accuracy for x near 0; use log(-expm1(x)) there (x > -ln 2).
-        tail = np.where(inner > -math.log(2.0), np.log(-np.expm1(inner)), np.log1p(-np.exp(inner)))
-    return log_pa + tail
+    log_d, a = _log_delta_raw(mu, epsilon)
+    with np.errstate(invalid="ignore"):
+        margin = 1e-15 * (1.0 + np.abs(log_d) + a * a)
+        out = log_d + np.where(np.isfinite(margin), margin, 0.0)
+    return np.minimum(out, 0.0)
 
 
 def delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> float | np.ndarray:
-    """The smallest delta such that mu-GDP implies (epsilon, delta)-DP (exact, Dong et al. Cor 2.13).
+    """The smallest delta such that mu-GDP implies (epsilon, delta)-DP (exact, Dong et al. Cor 2.13),
+    rounded up by ~1e-14 relative. Underflows to 0.0 only where the exact delta is below 1e-308.
 
     Vectorised: arrays broadcast; a scalar input gives a float.
     """
@@ -61,34 +116,77 @@ def delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> fl
     return np.exp(log_delta_for_epsilon(mu_arr, eps_arr))
 
 
+def _lattice_up(x: float) -> float:
+    """The smallest float with at most 40 significant bits that is >= x (x >= 0)."""
+    if x <= 0.0:
+        return 0.0
+    m, e = math.frexp(x)  # x = m 2^e, m in [0.5, 1)
+    scale = 2.0 ** _LATTICE_BITS
+    return math.ldexp(math.ceil(m * scale) / scale, e)
+
+
+def _lattice_step(x: float, up: bool) -> float:
+    """The neighbouring lattice point of a lattice point x > 0."""
+    m, e = math.frexp(x)
+    q = 2.0 ** -_LATTICE_BITS
+    if not up and m == 0.5:
+        return math.ldexp(1.0 - q, e - 1)
+    return math.ldexp(m + (q if up else -q), e)
+
+
+def _first_lattice_point(x: float, ok, *, increasing_ok: bool) -> float:
+    """Starting from x (where ``ok`` holds), the lattice point at the boundary of ``ok``.
+
+    ``increasing_ok=True``: ok(y) holds for y >= boundary; returns the smallest lattice point with ok.
+    ``increasing_ok=False``: ok holds for y <= boundary; returns the largest lattice point with ok.
+    """
+    if increasing_ok:
+        y = _lattice_up(x)
+        while not ok(y):  # rounding of the root: walk up (a few steps at most)
+            y = _lattice_step(y, up=True)
+        while y > 0.0:
+            prev = _lattice_step(y, up=False)
+            if prev <= 0.0 or not ok(prev):
+                break
+            y = prev
+        return y
+    m, e = math.frexp(x)
+    scale = 2.0 ** _LATTICE_BITS
+    y = math.ldexp(math.floor(m * scale) / scale, e)
+    while y > 0.0 and not ok(y):
+        y = _lattice_step(y, up=False)
+    while True:
+        nxt = _lattice_step(y, up=True)
+        if not ok(nxt):
+            return y
+        y = nxt
+
+
 def epsilon_for_delta(mu: float, delta: float) -> float:
     """The smallest eps >= 0 with delta(eps) <= ``delta`` for mu-GDP, rounded up (never optimistic).
 
+    Monotone non-increasing in ``delta`` and non-decreasing in ``mu`` (see the module docstring).
     Reference (ACCOUNTING.md): mu = 1, delta = 1e-5 gives 4.37717809568.
     """
     mu = _validate.positive("mu", mu)
     delta = _validate.probability("delta", delta)
     log_target = math.log(delta)
-    if log_delta_for_epsilon(mu, 0.0) <= log_target:
+
+    def log_d(e: float) -> float:
+        return float(log_delta_for_epsilon(mu, e))
+
+    def ok(e: float) -> bool:
+        return float(np.exp(log_d(e))) <= delta
+
+    if ok(0.0):
         return 0.0
     # Upper bracket: delta(eps) <= Phi(a), and Phi(a) = delta at eps = mu (mu/2 - Phi^-1(delta)).
-    hi = mu * (mu / 2.0 - float(special.ndtri(delta)))
-    hi = max(hi, 1e-12)
-    while log_delta_for_epsilon(mu, hi) > log_target:  # guard against rounding in ndtri
+    hi = max(mu * (mu / 2.0 - float(special.ndtri(delta))), 1e-300)
+    while log_d(hi) > log_target:  # guard against rounding in ndtri
         hi *= 2.0
-
-    def f(e: float) -> float:
-        return float(log_delta_for_epsilon(mu, e)) - log_target
-
-    eps = optimize.brentq(f, 0.0, hi, xtol=1e-15 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
-                          maxiter=500)
-    # Step to the safe side: the returned eps must certify the target delta *as reported* by
-    # delta_for_epsilon (exp of the log), so compare in that currency, not in log space.
-    step = max(abs(eps), 1e-300) * 2e-16
-    while float(np.exp(log_delta_for_epsilon(mu, eps))) > delta:
-        eps += step
-        step *= 2.0
-    return float(eps)
+    eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=1e-300,
+                          rtol=4 * np.finfo(float).eps, maxiter=500)
+    return float(_first_lattice_point(eps, ok, increasing_ok=True))
 
 
 def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -100,21 +198,27 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
     def f(mu: float) -> float:
         return float(log_delta_for_epsilon(mu, epsilon)) - log_target
 
+    def ok(mu: float) -> bool:
+        return mu > 0.0 and float(np.exp(log_delta_for_epsilon(mu, epsilon))) <= delta
+
     lo, hi = 1e-12, 1.0
-    if f(lo) > 0:
-        raise ValueError(
-            f"no mu > 1e-12 satisfies (epsilon={epsilon}, delta={delta}); delta is too small for this epsilon"
-        )
+    while f(lo) > 0:  # delta(0; mu) ~ mu/sqrt(2 pi): tiny deltas at eps = 0 need tiny mu
+        lo /= 1e4
+        if lo < 1e-300:
+            raise ValueError(
+                f"no mu > 1e-300 satisfies (epsilon={epsilon}, delta={delta}); delta is too small for this epsilon"
+            )
     while f(hi) <= 0:  # delta(eps; mu) increases with mu
         lo, hi = hi, hi * 2.0
         if hi > 1e8:
             raise ValueError("mu_for_epsilon_delta did not find an upper bracket below mu = 1e8")
-    mu = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    step = mu * 2e-16
-    while float(np.exp(log_delta_for_epsilon(mu, epsilon))) > delta:
-        mu -= step
-        step *= 2.0
-    return float(mu)
+    mu = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    if not ok(mu):
+        step = mu * 2e-16
+        while not ok(mu):
+            mu -= step
+            step *= 2.0
+    return float(_first_lattice_point(mu, ok, increasing_ok=False))
 
 
 def mu_from_pure_epsilon(epsilon: float | np.ndarray) -> float | np.ndarray:
@@ -122,13 +226,18 @@ def mu_from_pure_epsilon(epsilon: float | np.ndarray) -> float | np.ndarray:
 
     Dong, Roth & Su (2022): the eps-DP trade-off curve is two chords through the symmetric point
     1/(1+e^eps); the convex Gaussian curve G_mu through that point lies below them. eps = 1 gives
-    mu = 1.232035... Computed as -2 Phi^{-1}(expit(-eps)) so that large eps stays finite.
-    Rounded up by a few ulps so that numerical error never makes the bound optimistic.
+    mu = 1.232035... Since 1/(1+e^eps) = (1 - tanh(eps/2))/2, mu = 2 sqrt(2) erfinv(tanh(eps/2)),
+    which keeps full relative accuracy for tiny eps (eps <= 1); above, -2 Phi^{-1}(expit(-eps)) via
+    ``ndtri_exp`` keeps large eps finite. Rounded up by 1e-15 relative (both forms are accurate to a
+    few ulps) so that numerical error never makes the bound optimistic.
     """
     eps = np.asarray(epsilon, dtype=float)
     if np.any(~(eps > 0)) or np.any(np.isnan(eps)):
         raise ValueError("epsilon must lie in (0, inf]")
-    # log(1/(1+e^eps)) = -log1p(e^eps) = -logaddexp(0, eps); ndtri_exp takes the log-probability.
-    mu = -2.0 * special.ndtri_exp(-np.logaddexp(0.0, eps))
-    mu = mu * (1.0 + 8 * np.finfo(float).eps)
+    with np.errstate(over="ignore"):
+        small = 2.0 * math.sqrt(2.0) * special.erfinv(np.tanh(np.minimum(eps, 1.0) / 2.0))
+        # log(1/(1+e^eps)) = -log1p(e^eps) = -logaddexp(0, eps); ndtri_exp takes the log-probability.
+        large = -2.0 * special.ndtri_exp(-np.logaddexp(0.0, eps))
+    mu = np.where(eps <= 1.0, small, large)
+    mu = mu * (1.0 + 1e-15)
     return float(mu) if np.ndim(epsilon) == 0 else mu

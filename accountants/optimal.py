@@ -28,6 +28,7 @@ from accountants.base import Accountant, UnsupportedEventError
 from accountants.events import Event, LeafEvent
 
 _WINDOW_SIGMAS = 40.0
+_MAX_WINDOW = 1 << 21  # beyond this many binomial terms per evaluation the accountant declines
 
 
 def _log_kl(a: float, q: float, log_q: float, log_p: float) -> float:
@@ -35,8 +36,31 @@ def _log_kl(a: float, q: float, log_q: float, log_p: float) -> float:
     return float(special.xlogy(a, a) - a * log_q + special.xlogy(1 - a, 1 - a) - (1 - a) * log_p)
 
 
-def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float) -> float:
-    """log of the Thm 3.3 delta(eps) for k eps0-DP releases (an upper bound, see module docstring)."""
+def window_sigmas(log_floor: float | None) -> float:
+    """Half-width of the summed window in binomial standard deviations.
+
+    Terms outside are bounded by Chernoff (added), so any width is valid; a width z makes that bound
+    ~exp(-z^2/2): 40 reaches e^-800, and a query at target delta only needs the bound well below it
+    (``log_floor`` = log(target) - 40, i.e. < 4e-18 of the target).
+    """
+    if log_floor is None:
+        return _WINDOW_SIGMAS
+    return min(_WINDOW_SIGMAS, math.sqrt(2.0 * max(-log_floor, 1.0)) + 2.0)
+
+
+def window_size(k: int, epsilon0: float, log_floor: float | None = None) -> float:
+    """The number of binomial terms one evaluation sums (the cost of one delta evaluation)."""
+    log_q = -float(np.logaddexp(0.0, epsilon0))
+    q = math.exp(log_q)
+    return 2.0 * (window_sigmas(log_floor) * math.sqrt(k * q * (1 - q)) + 64.0)
+
+
+def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
+                                  log_floor: float | None = None) -> float:
+    """log of the Thm 3.3 delta(eps) for k eps0-DP releases (an upper bound, see module docstring).
+
+    ``log_floor``: terms whose total is far below exp(log_floor) may be left to the Chernoff bound
+    (a narrower window, still an upper bound)."""
     if k == 0 or epsilon0 == 0.0:
         return -math.inf
     log_p = -float(np.logaddexp(0.0, -epsilon0))
@@ -49,7 +73,7 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float) -> fl
         return -math.inf
     jmax = min(jmax, k)
     mean = k * q
-    half = _WINDOW_SIGMAS * math.sqrt(k * q * (1 - q)) + 64.0
+    half = window_sigmas(log_floor) * math.sqrt(k * q * (1 - q)) + 64.0
     centre = min(mean, jmax)
     lo = max(0, math.floor(centre - half))
     hi = min(jmax, math.ceil(centre + half))
@@ -125,13 +149,19 @@ class OptimalHomogeneousAccountant(Accountant):
         v = self.k * math.log1p(-self.delta0)
         return v * (1 + 1e-14)
 
-    def _rr_log_delta(self, epsilon: float) -> float:
+    def _rr_log_delta(self, epsilon: float, log_floor: float | None = None) -> float:
         if self.k == 0 or self.epsilon0 is None:
             return -math.inf
-        return log_delta_randomized_response(self.k, self.epsilon0, epsilon)
+        return log_delta_randomized_response(self.k, self.epsilon0, epsilon, log_floor)
+
+    def feasible(self, log_floor: float | None = None) -> bool:
+        """Whether one evaluation sums at most 2^21 terms (else the accountant declines: inf / 1)."""
+        return self.epsilon0 is None or window_size(self.k, self.epsilon0, log_floor) <= _MAX_WINDOW
 
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
+        if not self.feasible():
+            return 1.0
         log_d = self._rr_log_delta(epsilon)
         d = min(1.0, math.exp(log_d)) if log_d > -math.inf else 0.0
         # 1 - keep (1 - d) = (1 - keep) + keep d
@@ -151,18 +181,30 @@ class OptimalHomogeneousAccountant(Accountant):
         target = -math.expm1(math.log1p(-delta) - log_keep) * (1 - 1e-12)
         if target <= 0:
             return math.inf
-        if self.delta(0.0) <= delta:
+        log_target = math.log(target)
+        log_floor = log_target - 40.0
+        if not self.feasible(log_floor):
+            return math.inf
+        if self._delta(0.0, log_floor) <= delta:
             return 0.0
         hi = self.k * self.epsilon0  # d(hi) = 0
-        log_target = math.log(target)
 
         def f(e: float) -> float:
-            return max(self._rr_log_delta(e), -2000.0) - log_target
+            return max(self._rr_log_delta(e, log_floor), -2000.0) - log_target
 
         eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
                               maxiter=500)
         step = max(eps, 1e-300) * 2e-16
-        while eps < hi and self.delta(eps) > delta:
+        while eps < hi and self._delta(eps, log_floor) > delta:
             eps += step
             step *= 2.0
         return float(min(eps, hi))
+
+    def _delta(self, epsilon: float, log_floor: float | None) -> float:
+        log_d = self._rr_log_delta(epsilon, log_floor)
+        d = min(1.0, math.exp(log_d)) if log_d > -math.inf else 0.0
+        log_keep = self._log_keep()
+        total = -math.expm1(log_keep) + math.exp(log_keep) * d
+        if total > 0:
+            total = total * (1 + 1e-14) + 1e-300
+        return min(1.0, total)

@@ -15,6 +15,26 @@ sigma = 1/mu, PureDP(eps) -> binary randomized response (the tight eps-DP pair),
 
 ``pessimistic=False`` builds dp-accounting's *optimistic* estimate (a lower reference, not a
 certificate: used by tests as a floor no valid accountant may go below).
+
+Validity at every delta (issue 12). Three numerical effects could make the PLD optimistic:
+
+* discretisation -- dp-accounting's pessimistic connect-the-dots estimate dominates the true
+  curve (Doroshenko et al. 2022, Thm 4.1); binary randomized response (PureDP) is put on a grid
+  that contains +-eps0 exactly when one PureDP value is composed (no rounding of eps0 at all);
+* tail truncation -- the pessimistic ``self_compose`` moves its truncated mass
+  (``tail_mass_truncation``) to the infinite loss and ``compose`` truncates nothing, so truncated
+  mass is already part of delta; the initial PLDs put their upper tail there too;
+* floating-point FFT rounding -- ``ifft(fft(p)^n)`` has absolute error of order n u log2(N) in total
+  mass (relative error u log2 N per transform, multiplied n-fold by the power). It is not covered by
+  dp-accounting, and at small deltas it dominates (it is why a Gaussian composition could certify
+  below exact GDP at delta 1e-11). We add ``rounding_margin()`` = 8 u log2(N) (sum of counts + number
+  of groups) to every delta and subtract it from the target delta of ``epsilon``; where the margin
+  reaches the target delta the PLD answers ``inf`` (the exact and closed-form accountants answer
+  there). The factor 8 is an engineering allowance over the observed error (measured at
+  1/300 of it against exact GDP, docs/accountants.md), not a proof.
+
+Bounded cost: :meth:`PLDAccountant.estimated_bins` predicts the grid size; above ``max_bins`` the
+accountant declines (``epsilon`` = inf, ``delta`` = 1) instead of running for minutes.
 """
 
 from __future__ import annotations
@@ -24,14 +44,20 @@ import warnings
 
 import numpy as np
 
-from accountants import _validate
+from accountants import _validate, fastpld
 from accountants.base import Accountant
-from accountants.events import GDP, ApproxDP, Gaussian, Laplace, LeafEvent, PureDP
+from accountants.events import GDP, ApproxDP, DiscreteLaplace, Gaussian, Laplace, LeafEvent, PureDP
+
+_MAX_DISCRETE_UNITS = 4096  # dp-accounting's discrete Laplace PLD enumerates ~u losses: 2.5 s at u = 2^20
 
 _REL_RESOLUTION = 1e-4  # discretisation interval relative to the spread of the composed loss
 _MIN_INTERVAL = 1e-12
 _MAX_INTERVAL = 1e-2
 _MAX_POINT_EPSILON = 700.0  # PureDP / ApproxDP beyond this are unsupported (float overflow)
+_MAX_BINS = 1 << 21  # beyond ~2M grid points a composition costs seconds per FFT: decline
+_TAIL_WIDTH = 20.0  # composed grid ~ this many loss spreads wide (measured ~17 with dp-accounting's bounds)
+_MANY_GROUPS = 32
+_FFT_MARGIN = 8.0 * 2.0 ** -52  # per self-composition power and per log2(N): see module docstring
 
 
 def _loss_scale(leaf: LeafEvent) -> float:
@@ -51,7 +77,8 @@ class PLDAccountant(Accountant):
 
     name = "pld"
 
-    def __init__(self, value_discretization_interval: float | None = None, pessimistic: bool = True) -> None:
+    def __init__(self, value_discretization_interval: float | None = None, pessimistic: bool = True,
+                 max_bins: int = _MAX_BINS) -> None:
         if value_discretization_interval is not None:
             value_discretization_interval = _validate.positive(
                 "value_discretization_interval", value_discretization_interval)
@@ -59,8 +86,10 @@ class PLDAccountant(Accountant):
             raise ValueError(f"pessimistic must be a bool, got {pessimistic!r}")
         self.value_discretization_interval = value_discretization_interval
         self.pessimistic = pessimistic
+        self.max_bins = _validate.count("max_bins", max_bins)
         self.groups: dict[LeafEvent, int] = {}
         self._pld = None
+        self._dp_pld = None
 
     @classmethod
     def optimistic(cls, value_discretization_interval: float | None = None) -> "PLDAccountant":
@@ -71,19 +100,22 @@ class PLDAccountant(Accountant):
         if isinstance(leaf, (PureDP, ApproxDP)):
             # dp-accounting evaluates exp(eps) in floats for these; beyond ~700 it overflows
             return leaf.epsilon <= _MAX_POINT_EPSILON
+        if isinstance(leaf, DiscreteLaplace):
+            return leaf.u <= _MAX_DISCRETE_UNITS
         return isinstance(leaf, (Laplace, Gaussian, GDP))
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
         self.groups[leaf] = self.groups.get(leaf, 0) + count
         self._pld = None
+        self._dp_pld = None
 
     def copy(self):
         other = super().copy()
-        other._pld = self._pld  # PLDs are immutable; share the cache
+        other._pld, other._dp_pld = self._pld, self._dp_pld  # PLDs are immutable; share the caches
         return other
 
     def __deepcopy__(self, memo):
-        other = PLDAccountant(self.value_discretization_interval, self.pessimistic)
+        other = PLDAccountant(self.value_discretization_interval, self.pessimistic, self.max_bins)
         other.groups = dict(self.groups)
         return other
 
@@ -94,7 +126,66 @@ class PLDAccountant(Accountant):
         if self.value_discretization_interval is not None:
             return self.value_discretization_interval
         spread = math.sqrt(sum(n * _loss_scale(leaf) ** 2 for leaf, n in self.groups.items()))
-        return float(np.clip(spread * _REL_RESOLUTION, _MIN_INTERVAL, _MAX_INTERVAL))
+        # many distinct releases (one transform each): a 10x coarser grid, measured to move epsilon
+        # by < 1e-4 relative on 1000 heterogeneous Laplace releases (docs/benchmarks.md)
+        rel = _REL_RESOLUTION * (10.0 if len(self.groups) > _MANY_GROUPS else 1.0)
+        h = float(np.clip(spread * rel, _MIN_INTERVAL, _MAX_INTERVAL))
+        pure = {leaf.epsilon for leaf in self.groups if isinstance(leaf, PureDP)}
+        if len(pure) == 1:
+            # put +-eps0 on the grid: randomized response is then discretised without rounding
+            eps0 = pure.pop()
+            h = eps0 / math.ceil(eps0 / h) * (1 + 4 * 2.0 ** -52)  # m h >= eps0 despite rounding
+        return h
+
+    def estimated_bins(self) -> float:
+        """A prediction of the composed grid size (number of discretised loss values)."""
+        if not self.groups:
+            return 0.0
+        h = self.interval()
+        spread = math.sqrt(sum(n * _loss_scale(leaf) ** 2 for leaf, n in self.groups.items()))
+        single = 0.0
+        for leaf in self.groups:
+            s = _loss_scale(leaf)
+            # a Gaussian's loss is N(mu^2/2, mu^2), truncated ~10 sd out; eps-DP losses lie in [-eps, eps]
+            width = 2.0 * (10.0 * s + s * s / 2.0) if isinstance(leaf, (Gaussian, GDP)) else 2.0 * s
+            single += width / h
+        return _TAIL_WIDTH * spread / h + single
+
+    def feasible(self) -> bool:
+        """Whether the composition fits in ``max_bins`` grid points (else the accountant declines)."""
+        return self.estimated_bins() <= self.max_bins
+
+    def _uses_fast_engine(self) -> bool:
+        return self.pessimistic and all(fastpld.supports(leaf) for leaf in self.groups)
+
+    def _engine(self):
+        """The composed PLD used by queries (built once, cached until the next ``compose``):
+        :class:`accountants.fastpld.ComposedPLD` for Laplace/Gaussian/GDP/PureDP releases, else
+        dp-accounting's; None when it would exceed ``max_bins``."""
+        if self._pld is not None:
+            return self._pld
+        if not self.groups or not self.feasible():
+            return None
+        if self._uses_fast_engine():
+            try:
+                self._pld = fastpld.ComposedPLD(self.groups, self.interval(), self.max_bins)
+            except OverflowError:
+                return None
+            return self._pld
+        return self.pld()
+
+    def rounding_margin(self) -> float:
+        """The delta added for FFT rounding: 8 u log2(N) (sum of counts + groups); see the module doc.
+        (With the fast engine: its margin, which also holds the Chernoff wrap-around bound.)"""
+        engine = self._engine()
+        if engine is None:
+            return 0.0
+        if isinstance(engine, fastpld.ComposedPLD):
+            return engine.margin
+        pld = engine
+        n = max(2, int(pld._pmf_remove.size) + 1)
+        work = sum(self.groups.values()) + len(self.groups)
+        return _FFT_MARGIN * math.log2(n) * work
 
     def _leaf_pld(self, leaf: LeafEvent, interval: float):
         from dp_accounting.pld import common
@@ -106,11 +197,23 @@ class PLDAccountant(Accountant):
             kw["use_connect_dots"] = False  # connect-the-dots is pessimistic-only
         if isinstance(leaf, Laplace):
             return pldm.from_laplace_mechanism(leaf.scale, sensitivity=leaf.sensitivity, **kw)
+        if isinstance(leaf, DiscreteLaplace):
+            return pldm.from_discrete_laplace_mechanism(1.0 / leaf.t, sensitivity=leaf.u, **kw)
         if isinstance(leaf, Gaussian):
             return pldm.from_gaussian_mechanism(leaf.sigma, sensitivity=leaf.sensitivity, **kw)
         if isinstance(leaf, GDP):
             return pldm.from_gaussian_mechanism(1.0 / leaf.mu, sensitivity=1.0, **kw)
         if isinstance(leaf, PureDP):
+            m = leaf.epsilon / interval
+            if abs(m - round(m)) <= 1e-9 * m and round(m) >= 1:
+                # +-eps0 lie on the grid (interval() arranged it): binary randomized response exactly,
+                # losses +-m h with h one ulp above eps0/m, so m h >= eps0 (never optimistic)
+                from dp_accounting.pld import pld_pmf
+
+                m, h = int(round(m)), interval
+                log_p = -math.log1p(math.exp(-leaf.epsilon))  # e^eps0 / (1 + e^eps0)
+                p, q = math.exp(log_p), 1.0 / (1.0 + math.exp(leaf.epsilon))
+                return pldm.PrivacyLossDistribution(pld_pmf.create_pmf({m: p, -m: q}, h, 0.0, pess))
             return pldm.from_randomized_response(2.0 / (1.0 + math.exp(leaf.epsilon)), 2,
                                                  pessimistic_estimate=pess,
                                                  value_discretization_interval=interval)
@@ -122,9 +225,9 @@ class PLDAccountant(Accountant):
 
     def pld(self):
         """The composed dp-accounting ``PrivacyLossDistribution`` (built once, cached)."""
-        if self._pld is not None:
-            return self._pld
-        if not self.groups:
+        if self._dp_pld is not None:
+            return self._dp_pld
+        if not self.groups or not self.feasible():
             return None
         interval = self.interval()
         parts = []
@@ -137,21 +240,35 @@ class PLDAccountant(Accountant):
             while len(parts) > 1:  # balanced tree: sizes stay balanced, total FFT work small
                 parts = [parts[i].compose(parts[i + 1]) if i + 1 < len(parts) else parts[i]
                          for i in range(0, len(parts), 2)]
-        self._pld = parts[0]
-        return self._pld
+        self._dp_pld = parts[0]
+        if not self._uses_fast_engine():
+            self._pld = self._dp_pld
+        return self._dp_pld
 
     # --- conversions ----------------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
         delta = _validate.probability("delta", delta)
-        pld = self.pld()
-        if pld is None:
+        if not self.groups:
             return 0.0
-        eps = float(pld.get_epsilon_for_delta(delta))
+        pld = self._engine()
+        if pld is None:  # too large to build within max_bins: decline
+            return math.inf
+        if isinstance(pld, fastpld.ComposedPLD):
+            return pld.epsilon(delta)
+        target = delta - self.rounding_margin() if self.pessimistic else delta
+        if not target > 0:
+            return math.inf
+        eps = float(pld.get_epsilon_for_delta(target))
         return max(0.0, eps)
 
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
-        pld = self.pld()
-        if pld is None:
+        if not self.groups:
             return 0.0
-        return min(1.0, max(0.0, float(pld.get_delta_for_epsilon(epsilon))))
+        pld = self._engine()
+        if pld is None:
+            return 1.0
+        if isinstance(pld, fastpld.ComposedPLD):
+            return pld.delta(epsilon)
+        margin = self.rounding_margin() if self.pessimistic else 0.0
+        return min(1.0, max(0.0, float(pld.get_delta_for_epsilon(epsilon))) + margin)

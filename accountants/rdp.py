@@ -131,12 +131,29 @@ class RDPAccountant(Accountant):
             r = float(self.rdp(al))
             return r + math.log1p(-1.0 / al) - (log_delta + math.log(al)) / (al - 1.0)
 
-        eps = min(eps_grid, max(0.0, self._refine(objective, i)))
+        eps = min(eps_grid, max(0.0, self._refine(objective, i)), self._pure_total())
         return eps + abs(eps) * _ROUND_UP
+
+    def _pure_total(self) -> float:
+        """The order-infinity end of the curve: sum of pure epsilons (inf unless every leaf is pure).
+
+        RDP at alpha = inf is the max-divergence, so pure eps_i-DP leaves compose to (sum eps_i)-DP at
+        any delta; the conversion above approaches it only as alpha -> inf, which a finite order grid
+        never reaches (one PureDP release would otherwise certify up to 51% above its own eps).
+        """
+        total = 0.0
+        for leaf, n in self.groups.items():
+            eps = leaf.pure_epsilon()
+            if eps is None:
+                return math.inf
+            total += n * eps
+        return total * (1 + 1e-15 * (1 + len(self.groups)))
 
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
         if not self.groups:
+            return 0.0
+        if epsilon >= self._pure_total() * (1 + _ROUND_UP):
             return 0.0
         eps_in = epsilon / (1 + _ROUND_UP)  # consistent with the margin epsilon() adds
         log_d_grid, alpha = rdp_curves.log_delta_from_rdp(self.orders, self.grid_curve(), eps_in)

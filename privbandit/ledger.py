@@ -48,17 +48,31 @@ import numpy as np
 
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
-from accountants.events import NO_EVENT, ZCDP, Composed, Event, Gaussian, Laplace, SelfComposed
+from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event, Gaussian, Laplace,
+                                SelfComposed)
 
 _S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS, _S_RHO = range(6)
 _N_STATS = 6
 # Laplace: pure eps; Gaussian: GDP mu; zCDP: discrete-Gaussian releases, proven only for the
 # Gaussian's RDP/zCDP curve (rho = (sensitivity / sigma)^2 / 2), never certified through GDP.
-_KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP = 0, 1, 2
+# discrete Laplace (floating-point-safe mode): the same pure eps, its own RDP/PLD curves in tight mode
+_KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP, _KIND_DLAPLACE = 0, 1, 2, 3
+_GRID = 2.0 ** -20  # privbandit.mechanisms.sampling.GRID (not imported: the mechanisms import the ledger)
 _STAGE_ROUNDS = 256
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
-               _KIND_ZCDP: (_S_RHO, _S_GAUSS)}
+               _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
+
+
+def _leaf(kind: int, p: float, s: float) -> Event:
+    """The accountants event of one recorded release."""
+    if kind == _KIND_LAPLACE:
+        return Laplace(p, s)
+    if kind == _KIND_GAUSSIAN:
+        return Gaussian(p, s)
+    if kind == _KIND_DLAPLACE:
+        return DiscreteLaplace(p, s, grid=_GRID)
+    return ZCDP((s / p) ** 2 / 2.0)
 
 
 def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
@@ -224,7 +238,7 @@ class Ledger:
 
     def _leaf_stats(self, kind: int, p: np.ndarray, s: np.ndarray) -> np.ndarray:
         vals = np.zeros((p.size, _N_STATS))
-        if kind == _KIND_LAPLACE:
+        if kind in (_KIND_LAPLACE, _KIND_DLAPLACE):
             eps = s / p
             if eps.size > 1 and eps.min() == eps.max():  # the common case: one scale per call
                 e = float(eps[0])
@@ -431,26 +445,27 @@ class Ledger:
         return diff
 
     def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
-                               gaussian: bool = False) -> None:
+                               gaussian: bool = False, discrete: bool = False) -> None:
         """Fast path for this package's mechanisms: ``rep``, ``st`` int arrays; ``lo``, ``hi``,
         ``scale`` (sigma with ``gaussian=True``), ``sensitivity`` and ``node`` arrays of that length
         or scalars; validity guaranteed by construction. The arrays must be fresh (the mechanisms
         build them per call by arithmetic or fancy indexing): arrays owning their data are staged
         uncopied until the next drain (views are copied, as a guard). Nothing is broadcast per
         call: scalars stay scalars until the drain."""
-        self._store(_KIND_GAUSSIAN if gaussian else _KIND_LAPLACE, rep, st, lo, hi, scale, sensitivity,
-                    mechanism, -1 if node is None else node, fresh=True)
+        kind = _KIND_GAUSSIAN if gaussian else _KIND_DLAPLACE if discrete else _KIND_LAPLACE
+        self._store(kind, rep, st, lo, hi, scale, sensitivity, mechanism, -1 if node is None else node, fresh=True)
 
     # --- recording ----------------------------------------------------------------------------
     def record_laplace(self, replicate, stream, lo, hi, scale, sensitivity, *, mechanism: str,
-                       node=None) -> None:
+                       node=None, discrete: bool = False) -> None:
         """Record Laplace releases (one per element): Lap(scale) on a statistic of L1 ``sensitivity``.
 
         ``replicate``, ``stream``, ``lo``, ``hi`` (and ``node``) are 1-D int arrays or scalars that
         broadcast to a common length m; the footprint of release i is records [lo[i], hi[i]) of
         stream ``stream[i]`` in replicate ``replicate[i]``.
         """
-        self._record(_KIND_LAPLACE, replicate, stream, lo, hi, scale, sensitivity, mechanism, node, "scale")
+        self._record(_KIND_DLAPLACE if discrete else _KIND_LAPLACE, replicate, stream, lo, hi, scale, sensitivity,
+                     mechanism, node, "scale")
 
     def record_discrete_gaussian(self, replicate, stream, lo, hi, sigma, sensitivity, *, mechanism: str,
                                  node=None) -> None:
@@ -611,7 +626,8 @@ class Ledger:
 
     def releases(self) -> dict[str, np.ndarray]:
         """Tight mode: every recorded release as arrays (replicate, stream, lo, hi, kind 0=Laplace
-        1=Gaussian, scale/sigma, sensitivity, mechanism name, node; node -1 = not given)."""
+        1=Gaussian 2=discrete Gaussian (zCDP) 3=discrete Laplace, scale/sigma, sensitivity, mechanism
+        name, node; node -1 = not given)."""
         self._require_tight("releases()")
         rel = self._releases()
         names = {v: k for k, v in self._mech_ids.items()}
@@ -636,8 +652,7 @@ class Ledger:
         keys = np.stack([kind.astype(float), param, sens], axis=1)
         uniq, leaf_idx = np.unique(keys, axis=0, return_inverse=True)
         leaf_idx = leaf_idx.ravel()
-        leaves = [Laplace(p, s) if int(k) == _KIND_LAPLACE else Gaussian(p, s) if int(k) == _KIND_GAUSSIAN
-                  else ZCDP((s / p) ** 2 / 2.0) for k, p, s in uniq]
+        leaves = [_leaf(int(k), p, s) for k, p, s in uniq]
         n_pos = int(hi.max()) + 1
         diff = np.zeros((self.streams, n_pos, len(leaves)), dtype=np.int64)
         np.add.at(diff, (st, lo, leaf_idx), 1)

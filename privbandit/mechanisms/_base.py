@@ -69,7 +69,18 @@ def single_release_schedule(sampler: NoiseSampler, scale: float, n: int):
 
     if whole("n", n, 0) == 0:
         return NO_EVENT
-    return Laplace(float(sampler.effective_scale(scale)), float(sampler.effective_sensitivity(1.0, on_grid=True)))
+    return laplace_event(sampler, scale, 1.0, on_grid=True)
+
+
+def laplace_event(sampler: NoiseSampler, scale, sensitivity, *, on_grid: bool = False):
+    """The accountants event of one Laplace release of ``sampler``: ``Laplace`` in float mode,
+    ``DiscreteLaplace`` (its own, slightly worse, RDP/PLD curves) on the grid in exact mode."""
+    from accountants.events import DiscreteLaplace, Laplace
+    from privbandit.mechanisms.sampling import GRID
+
+    eff_scale = float(sampler.effective_scale(scale))
+    eff_sens = float(sampler.effective_sensitivity(sensitivity, on_grid=on_grid))
+    return DiscreteLaplace(eff_scale, eff_sens, grid=GRID) if sampler.exact else Laplace(eff_scale, eff_sens)
 
 
 class StreamMechanism:
@@ -95,7 +106,7 @@ class StreamMechanism:
         """Report Laplace releases on sums of [0, 1] inputs (sensitivity 1; on the grid in exact mode,
         where inputs are quantized, so the certified sensitivity stays exactly 1)."""
         eff = self.sampler.effective_scale(scale) if self.sampler.exact else scale
-        self.ledger._record_from_mechanism(rr, kk, lo, hi, eff, 1.0, mechanism, node)
+        self.ledger._record_from_mechanism(rr, kk, lo, hi, eff, 1.0, mechanism, node, discrete=self.sampler.exact)
 
     def _prepare(self, values, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validate an insert; return (quantized values of the selected entries, rows, cols)."""

@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, Laplace, PureDP
+from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, floor_log2, popcount,
-                                        positive, probability, subset, whole)
+                                        laplace_event, positive, probability, subset, whole)
 
 
-def two_part_schedule(log_leaf: Laplace, blocks: list[tuple[Laplace, int, bool]]) -> Event:
+def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
     """Schedule of a logarithmic part + one binary mechanism per block.
 
     ``blocks`` lists, for every block holding items, (binary node leaf, most nodes a record of the
@@ -109,9 +109,8 @@ class HybridMechanism(StreamMechanism):
         out = self._core.insert_flat(self, f, rr, kk, v, scale, block_start, self.name + "/binary")
         flat(self.noisy_sum)[f] = flat(self._log_sum)[f] + out
 
-    def _leaf(self, scale: float) -> Laplace:
-        return Laplace(float(self.sampler.effective_scale(scale)),
-                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+    def _leaf(self, scale: float) -> LeafEvent:
+        return laplace_event(self.sampler, scale, 1.0, on_grid=True)
 
     def privacy_schedule(self, n: int) -> Event:
         """Worst-case releases of one record at count ``n`` (see :func:`two_part_schedule`).

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Composed, Event, Laplace
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, whole
+from accountants.events import NO_EVENT, Composed, Event, LeafEvent
+from privbandit.mechanisms._base import laplace_event, StreamMechanism, positive, probability, whole
 
 
 class IntervalMean(StreamMechanism):
@@ -109,15 +109,15 @@ class IntervalMean(StreamMechanism):
         sens = 1.0 / n
         self.noisy_mean[rr, kk] = self.sampler.laplace_release(self.sum[rr, kk] / n, scale)
         self.ledger._record_from_mechanism(rr, kk, 0, n, self.sampler.effective_scale(scale),
-                                           self.sampler.effective_sensitivity(sens), self.name, n)
+                                           self.sampler.effective_sensitivity(sens), self.name, n,
+                                           discrete=self.sampler.exact)
         self.released_count[rr, kk] = n
 
-    def release_leaf(self, n: int) -> Laplace:
+    def release_leaf(self, n: int) -> LeafEvent:
         """The event of the release of the mean of n items: Lap(scale(n)) with sensitivity 1/n."""
         n = whole("n", n, 1)
         scale = self._scales(np.array([n]))
-        return Laplace(float(self.sampler.effective_scale(scale)[0]),
-                       float(self.sampler.effective_sensitivity(np.array([1.0 / n]))[0]))
+        return laplace_event(self.sampler, float(scale[0]), 1.0 / n)
 
     def privacy_schedule(self, n: int) -> Event:
         """Worst-case releases of one record at count ``n``: the first record is in every release.

@@ -55,5 +55,5 @@ class LaplaceRelease(_Release):
         if self.ledger is not None:
             self.ledger.record_laplace(replicate, stream, lo, hi, self.sampler.effective_scale(scale),
                                        self.sampler.effective_sensitivity(sensitivity),
-                                       mechanism=self.name, node=node)
+                                       mechanism=self.name, node=node, discrete=self.sampler.exact)
         return noisy

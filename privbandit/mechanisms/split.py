@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, Laplace
+from accountants.events import NO_EVENT, Event, LeafEvent
 from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount, positive,
-                                        probability, subset, whole)
+                                        laplace_event, probability, subset, whole)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -94,9 +94,8 @@ class SplitMechanism(StreamMechanism):
         out = self._core.insert_flat(self, f, rr, kk, v, scale, m, self.name + "/binary")
         flat(self.noisy_sum)[f] = flat(self.c)[f] + out
 
-    def _leaf(self, scale: float) -> Laplace:
-        return Laplace(float(self.sampler.effective_scale(scale)),
-                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+    def _leaf(self, scale: float) -> LeafEvent:
+        return laplace_event(self.sampler, scale, 1.0, on_grid=True)
 
     def privacy_schedule(self, n: int) -> Event:
         """Worst-case releases of one record at count ``n``: one Lap(2/eps) from C once flushed, plus up

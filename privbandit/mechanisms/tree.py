@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, Laplace
-from privbandit.mechanisms._base import BinaryCore, StreamMechanism, flat, popcount, positive, probability, whole
+from accountants.events import NO_EVENT, Event, LeafEvent
+from privbandit.mechanisms._base import (BinaryCore, StreamMechanism, flat, laplace_event, popcount, positive,
+                                         probability, whole)
 from privbandit.mechanisms.sampling import laplace_sum_bound
 
 
@@ -52,9 +53,8 @@ class TreeMechanism(StreamMechanism):
         flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
         count[f] += 1
 
-    def _leaf(self) -> Laplace:
-        return Laplace(float(self.sampler.effective_scale(self.scale)),
-                       float(self.sampler.effective_sensitivity(1.0, on_grid=True)))
+    def _leaf(self) -> LeafEvent:
+        return laplace_event(self.sampler, self.scale, 1.0, on_grid=True)
 
     def privacy_schedule(self, n: int) -> Event:
         """Worst-case releases of one record when the stream holds ``n`` items: the first record is in

@@ -40,8 +40,9 @@ def _same(a, b):
 def test_round_trip_preserves_structure(event):
     dp_event = to_dp_accounting(event)
     _same(event, from_dp_accounting(dp_event))
-    assert from_dp_accounting(dp_event).grouped().keys() == from_dp_accounting(
-        to_dp_accounting(from_dp_accounting(dp_event))).grouped().keys()
+    # a second round trip keeps the structure (PureDP epsilons are rounded up by a few ulps each time,
+    # never down: the conversion from a noise parameter must not understate epsilon)
+    _same(from_dp_accounting(dp_event), from_dp_accounting(to_dp_accounting(from_dp_accounting(dp_event))))
 
 
 def test_sensitivity_folds_into_noise_multiplier():
