@@ -8,6 +8,8 @@
   gets Lap(1/eps), is clipped to [-b, b + 1] with b = ln T / eps and rescaled to [0, 1]; EXP3 learns
   from the rescaled value. Each record is in exactly one Laplace release (sensitivity 1): eps-DP
   per record, reported to the ledger by :class:`privbandit.mechanisms.laplace.LaplaceRelease`.
+* :class:`PrivateEXP3` -- Agarwal & Singh (ICML 2017), bandit variant: Lap(1/eps) on each observed
+  loss before the importance-weighted update (constants reconstructed, ALGORITHMS.md 12.1).
 * :class:`EXP3Tau` -- Tossou & Dimitrakakis (AAAI 2017), ALGORITHMS.md 8.2: rounds in mini-batches
   of tau (default ceil(T^(1/3))); one arm per batch, chosen by EXP3 at the batch start; EXP3 learns
   from g = (batch reward sum) / tau in [0, 1], over n = ceil(T / tau) batch-rounds.
@@ -61,9 +63,10 @@ class _Exp3Core:
     consumes exactly one fresh uniform per replicate.
     """
 
-    def __init__(self, replicates: int, n_arms: int, gamma: float, rng: np.random.Generator) -> None:
+    def __init__(self, replicates: int, n_arms: int, gamma: float, rng: np.random.Generator,
+                 eta: float | None = None) -> None:
         self.log_w = np.zeros((replicates, n_arms))
-        self.gamma, self.eta, self.k = gamma, gamma / n_arms, n_arms
+        self.gamma, self.eta, self.k = gamma, gamma / n_arms if eta is None else eta, n_arms
         self.rows = np.arange(replicates)
         self.rng = rng
         self.block = max(1, min(_UNIFORM_BLOCK, _MAX_BUFFERED // replicates))
@@ -87,7 +90,7 @@ class _Exp3Core:
         return arms
 
     def learn(self, arms: np.ndarray, gains: np.ndarray) -> None:
-        """Importance-weighted update of the arms just chosen with gains in [0, 1]."""
+        """Importance-weighted update of the arms just chosen (gains in [0, 1], or minus noisy losses)."""
         self.log_w[self.rows, arms] += self.eta * gains / self.p_played
 
 
@@ -118,6 +121,22 @@ class _DPExp3LapRun(_Exp3Run):
         self.pulls[rows, arms] = lo + 1
         b = self.b
         self.core.learn(arms, (np.clip(noisy, -b, b + 1.0) + b) / (2.0 * b + 1.0))
+
+
+class _PrivateExp3Run(_Exp3Run):
+    def __init__(self, policy, replicates, n_arms, horizon, rng, ledger):
+        gamma, eta = policy.rates(n_arms, horizon)
+        self.core = _Exp3Core(replicates, n_arms, gamma, rng, eta=eta)
+        self.scale = 1.0 / policy.epsilon
+        self.noise = LaplaceRelease(rng, ledger, "private_exp3", exact=policy.exact)
+        self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)
+
+    def update(self, t, arms, rewards):
+        rows = self.core.rows
+        lo = self.pulls[rows, arms]
+        noisy_loss = self.noise.release_records(1.0 - rewards, self.scale, rows, arms, lo)
+        self.pulls[rows, arms] = lo + 1
+        self.core.learn(arms, -noisy_loss)  # weights exp(-eta Lhat): a loss is a negative gain
 
 
 class _Exp3TauRun(PolicyRun):
@@ -236,13 +255,43 @@ class DPEXP3Lap(PureEpsilonPolicy):
         return _DPExp3LapRun(self, replicates, n_arms, horizon, rng, ledger)
 
     def privacy_schedule(self, horizon, n_arms):
-        from privbandit.mechanisms.sampling import NoiseSampler
+        return _one_laplace_per_record(self.epsilon, self.exact)
 
-        sampler = NoiseSampler(np.random.default_rng(0), exact=self.exact)
-        # what LaplaceRelease reports: the grid-rounded scale, and in exact mode the sensitivity of
-        # the grid-rounded reward (one release per record, so the same event at every t >= 1)
-        leaf = Laplace(float(sampler.effective_scale(1.0 / self.epsilon)), float(sampler.effective_sensitivity(1.0)))
-        return EventSchedule(lambda rounds: leaf)
+
+class PrivateEXP3(PureEpsilonPolicy):
+    """Private EXP3 of Agarwal & Singh (ICML 2017), bandit variant: Lap(1/eps) on the observed loss
+    1 - r before the importance-weighted update, weights exp(-eta Lhat), exploration gamma.
+
+    Reconstruction (ALGORITHMS.md 12.1 [R]; constants read from a public course implementation, not
+    from the paper): eta = sqrt(log2 K / (2 K T (1 + 2 log2(KT) / eps^2))),
+    gamma = min(1, eta K sqrt(1 + 2 log2(KT) / eps^2)). Privacy: eps-DP per record (each loss is in
+    exactly one Laplace release of sensitivity 1; the rest is post-processing)."""
+
+    name = "private_exp3"
+    claim_source = "Agarwal & Singh (ICML 2017), private EXP3"
+
+    def rates(self, n_arms: int, horizon: int) -> tuple[float, float]:
+        """(gamma, eta) of the reconstruction above."""
+        noise = 1.0 + 2.0 * math.log2(n_arms * horizon) / self.epsilon ** 2
+        eta = math.sqrt(math.log2(n_arms) / (2.0 * n_arms * horizon * noise))
+        return min(1.0, eta * n_arms * math.sqrt(noise)), eta
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _PrivateExp3Run(self, replicates, n_arms, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return _one_laplace_per_record(self.epsilon, self.exact)
+
+
+def _one_laplace_per_record(epsilon: float, exact: bool) -> PrivacySchedule:
+    """Each record in one Lap(1/eps) release of sensitivity 1, as ``LaplaceRelease.release_records``
+    reports it: the grid-rounded scale, and in exact mode the sensitivity of the grid-rounded value."""
+    from privbandit.mechanisms.sampling import NoiseSampler
+
+    sampler = NoiseSampler(np.random.default_rng(0), exact=exact)
+    leaf = Laplace(float(sampler.effective_scale(1.0 / epsilon)), float(sampler.effective_sensitivity(1.0)))
+    return EventSchedule(lambda rounds: leaf)
 
 
 class EXP3Tau(Policy):

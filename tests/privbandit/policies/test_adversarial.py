@@ -10,7 +10,7 @@ from privbandit import budget
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli, OneMemoryAdversary, switching_best_arm
 from privbandit.mechanisms.laplace import LaplaceRelease
-from privbandit.policies import DPEXP3Lap, EXP3, EXP3Tau
+from privbandit.policies import DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.adversarial import ExponentialWeightsSchedule, _Exp3Core, exp3_gamma
 
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
@@ -41,6 +41,29 @@ def test_noise_has_the_declared_scale_and_bugs_are_detected(noise_factor, factor
     expected = 2 * s * s - 2 * s * math.exp(-c / s) * (c + s)
     ratio = float(np.mean(np.minimum(np.abs(noise), c) ** 2)) / expected
     assert low <= ratio <= high, ratio
+
+
+@pytest.mark.parametrize("factor, low, high", [(1.0, 0.9, 1.1), (0.5, 0.0, 0.35), (0.0, 0.0, 0.0)])
+def test_private_exp3_noise_has_the_declared_scale(noise_factor, factor, low, high):
+    """Agarwal & Singh's EXP3 learns from -(loss + Lap(1/eps)) unclipped: the recovered noise's mean
+    square is 2/eps^2 (20000 draws, relative sd sqrt(5/20000) = 0.016, as above)."""
+    noise_factor(factor)
+    eps, T, R = 2.0, 400, 50
+    run = PrivateEXP3(epsilon=eps).start(3, R, T, np.random.default_rng(7))
+    gains = []
+    learn = run.core.learn
+    run.core.learn = lambda arms, g: (gains.append(np.array(g)), learn(arms, g))
+    for t in range(1, T + 1):
+        run.select(t)
+        run.update(t, np.full(R, t % 3), np.full(R, 0.25))
+    noise = -np.concatenate(gains) - 0.75
+    ratio = float(np.mean(noise ** 2)) / (2 / eps ** 2)
+    assert low <= ratio <= high, ratio
+
+
+@pytest.mark.parametrize("policy", [DPEXP3Lap(epsilon=0.7), PrivateEXP3(epsilon=0.7)], ids=["lap", "as"])
+def test_realized_never_exceeds_certified_cheap(policy):
+    assert_realized_below_certified(policy, Bernoulli(FIVE_ARMS), 200, seed=3, replicates=20)
 
 
 @pytest.mark.parametrize("tight", [False, True])
@@ -173,7 +196,7 @@ def test_budget_epsilon_and_invert():
 
 
 def test_bad_parameters():
-    for cls, kwargs, match in [(EXP3, {"gamma": 0.0}, "gamma"), (EXP3, {"gamma": 1.5}, "gamma"),
+    for cls, kwargs, match in [(PrivateEXP3, {"epsilon": -1.0}, "epsilon"), (EXP3, {"gamma": 0.0}, "gamma"), (EXP3, {"gamma": 1.5}, "gamma"),
                                (EXP3Tau, {"tau": 0}, "tau"), (EXP3Tau, {"tau": 2.5}, "tau"),
                                (DPEXP3Lap, {"epsilon": 0.0}, "epsilon"), (DPEXP3Lap, {"gamma": -1.0}, "gamma")]:
         with pytest.raises(ValueError, match=match):
