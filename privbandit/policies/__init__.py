@@ -10,6 +10,8 @@ from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
 from privbandit.policies.gaussian_ts import GaussianTS
+from privbandit.policies.graph import TSN, UCBN, TSMaxN, UCBMaxN
+from privbandit.policies.graph_private import DPUCBN, GaussianTSN, LazyDPTSN
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
 from privbandit.policies.private_ts import PrivateTS
 from privbandit.policies.private_ucb import PrivateUCB
@@ -30,6 +32,13 @@ REGISTRY: dict[str, type[Policy]] = {
     DPUCBInt.name: DPUCBInt,
     DPSE.name: DPSE,
     AnytimeLazyUCB.name: AnytimeLazyUCB,
+    UCBN.name: UCBN,
+    UCBMaxN.name: UCBMaxN,
+    TSN.name: TSN,
+    TSMaxN.name: TSMaxN,
+    LazyDPTSN.name: LazyDPTSN,
+    DPUCBN.name: DPUCBN,
+    GaussianTSN.name: GaussianTSN,
 }
 
 
@@ -51,4 +60,5 @@ def make_policy(name: str, **params) -> Policy:
 
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
-           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "UCBN", "UCBMaxN", "TSN",
+           "TSMaxN", "LazyDPTSN", "DPUCBN", "GaussianTSN", "REGISTRY", "register", "make_policy"]

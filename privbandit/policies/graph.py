@@ -11,7 +11,8 @@
 
 Every observed arm is updated every round. The graph arrives with each round's offer (a (K, K)
 closed-neighbourhood adjacency, ``privbandit.envs.graphs``); the played arm's neighbourhood is
-what the environment reveals. Decision rules are the pure vectorised functions below, shared with
+what the environment reveals. Without an offered graph every neighbourhood is the arm itself (no
+side observations), and the policies are their K-armed originals. Decision rules are the pure vectorised functions below, shared with
 the private versions in :mod:`privbandit.policies.graph_private`.
 
 Conventions (documented choices where the papers are silent): an arm never observed has index +inf
@@ -52,12 +53,15 @@ def best_in_neighbourhood(graph: np.ndarray, leaders: np.ndarray, scores: np.nda
     return np.where(graph[leaders], scores, -np.inf).argmax(axis=1)
 
 
-def check_graph_offer(offer, n_arms: int) -> np.ndarray:
-    """The (K, K) bool adjacency of ``offer.graph``, or ValueError (these policies require a graph)."""
-    graph = getattr(offer, "graph", None)
+def graph_of(offer, n_arms: int, edgeless: np.ndarray) -> np.ndarray:
+    """The round's (K, K) bool adjacency from ``offer.graph``; ``edgeless`` (the identity) without one.
+
+    Without an offered graph no side observation exists: every arm's closed neighbourhood is itself
+    and these policies are their K-armed originals (UCB-N is UCB1's index, TS-N is Beta-TS).
+    """
+    graph = None if offer is None else getattr(offer, "graph", None)
     if graph is None:
-        raise ValueError("this policy requires a feedback graph: run it on an environment that offers one "
-                         "(e.g. privbandit.envs.GraphFeedback)")
+        return edgeless
     if graph.shape != (n_arms, n_arms) or graph.dtype != bool:
         raise ValueError(f"offer.graph must be a bool ({n_arms}, {n_arms}) adjacency, got {graph.dtype} {graph.shape}")
     return graph
@@ -82,10 +86,11 @@ class GraphPolicyRun(PolicyRun):
     def __init__(self, n_arms: int, replicates: int) -> None:
         self.n_arms, self.replicates = n_arms, replicates
         self.rows = np.arange(replicates)
-        self.graph: np.ndarray | None = None
+        self.edgeless = np.eye(n_arms, dtype=bool)
+        self.graph = self.edgeless
 
     def select(self, t: int, offer=None) -> np.ndarray:
-        self.graph = check_graph_offer(offer, self.n_arms)
+        self.graph = graph_of(offer, self.n_arms, self.edgeless)
         return self.choose(t, self.graph)
 
     @abc.abstractmethod
@@ -151,7 +156,8 @@ class _TSNRun(_CountingRun):
 
 
 class _GraphPolicy(Policy):
-    requires = frozenset({"graph"})
+    # the graph is used when offered, not required: without one these are the K-armed algorithms
+    requires = frozenset()
 
     def params(self):
         return {"policy": self.name}

@@ -144,7 +144,7 @@ class LazyDPTSN(PureEpsilonPolicy):
     """
 
     name = "lazy_dp_ts_n"
-    requires = frozenset({"graph"})
+    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
     claim_source = "Hu & Hegde (2022), Theorem 3, per observed entry (no paper covers side observations)"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -186,7 +186,7 @@ class DPUCBN(PureEpsilonPolicy):
     """
 
     name = "dp_ucb_n"
-    requires = frozenset({"graph"})
+    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
     claim_source = "Tossou & Dimitrakakis (2016), Theorem 3.1, per observed entry (no paper covers side observations)"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -230,7 +230,7 @@ class GaussianTSN(GaussianTS):
     """
 
     name = "gaussian_ts_n"
-    requires = frozenset({"graph"})
+    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
