@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandit.envs.base import EnvironmentRun, StationaryEnvironment
+from privbandit.feedback import Feedback, Offer
 from privbandit.envs.graphs import GraphModel, check_adjacency, max_degree
 
 
@@ -59,6 +60,11 @@ class GraphFeedback(StationaryEnvironment):
         max_degree + 1 arms): the fixed graph's own, or the model's bound when redrawn."""
         return max_degree(self.graph) if self.graph is not None else self.model.max_degree_bound
 
+    def structure(self) -> dict:
+        """Schedule keywords (docs/feedback.md): the max degree bounds how many arm streams one
+        round's reward vector enters (the "round" relation)."""
+        return {"max_degree": self.max_degree}
+
     def start(self, replicates, rng):
         return GraphFeedbackRun(self, replicates, rng)
 
@@ -98,6 +104,13 @@ class GraphFeedbackRun(EnvironmentRun):
 
     def rewards(self, t, arms):
         return self.reveal(t, arms)[0]
+
+    def offer(self, t: int) -> Offer:
+        return Offer(graph=self.graph(t))
+
+    def feedback(self, t: int, arms: np.ndarray) -> Feedback:
+        rewards, observed, values = self.reveal(t, arms)
+        return Feedback(arms, rewards, observed, values)
 
 
 __all__ = ["GraphFeedback", "GraphFeedbackRun"]

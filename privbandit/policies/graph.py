@@ -11,8 +11,9 @@
 
 Every observed arm is updated every round. The graph arrives with each round's offer (a (K, K)
 closed-neighbourhood adjacency, ``privbandit.envs.graphs``); the played arm's neighbourhood is
-what the environment reveals. Without an offered graph every neighbourhood is the arm itself (no
-side observations), and the policies are their K-armed originals. Decision rules are the pure vectorised functions below, shared with
+what the environment reveals. The engine refuses them on environments without a graph; a driver
+that calls ``select(t)`` without an offer (the auditor's tape runs) gets the edgeless graph: every
+neighbourhood is the arm itself, and the policies are their K-armed originals. Decision rules are the pure vectorised functions below, shared with
 the private versions in :mod:`privbandit.policies.graph_private`.
 
 Conventions (documented choices where the papers are silent): an arm never observed has index +inf
@@ -156,8 +157,11 @@ class _TSNRun(_CountingRun):
 
 
 class _GraphPolicy(Policy):
-    # the graph is used when offered, not required: without one these are the K-armed algorithms
-    requires = frozenset()
+    requires = frozenset({"graph"})
+
+    def privacy_schedule(self, horizon, n_arms, *, relation="entry", max_degree=None, graph=None):
+        """Non-private under every relation and graph structure (no finite certificate)."""
+        return super().privacy_schedule(horizon, n_arms)
 
     def params(self):
         return {"policy": self.name}

@@ -44,7 +44,7 @@ from accountants import Certificate
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms import FreshBatchMean, HybridMechanism
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
-from privbandit.policies.base import Policy, PureEpsilonPolicy, check_arms
+from privbandit.policies.base import Policy, PureEpsilonPolicy, check_arms, note_rounds
 from privbandit.policies.dp_ucb import HybridSchedule, hybrid_error_bound
 from privbandit.policies.gaussian_ts import GaussianTS, GaussianTSSchedule
 from privbandit.policies.graph import GraphPolicyRun
@@ -120,7 +120,7 @@ def _explore_first(has_stat: np.ndarray, choice: np.ndarray) -> np.ndarray:
 class _LazyDPTSNRun(GraphPolicyRun):
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         super().__init__(n_arms, replicates)
-        self.eps, self.rng = policy.epsilon, rng
+        self.eps, self.rng, self.ledger = policy.epsilon, rng, ledger
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng, ledger=ledger,
                                       batches="doubling", name="lazy_dp_ts_n/batch", exact=policy.exact)
 
@@ -132,7 +132,9 @@ class _LazyDPTSNRun(GraphPolicyRun):
         return _explore_first(self.batches.batch_size > 0, theta.argmax(axis=1))
 
     def learn(self, t, observed, values):
+        positions = self.batches.count.copy()
         self.batches.insert(values, observed)
+        note_rounds(self.ledger, t, observed, positions)
 
 
 class LazyDPTSN(PureEpsilonPolicy):
@@ -144,7 +146,7 @@ class LazyDPTSN(PureEpsilonPolicy):
     """
 
     name = "lazy_dp_ts_n"
-    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
+    requires = frozenset({"graph"})
     claim_source = "Hu & Hegde (2022), Theorem 3, per observed entry (no paper covers side observations)"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -160,7 +162,7 @@ class LazyDPTSN(PureEpsilonPolicy):
 class _DPUCBNRun(GraphPolicyRun):
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         super().__init__(n_arms, replicates)
-        self.epsilon = policy.epsilon
+        self.epsilon, self.ledger = policy.epsilon, ledger
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng, ledger=ledger,
                                       name="dp_ucb_n/hybrid", exact=policy.exact)
@@ -173,8 +175,10 @@ class _DPUCBNRun(GraphPolicyRun):
         return _explore_first(self.counts > 0, index.argmax(axis=1))
 
     def learn(self, t, observed, values):
+        positions = self.counts.copy()
         self.hybrid.insert(values, observed)
         self.counts += observed
+        note_rounds(self.ledger, t, observed, positions)
 
 
 class DPUCBN(PureEpsilonPolicy):
@@ -186,7 +190,7 @@ class DPUCBN(PureEpsilonPolicy):
     """
 
     name = "dp_ucb_n"
-    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
+    requires = frozenset({"graph"})
     claim_source = "Tossou & Dimitrakakis (2016), Theorem 3.1, per observed entry (no paper covers side observations)"
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -202,7 +206,7 @@ class DPUCBN(PureEpsilonPolicy):
 class _GaussianTSNRun(GraphPolicyRun):
     def __init__(self, policy, n_arms, replicates, horizon, rng, ledger):
         super().__init__(n_arms, replicates)
-        self.b = policy.b
+        self.b, self.ledger = policy.b, ledger
         self.sums = np.zeros((replicates, n_arms))
         self.counts = np.zeros((replicates, n_arms))
         releasing = max(1, horizon - n_arms * policy.b)
@@ -215,8 +219,10 @@ class _GaussianTSNRun(GraphPolicyRun):
         return self.posterior.release(self.sums, self.counts).argmax(axis=1)
 
     def learn(self, t, observed, values):
+        positions = self.counts.astype(np.int64)
         self.sums += values
         self.counts += observed
+        note_rounds(self.ledger, t, observed, positions)
 
 
 class GaussianTSN(GaussianTS):
@@ -230,7 +236,7 @@ class GaussianTSN(GaussianTS):
     """
 
     name = "gaussian_ts_n"
-    requires = frozenset()  # the graph is used when offered (policies.graph.graph_of)
+    requires = frozenset({"graph"})
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

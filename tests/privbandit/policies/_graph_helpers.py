@@ -1,13 +1,12 @@
 """Shared helpers of the graph-feedback policy tests."""
 
-import types
-
 import numpy as np
 
 
 def drive_graph(policy, env, horizon, replicates, seed=0, ledger=None, rounds=None):
     """Run ``policy`` on the graph environment ``env`` round by round through the feedback contract's
-    calls (offer with the round's graph; observe with every revealed entry). Returns
+    calls (offer with the round's graph; observe with every revealed entry) -- the engine's loop,
+    keeping what the engine does not (the run, per-replicate regret, the masks). Returns
     (run, per-replicate cumulative pseudo-regret, arms (T, R), observed masks (T, R, K)); only the
     first ``rounds`` rounds are played when given."""
     policy_seq, env_seq = np.random.SeedSequence(seed).spawn(2)
@@ -20,9 +19,10 @@ def drive_graph(policy, env, horizon, replicates, seed=0, ledger=None, rounds=No
     arms_played = arms_played[:horizon_played]
     masks = masks[:horizon_played]
     for t in range(1, horizon_played + 1):
-        arms = run.select(t, types.SimpleNamespace(graph=env_run.graph(t), contexts=None))
-        rewards, observed, values = env_run.reveal(t, arms)
-        run.observe(t, types.SimpleNamespace(arms=arms, rewards=rewards, observed=observed, values=values))
+        arms = run.select(t, env_run.offer(t))
+        fb = env_run.feedback(t, arms)
+        run.observe(t, fb)
+        observed = fb.observed
         regret += env.means.max() - env.means[arms]
         arms_played[t - 1] = arms
         masks[t - 1] = observed
