@@ -227,3 +227,23 @@ def test_registered_private_and_validated():
         GaussianTSN(c=-1.0)
     cert = budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, epsilon=0.5)
     assert cert.value == pytest.approx(0.5 + 2 * math.log1p(-DELTA))
+
+
+def test_budget_and_invert_take_the_graph_or_its_max_degree():
+    by_degree = budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, epsilon=0.5, structure={"max_degree": 2},
+                               relation="round")
+    by_graph = budget.epsilon(LazyDPTSN(epsilon=0.5), 1000, DELTA, 4, structure={"graph": PATH}, relation="round")
+    assert by_degree.value == by_graph.value == pytest.approx(best_epsilon(Laplace(2.0, 1.0) * 3, DELTA).value)
+    assert budget.mu("gaussian_ts_n", 50, 4, c=4.0, structure={"max_degree": 2}, relation="round") == \
+        pytest.approx(math.sqrt(3 * 49 / 8))
+    # invert: Gaussian-TS-N's least c for 1-GDP over the round relation on the path graph, verified
+    inv = budget.invert("gaussian_ts_n", 1.0, 50, solve_for="c", bounds=(0.1, 1e4), n_arms=4, target_mu=True,
+                        structure={"max_degree": 2}, relation="round")
+    assert inv.certificate <= 1.0 and inv.value == pytest.approx(3 * 49 / 2, rel=1e-6)  # mu^2 = 3 * 49 / (2c)
+    inv = budget.invert("lazy_dp_ts_n", 1.0, 1000, solve_for="epsilon", bounds=(1e-3, 5.0), n_arms=4, delta=DELTA,
+                        structure={"graph": PATH}, relation="round")
+    assert inv.certificate <= 1.0 and 1.0 / 3 <= inv.value < 1.0  # 3 releases: more than 1/3 each, less than 1
+    with pytest.raises(ValueError, match="structure"):
+        budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, structure=3)
+    with pytest.raises(ValueError, match="max_degree"):
+        budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, structure={"max_degree": 9}, relation="round")
