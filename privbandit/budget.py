@@ -106,7 +106,8 @@ def mu(policy: Policy | str, horizon: int, n_arms: int = 2, *, structure: Mappin
 
 
 def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: float, n_arms: int = 2, *,
-          max_evaluations: int = 256, **params) -> np.ndarray:
+          max_evaluations: int = 256, structure: Mapping[str, Any] | None = None, relation: str = "entry",
+          **params) -> np.ndarray:
     """Certified epsilon after each entry of ``horizons`` (a valid upper bound at every entry).
 
     At most ``max_evaluations`` round counts (a geometric grid containing the largest) are certified
@@ -119,7 +120,7 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     if horizons.size == 0:
         return np.empty(0)
     top = _horizon(int(horizons.max()), n_arms)
-    return pol.privacy_schedule(top, n_arms).curve(horizons, delta, max_evaluations=max_evaluations)
+    return _schedule(pol, top, n_arms, structure, relation).curve(horizons, delta, max_evaluations=max_evaluations)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +201,8 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
 
 
 def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, delta: float | None = None,
-                       target_mu: bool = False, max_horizon: int = 10**9, **params) -> int:
+                       target_mu: bool = False, max_horizon: int = 10**9,
+                       structure: Mapping[str, Any] | None = None, relation: str = "entry", **params) -> int:
     """The largest horizon whose certificate is <= ``target`` (UnreachableTargetError if none >= n_arms)."""
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
@@ -209,7 +211,7 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
 
     def certify(h: float) -> float:
         h = int(h)
-        sched = pol.privacy_schedule(h, n_arms)
+        sched = _schedule(pol, h, n_arms, structure, relation)
         return sched.mu(h) if target_mu else sched.epsilon(h, delta).value
 
     return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)

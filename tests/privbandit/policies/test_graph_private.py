@@ -250,7 +250,25 @@ def test_budget_and_invert_take_the_graph_or_its_max_degree():
     inv = budget.invert("lazy_dp_ts_n", 1.0, 1000, solve_for="epsilon", bounds=(1e-3, 5.0), n_arms=4, delta=DELTA,
                         structure={"graph": PATH}, relation="round")
     assert inv.certificate <= 1.0 and 1.0 / 3 <= inv.value < 1.0  # 3 releases: more than 1/3 each, less than 1
+    # affordable horizon under the round relation: 3 (h - 1) / (2 c) <= mu^2 = 4 at c = 4 -> h <= 11
+    assert budget.affordable_horizon("gaussian_ts_n", 2.0, 4, target_mu=True, c=4.0, structure={"max_degree": 2},
+                                     relation="round") == 11
+    curve = budget.curve("gaussian_ts_n", [10, 50], DELTA, 4, c=4.0, structure={"max_degree": 2}, relation="round")
+    assert curve[-1] == pytest.approx(gdp_conversion.epsilon_for_delta(math.sqrt(3 * 49 / 8), DELTA), rel=1e-9)
     with pytest.raises(ValueError, match="structure"):
         budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, structure=3)
     with pytest.raises(ValueError, match="max_degree"):
         budget.epsilon("lazy_dp_ts_n", 1000, DELTA, 4, structure={"max_degree": 9}, relation="round")
+
+
+def test_cli_budget_takes_the_max_degree_and_relation(capsys):
+    from privbandit.cli import main
+
+    argv = ["budget", "lazy_dp_ts_n", "--epsilon", "0.5", "--horizon", "100", "--n-arms", "4"]
+    assert main(argv + ["--max-degree", "2", "--relation", "round"]) == 0
+    out = capsys.readouterr().out
+    assert "round relation, max degree 2" in out
+    want = best_epsilon(Laplace(2.0, 1.0) * 3, DELTA)
+    assert f"best: {want.value:.6g}" in out
+    assert main(argv + ["--max-degree", "9", "--relation", "round"]) == 2
+    assert "max_degree" in capsys.readouterr().err
