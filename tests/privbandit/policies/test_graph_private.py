@@ -147,6 +147,16 @@ def test_realized_never_exceeds_certified(policy, relation):
     assert np.nanmax(r.realized_epsilon) > 0
 
 
+def test_redrawn_graphs_are_certified_at_the_models_degree_bound():
+    # a graph redrawn every round may reach any degree the model allows (K - 1 for Erdos-Renyi)
+    env = GraphFeedback(Bernoulli(np.linspace(0.1, 0.9, 6)), ErdosRenyi(6, 0.5), redraw=True)
+    assert env.structure() == {"max_degree": 5}
+    r = simulate(LazyDPTSN(epsilon=0.5), env, 60, 20, seed=2, realized_points=10**6, ledger_replicates=None,
+                 relation="round")
+    assert r.certified_epsilon[-1] == pytest.approx(best_epsilon(Laplace(2.0, 1.0) * 6, DELTA).value)
+    assert np.all(r.realized_epsilon <= r.certified_closed_form[:, None] + 1e-9)
+
+
 # --- planted bugs: noise removed or halved on side-observed streams ----------------------------------
 def _first_round(policy, n, factor, monkeypatch, graph=nx.star_graph(5)):
     """Round 1 with all rewards 1 on the star graph (arm 0, the centre, is explored first) or the
