@@ -49,6 +49,16 @@ def _policy(policy: Policy | str, params: Mapping[str, Any] | None = None) -> Po
     raise ValueError(f"policy must be a Policy or a registered name, got {type(policy).__name__}")
 
 
+def _schedule(pol: Policy, horizon: int, n_arms: int, structure: Mapping[str, Any] | None, relation: str):
+    """``pol``'s schedule for a feedback ``structure`` (e.g. ``{"max_degree": 3}`` or ``{"graph": G}``
+    for graph feedback; None: K-armed bandit feedback) under ``relation`` ("entry" or "round")."""
+    from privbandit.policies.base import schedule_for
+
+    if structure is not None and not isinstance(structure, Mapping):
+        raise ValueError(f"structure must be a mapping of schedule keywords (e.g. {{'max_degree': 3}}), got {structure!r}")
+    return schedule_for(pol, horizon, n_arms, dict(structure or {}), relation)
+
+
 def _horizon(horizon, n_arms: int) -> int:
     if isinstance(horizon, bool) or int(horizon) != horizon or horizon < n_arms:
         raise ValueError(f"horizon must be a whole number >= n_arms ({n_arms}), got {horizon!r}")
@@ -62,35 +72,42 @@ def _arms(n_arms) -> int:
 
 
 def epsilon(policy: Policy | str, horizon: int, delta: float, n_arms: int = 2, *,
-            accountants=None, **params) -> Certificate:
+            accountants=None, structure: Mapping[str, Any] | None = None, relation: str = "entry",
+            **params) -> Certificate:
     """Certified epsilon at ``delta`` for ``horizon`` rounds: value, accountant, every accountant's value.
 
-    ``policy`` is a configured policy or a registered name with ``params``.
+    ``policy`` is a configured policy or a registered name with ``params``. ``structure`` and
+    ``relation`` describe structured feedback (docs/feedback.md): e.g. a feedback graph's
+    ``{"max_degree": 3}`` (or ``{"graph": adjacency}``) with ``relation="round"``.
     """
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
-    return pol.privacy_schedule(_horizon(horizon, n_arms), n_arms).epsilon(_horizon(horizon, n_arms), delta, accountants)
+    h = _horizon(horizon, n_arms)
+    return _schedule(pol, h, n_arms, structure, relation).epsilon(h, delta, accountants)
 
 
 def delta(policy: Policy | str, horizon: int, epsilon: float, n_arms: int = 2, *,
-          accountants=None, **params) -> Certificate:
-    """Certified delta at ``epsilon`` for ``horizon`` rounds."""
+          accountants=None, structure: Mapping[str, Any] | None = None, relation: str = "entry",
+          **params) -> Certificate:
+    """Certified delta at ``epsilon`` for ``horizon`` rounds (``structure``, ``relation``: as :func:`epsilon`)."""
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     h = _horizon(horizon, n_arms)
-    return pol.privacy_schedule(h, n_arms).delta(h, epsilon, accountants)
+    return _schedule(pol, h, n_arms, structure, relation).delta(h, epsilon, accountants)
 
 
-def mu(policy: Policy | str, horizon: int, n_arms: int = 2, **params) -> float:
+def mu(policy: Policy | str, horizon: int, n_arms: int = 2, *, structure: Mapping[str, Any] | None = None,
+       relation: str = "entry", **params) -> float:
     """GDP mu of the worst record over ``horizon`` rounds (inf when some release is not GDP)."""
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     h = _horizon(horizon, n_arms)
-    return pol.privacy_schedule(h, n_arms).mu(h)
+    return _schedule(pol, h, n_arms, structure, relation).mu(h)
 
 
 def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: float, n_arms: int = 2, *,
-          max_evaluations: int = 256, **params) -> np.ndarray:
+          max_evaluations: int = 256, structure: Mapping[str, Any] | None = None, relation: str = "entry",
+          **params) -> np.ndarray:
     """Certified epsilon after each entry of ``horizons`` (a valid upper bound at every entry).
 
     At most ``max_evaluations`` round counts (a geometric grid containing the largest) are certified
@@ -103,7 +120,7 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     if horizons.size == 0:
         return np.empty(0)
     top = _horizon(int(horizons.max()), n_arms)
-    return pol.privacy_schedule(top, n_arms).curve(horizons, delta, max_evaluations=max_evaluations)
+    return _schedule(pol, top, n_arms, structure, relation).curve(horizons, delta, max_evaluations=max_evaluations)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,13 +140,14 @@ class Inversion:
 
 
 def _certificate_fn(make: Callable[[float], Policy], horizon: int, n_arms: int, delta: float | None,
-                    target_is_mu: bool, accountants=None) -> Callable[[float], float]:
+                    target_is_mu: bool, accountants=None, structure=None,
+                    relation: str = "entry") -> Callable[[float], float]:
     def certify(value: float) -> float:
         try:
             pol = make(value)
         except ValueError:
             return math.inf  # outside the family's valid range: treat as infeasible
-        sched = pol.privacy_schedule(horizon, n_arms)
+        sched = _schedule(pol, horizon, n_arms, structure, relation)
         return sched.mu(horizon) if target_is_mu else sched.epsilon(horizon, delta, accountants).value
 
     return certify
@@ -137,7 +155,8 @@ def _certificate_fn(make: Callable[[float], Policy], horizon: int, n_arms: int, 
 
 def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for: str,
            bounds: tuple[float, float], n_arms: int = 2, delta: float | None = None,
-           target_mu: bool = False, integer: bool = False, accountants=None, **fixed) -> Inversion:
+           target_mu: bool = False, integer: bool = False, accountants=None,
+           structure: Mapping[str, Any] | None = None, relation: str = "entry", **fixed) -> Inversion:
     """The least-noise value of ``solve_for`` whose certificate meets ``target``; never overshoots.
 
     Args:
@@ -148,6 +167,8 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
         integer: search whole numbers only.
         accountants: the accountant factories to certify with (default: all of them). A subset is
             still valid (each gives an upper bound) and can be much faster (PLD's FFT is skipped).
+        structure, relation: structured feedback, as :func:`epsilon` (e.g. ``{"max_degree": 3}``,
+            ``relation="round"`` for a feedback graph).
 
     The certificate must be monotone in the parameter over ``bounds``; the direction is found by
     evaluating both ends. "Least noise" is the end of the feasible set next to the infeasible one.
@@ -167,7 +188,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     def make(value: float) -> Policy:
         return cls(**(fixed | {solve_for: int(round(value)) if integer else value}))
 
-    certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants)
+    certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
     increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
     result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
@@ -180,7 +201,8 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
 
 
 def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, delta: float | None = None,
-                       target_mu: bool = False, max_horizon: int = 10**9, **params) -> int:
+                       target_mu: bool = False, max_horizon: int = 10**9,
+                       structure: Mapping[str, Any] | None = None, relation: str = "entry", **params) -> int:
     """The largest horizon whose certificate is <= ``target`` (UnreachableTargetError if none >= n_arms)."""
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
@@ -189,7 +211,7 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
 
     def certify(h: float) -> float:
         h = int(h)
-        sched = pol.privacy_schedule(h, n_arms)
+        sched = _schedule(pol, h, n_arms, structure, relation)
         return sched.mu(h) if target_mu else sched.epsilon(h, delta).value
 
     return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)

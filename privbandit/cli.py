@@ -110,6 +110,18 @@ def _certify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_structure_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-degree", type=int, help="graph feedback: the feedback graph's maximum degree")
+    parser.add_argument("--relation", choices=["entry", "round"], default="entry",
+                        help="neighbouring relation certified (round: one round's whole reward vector)")
+
+
+def _structure(args: argparse.Namespace) -> dict:
+    """Schedule keywords and relation from --max-degree / --relation (docs/feedback.md)."""
+    structure = {} if args.max_degree is None else {"max_degree": args.max_degree}
+    return {"structure": structure, "relation": args.relation}
+
+
 def _budget(args: argparse.Namespace) -> int:
     from privbandit import budget
     from privbandit.policies import make_policy
@@ -118,14 +130,16 @@ def _budget(args: argparse.Namespace) -> int:
     if args.epsilon is not None:
         params["epsilon"] = args.epsilon
     policy = make_policy(args.policy, **params)
-    cert = budget.epsilon(policy, args.horizon, args.delta, args.n_arms)
-    print(f"{policy!r}: {args.n_arms} arms, horizon {args.horizon}, delta {args.delta:g}")
+    structure = _structure(args)
+    cert = budget.epsilon(policy, args.horizon, args.delta, args.n_arms, **structure)
+    print(f"{policy!r}: {args.n_arms} arms, horizon {args.horizon}, delta {args.delta:g}"
+          + (f", {args.relation} relation, max degree {args.max_degree}" if args.max_degree is not None else ""))
     print(f"{'accountant':<12} {'certified epsilon':>18}")
     for name, value in cert.values.items():
         shown = "unsupported" if value is None else f"{value:.6g}"
         print(f"{name:<12} {shown:>18}")
     print(f"best: {cert.value:.6g} (by {cert.by})")
-    mu = budget.mu(policy, args.horizon, args.n_arms)
+    mu = budget.mu(policy, args.horizon, args.n_arms, **structure)
     if mu < float("inf"):
         print(f"GDP mu: {mu:.6g}")
     claim = policy.claimed_epsilon(args.horizon, args.n_arms, args.delta)
@@ -150,7 +164,8 @@ def _invert(args: argparse.Namespace) -> int:
     if not args.solve_for or not args.bounds:
         raise ValueError("--solve-for NAME and --bounds LO HI are required (or --frontier for gaussian_ts)")
     inv = budget.invert(args.policy, target, args.horizon, solve_for=args.solve_for, bounds=tuple(args.bounds),
-                        n_arms=args.n_arms, delta=args.delta, target_mu=target_mu, integer=args.integer, **params)
+                        n_arms=args.n_arms, delta=args.delta, target_mu=target_mu, integer=args.integer,
+                        **_structure(args), **params)
     print(inv)
     return 0
 
@@ -230,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     bud.add_argument("--delta", type=float, default=1e-6)
     bud.add_argument("--epsilon", type=float, help="the policy's own privacy parameter")
     bud.add_argument("--param", action="append", metavar="NAME=VALUE")
+    _add_structure_arguments(bud)
     bud.set_defaults(func=_budget)
 
     inv = sub.add_parser("invert", help="the least-noise parameter meeting a privacy target (verified)")
@@ -244,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--integer", action="store_true", help="search whole numbers only")
     inv.add_argument("--frontier", help="gaussian_ts: comma-separated b values; prints c_min(b) for each")
     inv.add_argument("--param", action="append", metavar="NAME=VALUE", help="fixed policy parameters")
+    _add_structure_arguments(inv)
     inv.set_defaults(func=_invert)
 
     cert = sub.add_parser("certify", help="certify N Laplace releases with every accountant")

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from privbandit.envs import (Bernoulli, OneMemoryAdversary, TruncatedExponential, auer_lower_bound,
-                             shifted_stochastic, switching_best_arm)
+import numpy as np
+
+from accountants import gdp_conversion
+from privbandit.envs import (BarabasiAlbert, Bernoulli, ErdosRenyi, GraphFeedback, OneMemoryAdversary,
+                             PlantedPartition, TruncatedExponential, auer_lower_bound, shifted_stochastic,
+                             switching_best_arm)
 from privbandit.policies import (
     DPSE,
     DPTS,
@@ -34,6 +38,8 @@ from privbandit.policies import (
     PrivateTS,
     PrivateUCB,
 )
+from privbandit.policies.graph import TSN, UCBN, TSMaxN, UCBMaxN
+from privbandit.policies.graph_private import DPUCBN, GaussianTSN, LazyDPTSN
 from privbandit.sweep import SweepResult, sweep
 
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
@@ -118,6 +124,35 @@ def tossou2017_adversarial(horizon: int):
     return policies, envs
 
 
+def graph_instances(n_arms: int, seed: int = 2017) -> dict:
+    """Tossou, Dimitrakakis & Dubhashi's (2017) graph families at K = ``n_arms`` (their sizes and
+    parameters are not recovered, ALGORITHMS.md 11.7; these are our choices, average degree ~10 for
+    Erdos-Renyi and ~4 for Barabasi-Albert): Erdos-Renyi G(K, 0.1), Barabasi-Albert with m = 2
+    (power law), planted partition with K/10 blocks (p_in = 0.5, p_out = 0.01). Bernoulli means are
+    drawn once, uniformly on [0, 1], from ``seed``; the graphs are fixed (drawn from ``seed``)."""
+    means = np.random.default_rng([seed, n_arms]).uniform(0.0, 1.0, n_arms)
+    models = {"Erdos-Renyi p=0.1": ErdosRenyi(n_arms, 0.1), "power-law BA m=2": BarabasiAlbert(n_arms, 2),
+              f"planted partition {n_arms // 10}x10 (0.5, 0.01)": PlantedPartition(n_arms, n_arms // 10, 0.5, 0.01)}
+    return {f"{label} K={n_arms}": GraphFeedback(Bernoulli(means), model, graph_seed=seed)
+            for label, model in models.items()}
+
+
+def tossou2017_graph(horizon: int):
+    """Tossou, Dimitrakakis & Dubhashi (2017), graph feedback (seed 002 section 3.3): UCB-N, UCB-MaxN,
+    TS-N, TS-MaxN and the private versions (Lazy-DP-TS-N, DP-UCB-N, Gaussian-TS-N) at eps in {0.1, 1}
+    (entry relation; Gaussian-TS-N's c is calibrated to (eps, DELTA) through its GDP mu), on
+    Erdos-Renyi, power-law and planted-partition graphs with K in {100, 1000}. The paper's horizon
+    is 10^5 (pass ``horizon=100_000``; K = 1000 costs ~R K Beta draws per round)."""
+    policies = {"UCB-N": UCBN(), "UCB-MaxN": UCBMaxN(), "TS-N": TSN(), "TS-MaxN": TSMaxN()}
+    for eps in (0.1, 1.0):
+        mu = gdp_conversion.mu_for_epsilon_delta(eps, DELTA)
+        c = (horizon - 1) / (2.0 * mu * mu) * (1 + 1e-9)  # b = 0: mu^2 = (T - 1) / (2 c), rounded safe
+        policies |= {f"Lazy-DP-TS-N eps={eps:g}": LazyDPTSN(epsilon=eps),
+                     f"DP-UCB-N eps={eps:g}": DPUCBN(epsilon=eps),
+                     f"Gaussian-TS-N eps={eps:g}": GaussianTSN(b=0, c=c)}
+    return policies, graph_instances(100) | graph_instances(1000)
+
+
 EXPERIMENTS: dict[str, Callable] = {
     "tossou2016-2arm": tossou2016([0.9, 0.6]),
     "tossou2016-10arm": tossou2016([0.1] * 8 + [0.55, 0.2]),
@@ -125,6 +160,7 @@ EXPERIMENTS: dict[str, Callable] = {
     "ou2024": ou2024,
     "mishra2015": mishra2015,
     "tossou2017-adversarial": tossou2017_adversarial,
+    "tossou2017-graph": tossou2017_graph,
 }
 
 
@@ -138,4 +174,4 @@ def run_experiment(name: str, horizon: int = 10_000, replicates: int = 20, seed=
                  **({"delta": DELTA, "ledger": False} | simulate_kwargs))
 
 
-__all__ = ["EXPERIMENTS", "run_experiment"]
+__all__ = ["EXPERIMENTS", "run_experiment", "graph_instances"]

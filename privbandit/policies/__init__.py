@@ -11,6 +11,8 @@ from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
 from privbandit.policies.gaussian_ts import GaussianTS
+from privbandit.policies.graph import TSN, UCBN, TSMaxN, UCBMaxN
+from privbandit.policies.graph_private import DPUCBN, GaussianTSN, LazyDPTSN
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
 from privbandit.policies.private_ts import PrivateTS
 from privbandit.policies.private_ucb import PrivateUCB
@@ -35,6 +37,13 @@ REGISTRY: dict[str, type[Policy]] = {
     DPEXP3Lap.name: DPEXP3Lap,
     EXP3Tau.name: EXP3Tau,
     PrivateEXP3.name: PrivateEXP3,
+    UCBN.name: UCBN,
+    UCBMaxN.name: UCBMaxN,
+    TSN.name: TSN,
+    TSMaxN.name: TSMaxN,
+    LazyDPTSN.name: LazyDPTSN,
+    DPUCBN.name: DPUCBN,
+    GaussianTSN.name: GaussianTSN,
 }
 
 
@@ -56,4 +65,5 @@ def make_policy(name: str, **params) -> Policy:
 
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
-           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau", "PrivateEXP3", "REGISTRY", "register", "make_policy"]
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau", "PrivateEXP3",
+           "UCBN", "UCBMaxN", "TSN", "TSMaxN", "LazyDPTSN", "DPUCBN", "GaussianTSN", "REGISTRY", "register", "make_policy"]

@@ -1,0 +1,216 @@
+"""Feedback graphs: the generators of Tossou, Dimitrakakis & Dubhashi's (2017) experiments.
+
+A feedback graph over K arms is a (K, K) boolean adjacency matrix of the CLOSED neighbourhood
+(diagonal True, symmetric: the graphs are undirected, seed 002 section 3.3): playing arm i reveals
+the rewards of every j with ``adjacency[i, j]``. Every generator is seeded from a numpy Generator, so a
+graph is a deterministic function of its seed; preferential attachment comes from networkx (optional
+extra ``graph``), the models whose pairs are independent are drawn with numpy (same law, faster):
+
+* :class:`ErdosRenyi` -- G(n, p) (Erdos & Renyi 1959);
+* :class:`BarabasiAlbert` -- preferential attachment with ``m`` edges per new node: a power-law
+  degree distribution (Barabasi & Albert 1999);
+* :class:`PlantedPartition` -- ``groups`` equal blocks, edge probability ``p_in`` inside a block and
+  ``p_out`` across blocks (Condon & Karp 2001; a two-level stochastic block model);
+* :class:`DisjointCliques` -- ``n / size`` cliques of ``size`` arms (the graph of Caron et al. 2012's
+  clique-cover bound: UCB-N's regret scales with the number of cliques, not of arms).
+
+Each model knows ``max_degree_bound``: the largest degree any graph it can produce has (K - 1
+unless the model caps it). Certificates under the "round" relation compose over max degree + 1
+streams, so a redrawn graph is certified at this bound; a fixed graph at its actual max degree.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+import numpy as np
+
+from privbandit.mechanisms._base import whole
+
+
+def _networkx():
+    try:
+        import networkx
+    except ImportError as exc:  # pragma: no cover - networkx is in the test extra
+        raise ImportError("graph generators need networkx: pip install 'privbandit[graph]'") from exc
+    return networkx
+
+
+def _seed(rng: np.random.Generator) -> int:
+    """A networkx seed drawn from ``rng`` (networkx takes ints or random.Random instances)."""
+    return int(rng.integers(0, 2**63 - 1))
+
+
+def adjacency_from_edges(n: int, edges) -> np.ndarray:
+    """The closed-neighbourhood adjacency matrix (diagonal True, symmetric) of an edge list."""
+    adj = np.eye(n, dtype=bool)
+    e = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
+    if e.size:
+        if e.min() < 0 or e.max() >= n:
+            raise ValueError(f"edges must join arms in [0, {n - 1}]")
+        adj[e[:, 0], e[:, 1]] = True
+        adj[e[:, 1], e[:, 0]] = True
+    return adj
+
+
+def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
+    """``adjacency`` as a read-only closed-neighbourhood bool matrix, or ValueError.
+
+    Accepts a square bool/0-1 array or a networkx graph on nodes 0..K-1. The diagonal is set (every
+    arm reveals itself) and the matrix must be symmetric (undirected feedback graphs).
+    """
+    if hasattr(adjacency, "edges") and hasattr(adjacency, "number_of_nodes"):
+        n = adjacency.number_of_nodes()
+        if sorted(adjacency.nodes) != list(range(n)):
+            raise ValueError("a networkx graph must have nodes 0..K-1")
+        adjacency = adjacency_from_edges(n, adjacency.edges)
+    a = np.asarray(adjacency)
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 2:
+        raise ValueError(f"graph must be a square (K, K) adjacency matrix with K >= 2, got shape {a.shape}")
+    if a.dtype != bool:
+        if not np.all((a == 0) | (a == 1)):
+            raise ValueError("graph adjacency entries must be 0/1 or bool")
+        a = a.astype(bool)
+    if n_arms is not None and a.shape[0] != n_arms:
+        raise ValueError(f"graph must have n_arms = {n_arms} nodes, got {a.shape[0]}")
+    if not np.array_equal(a, a.T):
+        raise ValueError("graph must be symmetric (undirected feedback graphs, seed 002 section 3.3)")
+    a = a.copy()
+    np.fill_diagonal(a, True)
+    a.setflags(write=False)
+    return a
+
+
+def max_degree(adjacency: np.ndarray) -> int:
+    """The maximum (open-neighbourhood) degree of a closed-neighbourhood adjacency matrix."""
+    return int(adjacency.sum(axis=1).max()) - 1
+
+
+class GraphModel(abc.ABC):
+    """A random-graph model over ``n`` arms; :meth:`sample` draws one closed adjacency matrix."""
+
+    n: int
+
+    @abc.abstractmethod
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One closed adjacency matrix, a deterministic function of ``rng``'s state."""
+
+    @property
+    def max_degree_bound(self) -> int:
+        """The largest degree any draw can have (certificates of redrawn graphs use it)."""
+        return self.n - 1
+
+    def params(self) -> dict:
+        return {"graph": type(self).__name__, **dataclasses.asdict(self)}
+
+
+def _independent_pairs(rng: np.random.Generator, p) -> np.ndarray:
+    """Closed adjacency of a graph whose pairs {i < j} are joined independently with probability
+    ``p[i, j]`` (a scalar or an (n, n) array).
+
+    G(n, p) and the planted partition are such products of Bernoullis; drawing the upper triangle
+    with numpy is the same law as networkx's ``gnp_random_graph`` / ``planted_partition_graph`` and
+    far faster at K = 1000 (a few ms instead of ~0.3 s), which matters when the graph is redrawn
+    every round. One uniform per ordered pair is drawn; only the upper triangle is used.
+    """
+    n = np.shape(p)[0]
+    upper = np.triu(rng.random((n, n)) < p, 1)
+    return check_adjacency(upper | upper.T)
+
+
+def _check_p(name: str, p) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0 <= p <= 1:
+        raise ValueError(f"{name} must lie in [0, 1], got {p!r}")
+    return float(p)
+
+
+@dataclasses.dataclass(frozen=True)
+class ErdosRenyi(GraphModel):
+    """G(n, p): every pair of arms joined independently with probability ``p``."""
+
+    n: int
+    p: float
+
+    def __post_init__(self):
+        whole("n", self.n, 2)
+        object.__setattr__(self, "p", _check_p("p", self.p))
+
+    def sample(self, rng):
+        return _independent_pairs(rng, np.full((self.n, self.n), self.p))
+
+
+@dataclasses.dataclass(frozen=True)
+class BarabasiAlbert(GraphModel):
+    """Preferential attachment: each new arm joins ``m`` existing arms (power-law degrees)."""
+
+    n: int
+    m: int = 2
+
+    def __post_init__(self):
+        whole("n", self.n, 2)
+        if isinstance(self.m, bool) or int(self.m) != self.m or not 1 <= self.m < self.n:
+            raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {self.m!r}")
+
+    def sample(self, rng):
+        edges = _networkx().barabasi_albert_graph(self.n, self.m, seed=_seed(rng)).edges
+        return check_adjacency(adjacency_from_edges(self.n, edges))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlantedPartition(GraphModel):
+    """``groups`` blocks of n / groups arms; edge probability ``p_in`` within, ``p_out`` across."""
+
+    n: int
+    groups: int
+    p_in: float
+    p_out: float
+
+    def __post_init__(self):
+        whole("n", self.n, 2)
+        if isinstance(self.groups, bool) or int(self.groups) != self.groups or not 1 <= self.groups <= self.n \
+                or self.n % self.groups:
+            raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {self.groups!r}")
+        object.__setattr__(self, "p_in", _check_p("p_in", self.p_in))
+        object.__setattr__(self, "p_out", _check_p("p_out", self.p_out))
+
+    def sample(self, rng):
+        block = np.arange(self.n) // (self.n // self.groups)
+        return _independent_pairs(rng, np.where(block[:, None] == block[None, :], self.p_in, self.p_out))
+
+    @property
+    def max_degree_bound(self) -> int:
+        if self.p_out == 0:
+            return self.n // self.groups - 1
+        return self.n - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class DisjointCliques(GraphModel):
+    """``n / size`` disjoint cliques of ``size`` arms; a redraw permutes which arms share a clique."""
+
+    n: int
+    size: int
+
+    def __post_init__(self):
+        whole("n", self.n, 2)
+        if isinstance(self.size, bool) or int(self.size) != self.size or not 1 <= self.size <= self.n \
+                or self.n % self.size:
+            raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {self.size!r}")
+
+    def sample(self, rng):
+        # a random assignment of arms to cliques (so arm indices carry no information about cliques)
+        perm = rng.permutation(self.n)
+        blocks = perm.reshape(-1, self.size)
+        i, j = np.triu_indices(self.size, 1)
+        edges = np.stack([blocks[:, i].ravel(), blocks[:, j].ravel()], axis=1)
+        return check_adjacency(adjacency_from_edges(self.n, edges))
+
+    @property
+    def max_degree_bound(self) -> int:
+        return self.size - 1
+
+
+__all__ = ["GraphModel", "ErdosRenyi", "BarabasiAlbert", "PlantedPartition", "DisjointCliques",
+           "check_adjacency", "adjacency_from_edges", "max_degree"]
+
