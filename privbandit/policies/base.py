@@ -25,6 +25,7 @@ reports it to the ledger the run was started with.
 from __future__ import annotations
 
 import abc
+import inspect
 from typing import Any, ClassVar
 
 import numpy as np
@@ -167,6 +168,13 @@ def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | No
     """
     check_relation(relation)
     if not structure:
+        return policy.privacy_schedule(horizon, n_arms)
+    if not policy.requires and "relation" not in inspect.signature(policy.privacy_schedule).parameters:
+        # A policy that requires nothing is driven as on bandit feedback: select(t) without the offer
+        # and observe() -> update(t, arms, rewards) with the played arm's reward only (the contract's
+        # default; a policy that learns from side observations or contexts must declare them in
+        # ``requires``). Each round's record then enters one stream, as on K-armed feedback, so its
+        # plain schedule bounds both relations.
         return policy.privacy_schedule(horizon, n_arms)
     try:
         return policy.privacy_schedule(horizon, n_arms, relation=relation, **structure)

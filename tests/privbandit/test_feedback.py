@@ -137,12 +137,15 @@ def test_requirement_not_offered_is_refused():
 
 
 def test_structure_reaches_the_schedule_and_is_refused_by_plain_policies():
-    table = np.random.default_rng(2).uniform(size=(30, 4))
     assert schedule_for(_Greedy(), 30, 4, {"max_degree": 3}, "round").seen == ("round", 3)
+    # A policy that requires nothing learns from the played arm only: its plain schedule serves.
+    plain = make_policy("dp_ucb", epsilon=1.0)
+    assert (schedule_for(plain, 30, 4, {"max_degree": 3}, "round").epsilon(30, 1e-6).value
+            == plain.privacy_schedule(30, 4).epsilon(30, 1e-6).value)
+    # One that declares side information but whose schedule cannot take the structure is refused.
+    side = type("SideDPUCB", (type(plain),), {"requires": frozenset({"graph"})})(epsilon=1.0)
     with pytest.raises(ValueError, match="no privacy schedule for the structure"):
-        schedule_for(make_policy("dp_ucb", epsilon=1.0), 30, 4, {"max_degree": 3})
-    with pytest.raises(ValueError, match="no privacy schedule"):
-        simulate(make_policy("dp_ucb", epsilon=1.0), _FullInfo(table), 30, 1, seed=0, progress=False)
+        schedule_for(side, 30, 4, {"max_degree": 3})
     with pytest.raises(ValueError, match="relation must be one of"):
         simulate(make_policy("ucb1"), Bernoulli(MEANS), 10, 1, relation="row", progress=False)
     assert check_relation("round") == "round"
@@ -225,3 +228,21 @@ def test_round_tags_survive_growth():
     led.record_laplace(0, np.array([0, 1]), np.array([9, 2]), np.array([10, 3]), 1.0, 1.0, mechanism="test")
     assert led.realized_epsilon(1e-6, "round")[0] == pytest.approx(2.0, rel=1e-6)
     assert led.realized_epsilon(1e-6)[0] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_policy_without_requirements_runs_on_graph_feedback_with_its_plain_schedule():
+    """A K-armed policy on a graph environment learns from the played arm only (observe -> update),
+    so each round's record enters one stream and its plain schedule bounds both relations."""
+    import privbandit
+    from privbandit.envs import Bernoulli, ErdosRenyi, GraphFeedback
+    from privbandit.policies import UCB1, DPUCB
+    from privbandit.policies.base import schedule_for
+
+    env = GraphFeedback(Bernoulli([0.9, 0.5, 0.4, 0.3]), ErdosRenyi(4, 0.5), graph_seed=1)
+    policy = DPUCB(epsilon=1.0)
+    for relation in ("entry", "round"):
+        sched = schedule_for(policy, 200, 4, env.structure(), relation)
+        assert sched.epsilon(200, 1e-6).value == policy.privacy_schedule(200, 4).epsilon(200, 1e-6).value
+        result = privbandit.simulate(policy, env, 200, 3, seed=1, progress=False, relation=relation)
+        assert result.realized_within_certificate()
+    assert privbandit.simulate(UCB1(), env, 50, 2, seed=1, progress=False).final_regret.shape == (2,)
