@@ -54,7 +54,7 @@ def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
 _BYTES_PER_CELL = 24
 
 
-def check_memory(horizon: int, replicates: int) -> None:
+def check_memory(horizon: int, replicates: int, what: str = "replicates") -> None:
     """ValueError naming horizon and replicates when a run's per-round arrays would not fit in the
     machine's physical memory (checked before anything is allocated, instead of a MemoryError)."""
     try:
@@ -63,9 +63,9 @@ def check_memory(horizon: int, replicates: int) -> None:
         return
     if int(horizon) * int(replicates) * _BYTES_PER_CELL > physical:
         largest = physical // (_BYTES_PER_CELL * int(replicates))
-        raise ValueError(f"horizon x replicates = {int(horizon)} x {int(replicates)} needs "
+        raise ValueError(f"horizon x {what} = {int(horizon)} x {int(replicates)} needs "
                          f"{int(horizon) * int(replicates) * _BYTES_PER_CELL / 2**30:.3g} GiB, more than this machine's "
-                         f"{physical / 2**30:.3g} GiB: with {int(replicates)} replicates the horizon must lie in "
+                         f"{physical / 2**30:.3g} GiB: with {int(replicates)} {what} the horizon must lie in "
                          f"[n_arms, {largest}]")
 
 

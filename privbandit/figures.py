@@ -40,6 +40,7 @@ def _level_key(level: str) -> tuple[str, float]:
 def plot_cells(cells: Sequence[tuple[str, str, object]], title: str | None = None, columns: int = 3):
     """The figure of ``cells`` = [(policy label, environment label, SimulationResult), ...]."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     envs = list(dict.fromkeys(e for _, e, _ in cells))
     parsed = [(split_label(p), e, r) for p, e, r in cells]
@@ -80,6 +81,7 @@ def plot_cells(cells: Sequence[tuple[str, str, object]], title: str | None = Non
             ax.set_xlabel("round")
             ax.set_ylim(bottom=0)
             ax.ticklabel_format(axis="both", style="plain", useOffset=False)
+            ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))  # plain labels that never collide
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="small", frameon=False)
         env_axes[0].set_ylabel("cumulative regret")
         top = max(ax.get_ylim()[1] for ax in env_axes)

@@ -252,8 +252,10 @@ class SimulationResult:
 
 def _plain_axes(ax) -> None:
     """Plain tick labels (no '1e-6+4.9999e-1' offset, no scientific notation on linear axes)."""
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
+    if ax.xaxis.get_scale() == "linear":
+        ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))  # plain round labels never collide
     for axis in (ax.xaxis, ax.yaxis):
         if axis.get_scale() == "linear":
             formatter = ScalarFormatter(useOffset=False)

@@ -90,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
     if args.one_run < 0 or args.one_run_runs < 1:
         raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
+    # the black-box audits hold (runs per chunk) x horizon actions, 1 byte each; the ledger audits
+    # cheap_reps x horizon per-round arrays: refuse a horizon that cannot fit before running anything
+    from privbandit.engine import check_memory
+
+    check_memory(horizon, max(tier["cheap_reps"], -(-min(tier["runs"], 250_000) // 24)),
+                 what=f"runs held at once (tier {args.tier})")
     if args.out is not None:  # checked (and created) before the audits run, not after
         require_extra("matplotlib", "--out (audit plots)")
         writable_dir(args.out, "--out")

@@ -108,6 +108,8 @@ CLI_CASES = [
     (["audit", "gaussian_ts", *POLICY_ARGS, "--one-run-runs", "0"], "--one-run-runs"),
     (["audit", "gaussian_ts", *POLICY_ARGS, "--tier", "nope"], "--tier"),
     (["audit", "gaussian_ts", "--param", "b=-1", "--param", "c=4"], "b"),
+    (["audit", "gaussian_ts", *POLICY_ARGS, "--horizon", "1000000000000"], "horizon"),
+    (["audit", "gaussian_ts", *POLICY_ARGS, "--horizon", "0"], "--horizon"),
     # the command itself
     ([], "required"),
     (["nope"], "invalid choice"),
@@ -177,10 +179,14 @@ def test_no_traceback_in_a_real_process():
         assert proc.stdout == ""
 
 
-def test_budget_of_a_huge_horizon_is_computed_not_a_memory_error(capsys):
+def test_huge_but_valid_requests_are_answered_not_a_memory_error_or_a_hang(capsys):
     # 10^12 rounds of DP-UCB-Int at f = 1: the grouped (dominating) event, not 10^12 Laplace objects
     assert main(["budget", "dp_ucb_int", "--param", "rate=1", "--horizon", "1000000000000"]) == 0
     assert "GDP mu" in capsys.readouterr().out
+    # 10^12 Laplace releases: the accountants whose cost grows with N are skipped, and said to be
+    assert main(["certify", "--releases", "1000000000000"]) == 0
+    out = capsys.readouterr().out
+    assert "pld, optimal skipped" in out and "best:" in out
 
 
 # ---------------------------------------------------------------- API
