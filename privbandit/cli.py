@@ -240,8 +240,11 @@ def _dask_client(address: str):
 def _experiment(args: argparse.Namespace) -> int:
     from privbandit.experiments import EXPERIMENTS, run_experiment
 
+    from privbandit.engine import check_memory
+
     if args.name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    check_memory(args.horizon, args.replicates)
     if args.out is not None:
         require_extra("pandas", "--out (summary.csv)")
         require_extra("matplotlib", "--out (regret.png)")

@@ -73,6 +73,8 @@ CLI_CASES = [
     (["experiment", "mishra2015", "--horizon", "0"], "--horizon"),
     (["experiment", "mishra2015", "--replicates", "0"], "--replicates"),
     (["experiment", "mishra2015", "--out", ""], "--out"),
+    (["experiment", "mishra2015", "--horizon", "1000000000000"], "horizon"),
+    (["run", "ucb1", "--replicates", "1000000000", "--quiet"], "replicates"),
     # budget / invert / certify
     (["budget", "nope", "--horizon", "100"], "unknown policy"),
     (["budget", "private_ucb", "--horizon", "100", "--n-arms", "1"], "--n-arms"),
