@@ -30,7 +30,7 @@ POLICIES = [
     ("private_ts eps=1", PrivateTS(epsilon=1.0), PrivateTS),
     ("lazy_dp_ts eps=1", LazyDPTS(epsilon=1.0), LazyDPTS),
     ("dp_se eps=1", DPSE(epsilon=1.0), DPSE),
-    ("dp_ucb_int eps=1 v=1.1", DPUCBInt(epsilon=1.0, v=1.1), DPUCBInt),
+    ("dp_ucb_int rate=1 v=1.1", DPUCBInt(rate=1.0, v=1.1), DPUCBInt),
 ]
 
 
@@ -61,10 +61,10 @@ def main() -> None:
                 _, t_inv = timed(lambda: budget.ts_frontier(5.0, T, K, [10]))
             elif T > 10**5:
                 t_inv = None
-            elif cls is DPUCBInt:  # its epsilon sets the release interval: invert the interval itself
+            elif cls is DPUCBInt:  # invert the release interval itself
                 _, t_inv = timed(lambda: budget.invert(cls, 1.0, T, solve_for="interval", bounds=(1, 10**5),
                                                        n_arms=K, delta=DELTA, accountants=NO_PLD, integer=True,
-                                                       v=1.1, epsilon=1.0))
+                                                       v=1.1))
             else:
                 _, t_inv = timed(lambda: budget.invert(cls, 1.0, T, solve_for="epsilon", bounds=(0.5, 64.0),
                                                        n_arms=K, delta=DELTA, accountants=NO_PLD))

@@ -192,7 +192,7 @@ CASES = [
     ("private_ucb", lambda: PrivateUCB(EPS), loop_private_ucb),
     ("dp_ucb_bound", lambda: DPUCBBound(EPS), lambda T, rng: loop_dp_ucb(T, rng, True)),
     ("dp_ucb", lambda: DPUCB(EPS), lambda T, rng: loop_dp_ucb(T, rng, False)),
-    ("dp_ucb_int", lambda: DPUCBInt(EPS), loop_dp_ucb_int),
+    ("dp_ucb_int", lambda: DPUCBInt(rate=EPS), loop_dp_ucb_int),
     ("dp_se", lambda: DPSE(EPS), loop_dp_se),
     ("anytime_lazy_ucb", lambda: AnytimeLazyUCB(EPS), loop_anytime),
 ]

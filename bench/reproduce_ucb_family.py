@@ -41,7 +41,7 @@ DELTA_INT = math.exp(-10)  # delta' conjectured for the paper's DP-UCB-Int calib
 
 def tossou_policies(eps):
     return [("UCB1", UCB1()), ("Private-UCB", PrivateUCB(eps)), ("DP-UCB-Bound", DPUCBBound(eps)),
-            ("DP-UCB", DPUCB(eps)), ("DP-UCB-Int (f=ceil(1/eps))", DPUCBInt(eps)),
+            ("DP-UCB", DPUCB(eps)), ("DP-UCB-Int (rate=eps: f=ceil(1/eps))", DPUCBInt(rate=eps)),
             ("DP-UCB-Int (calibrated)", DPUCBInt.calibrated(eps, DELTA_INT))]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants import Certificate, calibrate, gdp_conversion
+from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
 from privbandit.policies import REGISTRY, Policy
 from privbandit.policies.gaussian_ts import GaussianTS
@@ -56,19 +56,42 @@ def _schedule(pol: Policy, horizon: int, n_arms: int, structure: Mapping[str, An
 
     if structure is not None and not isinstance(structure, Mapping):
         raise ValueError(f"structure must be a mapping of schedule keywords (e.g. {{'max_degree': 3}}), got {structure!r}")
-    return schedule_for(pol, horizon, n_arms, dict(structure or {}), relation)
+    try:
+        return schedule_for(pol, horizon, n_arms, dict(structure or {}), relation)
+    except MemoryError:  # a horizon too long to lay out is a ValueError naming it, not a MemoryError
+        raise ValueError(f"horizon {horizon} is too long to lay out {pol!r}'s schedule in memory; "
+                         "give a smaller horizon") from None
 
 
-def _horizon(horizon, n_arms: int) -> int:
-    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < n_arms:
-        raise ValueError(f"horizon must be a whole number >= n_arms ({n_arms}), got {horizon!r}")
-    return int(horizon)
+def _horizon(horizon, n_arms: int, name: str = "horizon") -> int:
+    try:
+        h = _validate.count(name, horizon)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number in [n_arms = {n_arms}, inf), got {horizon!r}") from None
+    if h < n_arms:
+        raise ValueError(f"{name} must be a whole number in [n_arms = {n_arms}, inf), got {horizon!r}")
+    return h
 
 
 def _arms(n_arms) -> int:
-    if isinstance(n_arms, bool) or int(n_arms) != n_arms or n_arms < 2:
-        raise ValueError(f"n_arms must be a whole number >= 2, got {n_arms!r}")
-    return int(n_arms)
+    try:
+        k = _validate.count("n_arms", n_arms)
+    except ValueError:
+        k = -1
+    if k < 2:
+        raise ValueError(f"n_arms must be a whole number in [2, inf), got {n_arms!r}")
+    return k
+
+
+def _delta(delta) -> float:
+    return _validate.probability("delta", delta)
+
+
+def _evaluating(horizon: int, fn):
+    try:
+        return fn()
+    except MemoryError:
+        raise ValueError(f"horizon {horizon} is too long to certify in memory; give a smaller horizon") from None
 
 
 def epsilon(policy: Policy | str, horizon: int, delta: float, n_arms: int = 2, *,
@@ -83,7 +106,8 @@ def epsilon(policy: Policy | str, horizon: int, delta: float, n_arms: int = 2, *
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     h = _horizon(horizon, n_arms)
-    return _schedule(pol, h, n_arms, structure, relation).epsilon(h, delta, accountants)
+    delta = _delta(delta)
+    return _evaluating(h, lambda: _schedule(pol, h, n_arms, structure, relation).epsilon(h, delta, accountants))
 
 
 def delta(policy: Policy | str, horizon: int, epsilon: float, n_arms: int = 2, *,
@@ -93,7 +117,8 @@ def delta(policy: Policy | str, horizon: int, epsilon: float, n_arms: int = 2, *
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     h = _horizon(horizon, n_arms)
-    return _schedule(pol, h, n_arms, structure, relation).delta(h, epsilon, accountants)
+    epsilon = _validate.nonnegative("epsilon", epsilon)
+    return _evaluating(h, lambda: _schedule(pol, h, n_arms, structure, relation).delta(h, epsilon, accountants))
 
 
 def mu(policy: Policy | str, horizon: int, n_arms: int = 2, *, structure: Mapping[str, Any] | None = None,
@@ -102,7 +127,7 @@ def mu(policy: Policy | str, horizon: int, n_arms: int = 2, *, structure: Mappin
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     h = _horizon(horizon, n_arms)
-    return _schedule(pol, h, n_arms, structure, relation).mu(h)
+    return _evaluating(h, lambda: _schedule(pol, h, n_arms, structure, relation).mu(h))
 
 
 def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: float, n_arms: int = 2, *,
@@ -113,14 +138,34 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     At most ``max_evaluations`` round counts (a geometric grid containing the largest) are certified
     exactly; the others take the value of the next evaluated round above them — valid because a
     schedule is monotone, and within a factor (max/min)^(1/max_evaluations) in rounds of exact.
+    ``horizons`` must be whole numbers in [0, inf) (0 rounds certify 0); nothing is truncated.
     """
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
-    horizons = np.asarray(horizons, dtype=np.int64)
-    if horizons.size == 0:
+    delta = _delta(delta)
+    max_evaluations = _validate.count("max_evaluations", max_evaluations)
+    if max_evaluations < 1:
+        raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {max_evaluations}")
+    raw = np.asarray(horizons)
+    if raw.size == 0:
         return np.empty(0)
-    top = _horizon(int(horizons.max()), n_arms)
-    return _schedule(pol, top, n_arms, structure, relation).curve(horizons, delta, max_evaluations=max_evaluations)
+    if raw.dtype.kind not in "iuf" or raw.ndim > 1:
+        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {horizons!r}")
+    as_float = raw.astype(float)
+    bad = ~np.isfinite(as_float) | (as_float < 0) | (as_float != np.round(as_float))
+    if bad.any():
+        raise ValueError(f"horizons must be whole numbers in [0, inf), got {raw[bad].ravel()[0]!r}")
+    rounds = raw.astype(np.int64)
+    top = _horizon(int(rounds.max()), n_arms, "max(horizons)")
+    return _evaluating(top, lambda: _schedule(pol, top, n_arms, structure, relation).curve(rounds, delta, max_evaluations=max_evaluations))
+
+
+def _constructor_parameters(cls: type[Policy]) -> list[str]:
+    """The keyword parameters of a policy class's constructor, in order."""
+    import inspect
+
+    return [name for name, p in inspect.signature(cls).parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,19 +219,52 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     evaluating both ends. "Least noise" is the end of the feasible set next to the infeasible one.
     The returned value is re-evaluated: ``certificate <= target`` is checked, never assumed.
     """
-    cls = REGISTRY[policy.replace("-", "_").lower()] if isinstance(policy, str) else policy
+    if isinstance(policy, str):
+        key = policy.replace("-", "_").lower()
+        if key not in REGISTRY:
+            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(sorted(REGISTRY))}")
+        cls = REGISTRY[key]
+    else:
+        cls = policy
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise ValueError(f"policy must be a registered name or a Policy class, got {policy!r}")
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
-    if not target_mu and delta is None:
+    target = _validate.positive("target", target)
+    if target_mu:
+        if delta is not None:
+            raise ValueError("delta is for an epsilon target; a mu target (target_mu=True) takes none")
+    elif delta is None:
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
-    lo, hi = (float(b) for b in bounds)
-    if not lo < hi:
-        raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
+    else:
+        delta = _delta(delta)
+    accepted = _constructor_parameters(cls)
+    if not isinstance(solve_for, str) or solve_for not in accepted:
+        raise ValueError(f"solve_for must name a parameter of {cls.__name__}: one of {', '.join(accepted)}; "
+                         f"got {solve_for!r}")
+    unknown = sorted(set(fixed) - set(accepted))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for {cls.__name__}; "
+                         f"its parameters are {', '.join(accepted)}")
+    if solve_for in fixed:
+        raise ValueError(f"{solve_for} is both solved for and fixed; give it as solve_for only")
+    try:
+        lo, hi = (_validate._as_float("bounds", b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be two finite real numbers (lower, upper), got {bounds!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"bounds must be two finite numbers with lower < upper, got {bounds!r}")
 
     def make(value: float) -> Policy:
         return cls(**(fixed | {solve_for: int(round(value)) if integer else value}))
+
+    # Both ends must be valid values of the parameter: an invalid end would certify "inf" and flip
+    # the inferred direction of the search (e.g. epsilon in [-1, 1] looked like "more is safer").
+    for end in (lo, hi):
+        try:
+            make(end)
+        except ValueError as exc:
+            raise ValueError(f"bounds: {solve_for}={end:g} is outside the parameter's valid range ({exc})") from None
 
     certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
@@ -206,8 +284,12 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
     """The largest horizon whose certificate is <= ``target`` (UnreachableTargetError if none >= n_arms)."""
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
+    target = _validate.positive("target", target)
     if not target_mu and delta is None:
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
+    if not target_mu:
+        delta = _delta(delta)
+    max_horizon = _horizon(max_horizon, n_arms, "max_horizon")
 
     def certify(h: float) -> float:
         h = int(h)
@@ -235,15 +317,23 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
     if delta is None:
-        mu_target = float(target)
-        if not (mu_target > 0 and math.isfinite(mu_target)):
-            raise ValueError(f"target mu must lie in (0, inf), got {target!r}")
+        mu_target = _validate.positive("target", target)
     else:
-        mu_target = gdp_conversion.mu_for_epsilon_delta(target, delta)
+        target = _validate.positive("target", target)
+        mu_target = gdp_conversion.mu_for_epsilon_delta(target, _delta(delta))
+    if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable):
+        raise ValueError(f"bs must be a sequence of whole numbers, got {bs!r}")
+    bs = list(bs)
+    if not bs:
+        raise ValueError("bs must hold at least one b")
     out = []
     for b in bs:
-        b = int(b)
-        if b < 0 or n_arms * b > horizon:
+        try:
+            b = _validate.count("b", b)
+        except ValueError:
+            raise ValueError(f"each b must be a whole number in [0, horizon / n_arms = {horizon // n_arms}], "
+                             f"got {b!r}") from None
+        if n_arms * b > horizon:
             raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
         sched = GaussianTS(b=b).privacy_schedule(horizon, n_arms)
         n = sched.releases(horizon)
@@ -273,8 +363,13 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
     """
     from privbandit.engine import simulate
 
+    target = _validate.positive("target", target)
     if not target_mu and delta is None:
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
+    if not target_mu:
+        delta = _delta(delta)
+    if not candidates:
+        raise ValueError("candidates must hold at least one policy")
     horizon = _horizon(horizon, env.n_arms)
     seeds = np.random.SeedSequence(seed).spawn(len(candidates))
     rows, best = [], None

@@ -26,12 +26,14 @@ regret carried across blocks of rounds, the per-round mean and band written as e
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
+from accountants._validate import count as _count
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
 from privbandit.policies.base import Policy, schedule_for
@@ -60,17 +62,40 @@ def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
     return checkpoints[np.union1d(idx, [checkpoints.size - 1])]
 
 
+#: bytes a run holds per round and replicate: the arms played (int16), the regret increments and
+#: their cumulative sums (float64 each), plus slack for the reductions over them
+_BYTES_PER_CELL = 24
+
+
+def check_memory(horizon: int, replicates: int, what: str = "replicates") -> None:
+    """ValueError naming horizon and replicates when a run's per-round arrays would not fit in the
+    machine's physical memory (checked before anything is allocated, instead of a MemoryError)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system: let numpy be the judge
+        return
+    if int(horizon) * int(replicates) * _BYTES_PER_CELL > physical:
+        largest = physical // (_BYTES_PER_CELL * int(replicates))
+        raise ValueError(f"horizon x {what} = {int(horizon)} x {int(replicates)} needs "
+                         f"{int(horizon) * int(replicates) * _BYTES_PER_CELL / 2**30:.3g} GiB, more than this machine's "
+                         f"{physical / 2**30:.3g} GiB: with {int(replicates)} {what} the horizon must lie in "
+                         f"[n_arms, {largest}]")
+
+
 def _validate(policy, env, horizon, replicates, delta):
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not isinstance(env, Environment):
         raise ValueError(f"env must be a privbandit Environment, got {type(env).__name__}")
-    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < env.n_arms:
+    horizon = _count("horizon", horizon)
+    if horizon < env.n_arms:
         raise ValueError(f"horizon must be a whole number >= the number of arms ({env.n_arms}), got {horizon!r}")
-    if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
+    replicates = _count("replicates", replicates)
+    if replicates < 1:
         raise ValueError(f"replicates must be a whole number >= 1, got {replicates!r}")
-    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+    if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    check_memory(horizon, replicates)
 
 
 def _check_capabilities(policy, env) -> None:
@@ -228,6 +253,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     plain = not (_overrides(env_run, "offer") or _overrides(env_run, "feedback"))
     with_offer = bool(getattr(policy, "requires", None))
     row, first = 0, 1
+    # The rewards fed below are in [0, 1] (guaranteed by the environment, or checked under
+    # strict_rewards): the run's own check (policies.base.check_rewards) would be double work. After
+    # plain clipping the run still checks, as np.clip lets NaN through.
+    run.rewards_checked = not must_check or strict_rewards
     for t in range(1, horizon + 1):
         if plain:
             arms = run.select(t)

@@ -48,7 +48,7 @@ DELTA = 1e-6
 
 def tossou2016(arms: list[float]) -> Callable:
     """Tossou & Dimitrakakis (AAAI 2016), Section 5: UCB1, Private-UCB, DP-UCB-Bound, DP-UCB and
-    DP-UCB-Int (interval calibrated to the target by the paper-form bound), eps in {0.1, 1}."""
+    DP-UCB-Int (its interval calibrated to eps at delta = 1e-6 by the paper-form bound), eps in {0.1, 1}."""
 
     def build(horizon: int):
         policies = {"UCB1": UCB1()}
@@ -57,7 +57,7 @@ def tossou2016(arms: list[float]) -> Callable:
                 f"Private-UCB eps={eps:g}": PrivateUCB(epsilon=eps),
                 f"DP-UCB-Bound eps={eps:g}": DPUCBBound(epsilon=eps),
                 f"DP-UCB eps={eps:g}": DPUCB(epsilon=eps),
-                f"DP-UCB-Int eps'={eps:g}": DPUCBInt.calibrated(eps, DELTA, v=1.1),
+                f"DP-UCB-Int eps={eps:g}": DPUCBInt(epsilon=eps, delta=DELTA, v=1.1),
             }
         return policies, {f"Bernoulli {arms}": Bernoulli(arms)}
 

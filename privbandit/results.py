@@ -78,21 +78,51 @@ class SimulationResult:
             raise ValueError(f"rounds must lie in [1, {self.horizon}]")
         return self.certified_epsilon[np.searchsorted(self.checkpoints, rounds, side="left")]
 
+    #: the check's floating-point slack: the ledger sums per-record spends in a different order from
+    #: the schedule's composition, so the same spend can differ in its last bits (relative 1e-9,
+    #: absolute 1e-12 for certificates at 0).
+    RELATIVE_SLACK, ABSOLUTE_SLACK = 1e-9, 1e-12
+
+    def _same_currency_bound(self) -> np.ndarray:
+        """The certificate in the ledger's currency at each checkpoint (NaN where not queried)."""
+        return self.certified_closed_form if self.certified_closed_form is not None else self.certified_epsilon
+
+    def realized_fraction(self) -> float:
+        """The worst tracked record's realized spend as a fraction of the certificate composed by the
+        *same* accountants at the same checkpoint (the ledger check's bound, with its float slack),
+        maximised over the queried checkpoints and tracked replicates: <= 1 exactly when
+        :meth:`realized_within_certificate` holds. NaN when no replicate was tracked."""
+        if self.realized_epsilon is None:
+            raise ValueError("this run kept no ledger (simulate(..., ledger=False))")
+        bound = self._same_currency_bound()[:, None] * (1 + self.RELATIVE_SLACK) + self.ABSOLUTE_SLACK
+        with np.errstate(invalid="ignore"):
+            ratio = self.realized_epsilon / bound
+        finite = ratio[~np.isnan(ratio)]
+        return float(finite.max()) if finite.size else math.nan
+
     def realized_within_certificate(self) -> bool:
         """The ledger invariant of this run: realized <= certified at every queried checkpoint, in
         the same currency (closed-form accountants for the cheap ledger, all for a tight one)."""
-        if self.realized_epsilon is None:
-            raise ValueError("this run kept no ledger (simulate(..., ledger=False))")
-        bound = self.certified_closed_form if self.certified_closed_form is not None else self.certified_epsilon
-        real = self.realized_epsilon
-        ok = np.isnan(real) | (real <= bound[:, None] * (1 + 1e-9) + 1e-12)
-        return bool(np.all(ok))
+        fraction = self.realized_fraction()
+        return bool(math.isnan(fraction) or fraction <= 1.0)
+
+    def realized_at_horizon(self) -> tuple[float | None, float | None]:
+        """(worst tracked record's realized spend, the same accountants' certificate) at the horizon;
+        (None, None) without a ledger or tracked replicate."""
+        if self.realized_epsilon is None or not np.any(np.isfinite(self.realized_epsilon[-1])):
+            return None, None
+        return float(np.nanmax(self.realized_epsilon[-1])), float(self._same_currency_bound()[-1])
 
     def summary(self) -> dict[str, Any]:
-        """Final figures: regret (mean and band), certified and realized epsilon at the horizon."""
-        realized = None
-        if self.realized_epsilon is not None and np.any(np.isfinite(self.realized_epsilon[-1])):
-            realized = float(np.nanmax(self.realized_epsilon[-1]))
+        """Final figures: regret (mean and band), certified epsilon at the horizon and the realized
+        spend -- ``realized_epsilon_max`` in the ledger's currency next to ``certified_same_currency``
+        (the certificate composed by those same accountants) and ``realized_fraction``, their ratio
+        maximised over the queried checkpoints (<= 1 exactly when the ledger check passes)."""
+        realized, same = self.realized_at_horizon()
+        fraction = None
+        if self.realized_epsilon is not None:
+            f = self.realized_fraction()
+            fraction = None if math.isnan(f) else f
         return {
             "policy": self.name,
             "regret": float(self.regret_mean[-1]),
@@ -101,6 +131,8 @@ class SimulationResult:
             "certified_epsilon": float(self.certified_epsilon[-1]),
             "certified_by": self.certified_by[-1],
             "realized_epsilon_max": realized,
+            "certified_same_currency": same,
+            "realized_fraction": fraction,
             "claimed_epsilon": self.claimed_epsilon,
             "realized_within_certificate": (None if self.realized_epsilon is None
                                             else self.realized_within_certificate()),
@@ -128,6 +160,11 @@ class SimulationResult:
             worst[finite] = np.nanmax(self.realized_epsilon[finite], axis=1)
             frame["realized_epsilon_max"] = np.nan
             frame.loc[self.checkpoints - 1, "realized_epsilon_max"] = worst
+            # the certificate in the realized column's own currency (the ledger's accountants), at
+            # the same rounds: compare realized with this column, not with certified_epsilon
+            frame["certified_same_currency"] = np.nan
+            same = np.where(np.isfinite(worst), self._same_currency_bound(), np.nan)
+            frame.loc[self.checkpoints - 1, "certified_same_currency"] = same
         frame.insert(0, "policy", self.name)
         frame.insert(1, "environment", str(self.environment.get("environment")))
         frame["delta"] = self.delta
@@ -155,29 +192,80 @@ class SimulationResult:
         path.with_suffix(path.suffix + ".json").write_text(json.dumps(self.metadata(), indent=2, default=str))
         return path
 
-    def plot(self, ax=None, *, label: str | None = None, privacy: bool = True):
-        """Regret with its band; certified (and realized) epsilon on a second axis. Returns the axes."""
+    def plot(self, ax=None, *, label: str | None = None, privacy: bool = True, color=None):
+        """Regret with its 95% band on ``ax``; with ``privacy``, certified epsilon on a second axis
+        (from 0, plain tick labels). Returns the regret axes. :meth:`plot_figure` draws the
+        two-panel figure of ``privbandit run --plot``."""
         import matplotlib.pyplot as plt
 
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 4))
         rounds = np.arange(1, self.horizon + 1)
-        line, = ax.plot(rounds, self.regret_mean, label=label or self.name)
-        ax.fill_between(rounds, self.regret_lower, self.regret_upper, color=line.get_color(), alpha=0.2)
+        line, = ax.plot(rounds, self.regret_mean, label=label or self.name, color=color)
+        ax.fill_between(rounds, self.regret_lower, self.regret_upper, color=line.get_color(), alpha=0.2, linewidth=0)
         ax.set_xlabel("round")
         ax.set_ylabel("cumulative pseudo-regret")
-        ax2 = None
+        _plain_axes(ax)
         if privacy and np.all(np.isfinite(self.certified_epsilon)):
             ax2 = ax.twinx()
-            ax2.step(self.checkpoints, self.certified_epsilon, where="post", color=line.get_color(),
-                     linestyle="--", label=f"certified eps (delta={self.delta:g})")
-            if self.realized_epsilon is not None and np.any(np.isfinite(self.realized_epsilon)):
-                ax2.plot(self.checkpoints, np.nanmax(self.realized_epsilon, axis=1), ":",
-                         color=line.get_color(), label="realized eps (worst replicate)")
-            ax2.set_ylabel("epsilon")
-            ax2.legend(loc="lower right", fontsize="small")
-        ax.legend(loc="upper left", fontsize="small")
+            self._plot_epsilon(ax2, line.get_color(), realized=False)
+            ax2.legend(loc="upper left", bbox_to_anchor=(1.12, 0.5), fontsize="small", frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize="small", frameon=False)
         return ax
+
+    def _plot_epsilon(self, ax, color, realized: bool = True) -> None:
+        """Certified epsilon (a step function from 0) and, at the ledger's queried checkpoints, the
+        worst tracked record's realized spend next to the certificate in that same currency."""
+        ax.step(np.r_[0, self.checkpoints], np.r_[0.0, self.certified_epsilon], where="post", color=color,
+                label=f"certified eps (best accountant, delta={self.delta:g})")
+        if realized and self.realized_epsilon is not None:
+            rows = np.any(np.isfinite(self.realized_epsilon), axis=1)  # queried checkpoints only: no all-NaN line
+            if rows.any():
+                worst = np.nanmax(self.realized_epsilon[rows], axis=1)
+                same = self._same_currency_bound()[rows]
+                if not np.allclose(same, self.certified_epsilon[rows]):
+                    ax.plot(self.checkpoints[rows], same, "o--", color="0.45", markersize=4, linewidth=1,
+                            label="certified by the ledger's accountants (pure, KOV, GDP)")
+                ax.plot(self.checkpoints[rows], worst, "x", color="black", markersize=6,
+                        label="realized: worst tracked record (same accountants)")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("epsilon")
+        _plain_axes(ax)
+
+    def plot_figure(self, title: str | None = None):
+        """Two panels: regret with its 95% band; certified epsilon from 0 with the realized spend at
+        the ledger's checkpoints (and the certificate in the ledger's currency beside it). Returns the
+        figure; the legends sit below the panels, off the data."""
+        import matplotlib.pyplot as plt
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+        self.plot(left, privacy=False, color="tab:blue")
+        left.set_title("regret (mean, 95% band)", fontsize="medium")
+        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize="small", frameon=False)
+        if np.all(np.isfinite(self.certified_epsilon)):
+            self._plot_epsilon(right, "tab:blue")
+            right.set_xlabel("round")
+            right.set_title("privacy spent", fontsize="medium")
+            right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize="small", frameon=False)
+        else:
+            right.axis("off")
+            right.text(0.5, 0.5, "non-private policy:\nno finite certificate", ha="center", va="center")
+        fig.suptitle(title or f"{self.name} on {self.environment.get('environment')}: horizon {self.horizon}, "
+                            f"{self.replicates} replicates", fontsize="medium")
+        return fig
+
+
+def _plain_axes(ax) -> None:
+    """Plain tick labels (no '1e-6+4.9999e-1' offset, no scientific notation on linear axes)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+    if ax.xaxis.get_scale() == "linear":
+        ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))  # plain round labels never collide
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "linear":
+            formatter = ScalarFormatter(useOffset=False)
+            formatter.set_scientific(False)
+            axis.set_major_formatter(formatter)
 
 
 def _jsonable(seed):

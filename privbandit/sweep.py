@@ -83,24 +83,20 @@ class SweepResult:
             frames.append(f)
         return pd.concat(frames, ignore_index=True)
 
-    def plot(self, path: str | None = None):
-        """One panel per environment: every policy's regret with its band. Returns the figure."""
+    def plot(self, path: str | None = None, *, title: str | None = None, columns: int = 3):
+        """One panel per privacy level (``eps=``/``mu=`` in the policy labels), environments in rows,
+        one colour per policy across panels, 95% bands, certified epsilon in each panel's legend
+        (below it, off the data); see :mod:`privbandit.figures`. Returns the figure; with ``path``
+        it is also written there."""
         import matplotlib
 
         if path is not None:
             matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from privbandit.figures import plot_cells
 
-        envs = list(dict.fromkeys(e for _, e, _ in self.cells))
-        fig, axes = plt.subplots(1, len(envs), figsize=(6 * len(envs), 4), squeeze=False)
-        for ax, env in zip(axes[0], envs):
-            for p, e, r in self.cells:
-                if e == env:
-                    r.plot(ax, label=p, privacy=False)
-            ax.set_title(env, fontsize="small")
-        fig.tight_layout()
+        fig = plot_cells(self.cells, title=title, columns=columns)
         if path is not None:
-            fig.savefig(path, dpi=120)
+            fig.savefig(path, dpi=90)
         return fig
 
 

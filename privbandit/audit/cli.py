@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from privbandit.cli import parse_params as _parse_params
+from privbandit.cli_checks import positive, probability, require_extra, whole, writable_dir
 
 TIERS = {
     # AUDIT.md 3.4: CI ~ 2e5 runs per side with mu certificates; nightly/thorough: template scan + 2e6.
@@ -38,14 +39,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                             "bounds (black-box) against its certificate")
     p.add_argument("policy", help="registered policy name, e.g. gaussian_ts")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
-    p.add_argument("--arms", type=int, default=2, help="number of arms (default 2)")
-    p.add_argument("--horizon", type=int, default=None,
+    p.add_argument("--arms", type=whole(2), default=2, help="number of arms (default 2)")
+    p.add_argument("--horizon", type=whole(1), default=None,
                    help="rounds per run (default: the policy's pre-pull rounds + 20)")
     p.add_argument("--tier", choices=sorted(TIERS), default="ci", help="sample sizes (default ci)")
-    p.add_argument("--seconds", type=float, default=None, help="wall-clock cap for the black-box audits")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error of the black-box audits (default 0.05)")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta of the eps-at-delta certificate (default 1e-5)")
+    p.add_argument("--seconds", type=positive, default=None, help="wall-clock cap for the black-box audits")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed (default 0)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="family-wise error of the black-box audits (default 0.05)")
+    p.add_argument("--delta", type=probability, default=1e-5, help="delta of the eps-at-delta certificate (default 1e-5)")
     p.add_argument("--exact", action="store_true",
                    help="add the exact known answer to the actions audit where one exists (2-arm Gaussian TS, "
                         "at most 22 adaptive rounds): the bounds ladder audit <= exact <= claim")
@@ -89,8 +90,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
     if args.one_run < 0 or args.one_run_runs < 1:
         raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
+    # the black-box audits hold (runs per chunk) x horizon actions, 1 byte each; the ledger audits
+    # cheap_reps x horizon per-round arrays: refuse a horizon that cannot fit before running anything
+    from privbandit.engine import check_memory
+
+    check_memory(horizon, max(tier["cheap_reps"], -(-min(tier["runs"], 250_000) // 24)),
+                 what=f"runs held at once (tier {args.tier})")
+    if args.out is not None:  # checked (and created) before the audits run, not after
+        require_extra("matplotlib", "--out (audit plots)")
+        writable_dir(args.out, "--out")
 
     # 1. White-box: realized <= certified, no re-draws.
     env = Bernoulli(list(np.linspace(0.4, 0.6, k)))

@@ -145,6 +145,10 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
         r = min(chunk, n - start)
         tapes = used[start:start + r] if per_run else None
         run = policy.start(k, r, horizon, rng, ledger=None)
+        # The tape was clipped above (as the engine clips), so the run's own per-update reward check
+        # is skipped; with clip=False this vouching is the planted bug itself (an engine that forgot
+        # to clip but tells the policy its rewards are checked).
+        run.rewards_checked = True
         collect = trace(run) if trace is not None else None
         pulls = np.zeros((r, k), dtype=np.int64)
         rows = np.arange(r)

@@ -26,7 +26,7 @@ class Bernoulli(StationaryEnvironment):
 
     def __init__(self, means) -> None:
         super().__init__(means)
-        if np.any((self.means < 0) | (self.means > 1)):
+        if np.any(~((self.means >= 0) & (self.means <= 1))):  # NaN fails both comparisons
             raise ValueError(f"Bernoulli means must lie in [0, 1], got {self.means.tolist()}")
 
     def start(self, replicates, rng):

@@ -7,6 +7,10 @@ replicates in lock-step:
 
 * ``select(t)`` returns the arm of every replicate for round ``t`` (1-based), shape (replicates,);
 * ``update(t, arms, rewards)`` feeds back the rewards, already clipped to [0, 1] by the engine.
+  A run driven directly (``start().update()``) checks them itself: every subclass's ``update`` is
+  wrapped once, here, by :func:`check_rewards` (a reward outside [0, 1] or NaN is a ValueError, as
+  every sensitivity analysis assumes [0, 1]); the engine, which has already clipped or checked
+  them, sets ``rewards_checked`` on the run to skip that work on its hot path.
 
 The feedback contract (privbandit/feedback.py, docs/feedback.md) adds, without changing the above:
 
@@ -25,6 +29,7 @@ reports it to the ledger the run was started with.
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
 from typing import Any, ClassVar
 
@@ -35,8 +40,48 @@ from privbandit.feedback import Feedback, check_relation
 from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
 
 
+def check_rewards(rewards, t=None) -> np.ndarray:
+    """``rewards`` as a float array, or ValueError unless every entry lies in [0, 1] (NaN fails).
+
+    The one place a policy run validates its feedback: the sensitivity of every private policy's
+    releases is computed for rewards in [0, 1], so a reward of 5 would silently break its privacy.
+    """
+    values = np.asarray(rewards, dtype=float)
+    if values.size and not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
+        bad = values[~((values >= 0.0) & (values <= 1.0))].ravel()[0]
+        where = "" if t is None else f" in round {t}"
+        raise ValueError(f"rewards must lie in [0, 1], got {float(bad)!r}{where} (clip them first, or run the "
+                         "policy through privbandit.simulate, which clips)")
+    return values
+
+
+def _validating(update):
+    @functools.wraps(update)
+    def checked_update(self, t, arms, rewards):
+        if not self.rewards_checked:
+            rewards = check_rewards(rewards, t)
+        return update(self, t, arms, rewards)
+
+    checked_update.validates_rewards = True
+    return checked_update
+
+
 class PolicyRun(abc.ABC):
-    """The state of one policy across lock-stepped replicates."""
+    """The state of one policy across lock-stepped replicates.
+
+    Every subclass's ``update`` validates its rewards through :func:`check_rewards` (wrapped in by
+    ``__init_subclass__``) unless ``rewards_checked`` is set -- by the engine, which clips them.
+    """
+
+    #: True when whoever drives the run guarantees rewards in [0, 1] (the engine sets it)
+    rewards_checked: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        update = cls.__dict__.get("update")
+        if update is not None and not getattr(update, "__isabstractmethod__", False) \
+                and not getattr(update, "validates_rewards", False):
+            cls.update = _validating(update)
 
     @abc.abstractmethod
     def select(self, t: int) -> np.ndarray:

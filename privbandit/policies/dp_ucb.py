@@ -28,6 +28,7 @@ from scipy import special
 from accountants import best_epsilon
 from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
+from accountants import GDPAccountant
 from accountants.events import NO_EVENT, Composed, Event, Laplace
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
@@ -293,6 +294,16 @@ class DPUCBIntSchedule(PrivacySchedule):
             j0 = j1
         return Composed(tuple(parts))
 
+    def mu(self, rounds: int) -> float:
+        """GDP mu of the worst record; above ``exact_limit`` releases from :meth:`grouped_events` (it
+        dominates the exact event, so its mu is an upper bound) -- O(groups), not one Laplace object
+        per release, so a 10^12-round budget does not run out of memory."""
+        if self._releases(rounds) <= self.exact_limit:
+            return super().mu(rounds)
+        acc = GDPAccountant()
+        ev = self.grouped_events(rounds)
+        return acc.compose(ev).mu() if acc.supports(ev) else math.inf
+
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
         if self._releases(rounds) <= self.exact_limit:
             return best_epsilon(self.events(rounds), delta, accountants)
@@ -335,10 +346,21 @@ class _DPUCBIntRun(PolicyRun):
 class DPUCBInt(Policy):
     """DP-UCB-Int (Tossou & Dimitrakakis 2016, Algorithm 3; Lemma 3.1, Theorem 3.4, Corollary 3.1).
 
-    ``DPUCBInt(epsilon=1.0, v=1.1, interval=None, decay=0.0, exact=False)``:
+    ``DPUCBInt(epsilon=None, v=1.1, interval=None, decay=0.0, exact=False, *, rate=None, delta=1e-6)``.
+    The first interval f is set by exactly one of (default: ``epsilon=1.0``):
 
-    * ``epsilon`` (> 0) sets the first interval f = ceil(1/epsilon), as the public reproduction
-      (Ralami1859, IndexDPUCBINT.m) does; ``interval`` (a whole number >= 1) overrides f;
+    * ``epsilon`` (> 0): the privacy the policy certifies, as for every policy -- f is the smallest
+      fixed interval whose paper-form bound (:meth:`paper_bound`, Corollary 3.2 as ALGORITHMS.md 4.4
+      inverts it) at ``delta`` is <= epsilon, so the certificate at ``delta`` is <= ``epsilon`` for
+      every horizon (fixed interval only: ``decay`` must be 0);
+    * ``rate`` (> 0): the paper's own interval parameter (Algorithm 3's "epsilon", whose reciprocal
+      is the interval): f = ceil(1/rate), as the public reproduction (Ralami1859, IndexDPUCBINT.m)
+      does. ``rate`` is NOT a privacy level -- ``rate=1`` certifies about 13 at delta = 1e-6 over
+      10^4 rounds -- which is why it no longer goes by ``epsilon``;
+    * ``interval`` (a whole number >= 1): f itself.
+
+    Further:
+
     * ``v`` in (1, 2): the k-th release of an arm, at pull count n, adds Lap(n^(v/2-1)) to the
       arm's empirical mean (sensitivity 1/n): eps_n = n^(-v/2), square-summable since v > 1, noise
       shrinking since v < 2 (ALGORITHMS.md 4.4 reconstruction);
@@ -357,24 +379,39 @@ class DPUCBInt(Policy):
     name = "dp_ucb_int"
     private = True
 
-    def __init__(self, epsilon: float = 1.0, v: float = 1.1, interval: int | None = None, decay: float = 0.0,
-                 exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+    def __init__(self, epsilon: float | None = None, v: float = 1.1, interval: int | None = None,
+                 decay: float = 0.0, exact: bool = False, *, rate: float | None = None, delta: float = 1e-6):
+        given = [name for name, value in (("epsilon", epsilon), ("rate", rate), ("interval", interval))
+                 if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of epsilon (the certified privacy), rate (1/interval) or interval, "
+                             f"got {' and '.join(given)}")
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
             raise ValueError(f"v must be a real number in (1, 2), got {v!r}")
         self.v = float(v)
-        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, numbers.Integral)
-                                     or interval < 1):
-            raise ValueError(f"interval must be a whole number in [1, inf) (or None for ceil(1/epsilon)), got {interval!r}")
-        self.interval = None if interval is None else int(interval)
         if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not (math.isfinite(decay) and decay >= 0):
             raise ValueError(f"decay must be a real number in [0, inf), got {decay!r}")
         self.decay = float(decay)
         self.exact = check_flag("exact", exact)
+        self.delta = check_unit("delta", delta)
+        self.epsilon = self.rate = None
+        if interval is not None:
+            if isinstance(interval, bool) or not isinstance(interval, numbers.Integral) or interval < 1:
+                raise ValueError(f"interval must be a whole number in [1, inf), got {interval!r}")
+            self.interval = int(interval)
+        elif rate is not None:
+            self.rate = check_positive("rate", rate)
+            self.interval = math.ceil(1.0 / self.rate - 1e-12)
+        else:
+            self.epsilon = check_positive("epsilon", 1.0 if epsilon is None else epsilon)
+            if self.decay != 0.0:
+                raise ValueError("epsilon calibrates a fixed interval (decay = 0); with decay > 0 give interval "
+                                 f"or rate instead, got decay={decay!r}")
+            self.interval = _calibrated_interval(self.epsilon, self.delta, self.v)
 
     @property
     def first_interval(self) -> int:
-        return self.interval if self.interval is not None else math.ceil(1.0 / self.epsilon - 1e-12)
+        return self.interval
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -403,25 +440,38 @@ class DPUCBInt(Policy):
 
     @classmethod
     def calibrated(cls, target_epsilon: float, delta: float, v: float = 1.1, exact: bool = False) -> "DPUCBInt":
-        """The fixed-interval DP-UCB-Int with the smallest interval f whose :meth:`paper_bound` at
-        ``delta`` is <= ``target_epsilon`` (ALGORITHMS.md 4.4's inversion standing in for Corollary
-        3.2, checked by re-evaluation); its certificate is then <= the target for every horizon."""
-        target = check_positive("target_epsilon", target_epsilon)
-        delta = check_unit("delta", delta)
-        ln = 2.0 * math.log(1.0 / delta)
-        y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
-        f = max(1, math.floor((special.zeta(v) / y ** 2) ** (1.0 / v)) - 1)
-        while cls(1.0, v=v, interval=f, exact=exact).paper_bound(delta) > target:
-            f += 1
-        return cls(1.0 / f, v=v, interval=f, exact=exact)
+        """The fixed-interval DP-UCB-Int certifying ``target_epsilon`` at ``delta`` for every horizon:
+        the same as ``DPUCBInt(epsilon=target_epsilon, delta=delta, v=v, exact=exact)``."""
+        return cls(epsilon=check_positive("target_epsilon", target_epsilon), delta=delta, v=v, exact=exact)
 
     def claimed_epsilon(self, horizon, n_arms, delta):
         """The paper-form (Corollary 3.1 style) bound at delta' = ``delta``; see :meth:`paper_bound`."""
         return self.paper_bound(delta)
 
     def params(self):
-        return {"policy": self.name, "epsilon": self.epsilon, "v": self.v, "interval": self.first_interval,
+        how = ({"epsilon": self.epsilon, "delta": self.delta} if self.epsilon is not None
+               else {"rate": self.rate} if self.rate is not None else {})
+        return {"policy": self.name, **how, "v": self.v, "interval": self.first_interval,
                 "decay": self.decay, "exact": self.exact}
+
+
+def _paper_series_bound(f: int, v: float, delta: float) -> float:
+    """:meth:`DPUCBInt.paper_bound` of the fixed interval ``f``: sqrt(2 ln(1/delta) S) + 2 S with
+    S = zeta(v) f^-v."""
+    s = float(special.zeta(v) * float(f) ** -v)
+    return math.sqrt(2.0 * math.log(1.0 / delta) * s) + 2.0 * s
+
+
+def _calibrated_interval(target: float, delta: float, v: float) -> int:
+    """The smallest fixed interval f with paper bound <= ``target`` at ``delta`` (ALGORITHMS.md 4.4's
+    inversion standing in for Corollary 3.2): solve sqrt(ln S) + 2 S = target for S in closed form,
+    start just below the implied f and step up, checking each candidate by re-evaluation."""
+    ln = 2.0 * math.log(1.0 / delta)
+    y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
+    f = max(1, math.floor((special.zeta(v) / y ** 2) ** (1.0 / v)) - 1)
+    while _paper_series_bound(f, v, delta) > target:
+        f += 1
+    return f
 
 
 def _first_unit_step(first: int, decay: float) -> int:

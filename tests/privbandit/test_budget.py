@@ -108,6 +108,6 @@ def test_dp_ucb_int_inversion_never_worse_than_the_paper_form(target):
     paper = DPUCBInt.calibrated(target, 1e-6, v=1.1)
     assert paper.privacy_schedule(T, K).epsilon(T, 1e-6, no_pld).value <= paper.paper_bound(1e-6) <= target
     ours = budget.invert(DPUCBInt, target, T, solve_for="interval", bounds=(1, paper.first_interval), n_arms=K,
-                         delta=1e-6, accountants=no_pld, integer=True, v=1.1, epsilon=1.0)
+                         delta=1e-6, accountants=no_pld, integer=True, v=1.1)
     assert ours.certificate <= target
     assert ours.value <= paper.first_interval

@@ -31,19 +31,19 @@ def test_hybrid_policies_cheap_ledger(cls):
 
 
 @pytest.mark.parametrize("policy, env, T", [
-    (DPUCBInt(epsilon=1.0), Bernoulli(TWO_ARMS), 256),                 # f = 1: > 64 releases, grouped path
-    (DPUCBInt(epsilon=0.1, decay=0.5), Bernoulli(FIVE_ARMS), 300),     # decreasing intervals
-    (DPUCBInt(epsilon=0.2, v=1.5), TruncatedExponential([1, 2, 4]), 128),
+    (DPUCBInt(rate=1.0), Bernoulli(TWO_ARMS), 256),                 # f = 1: > 64 releases, grouped path
+    (DPUCBInt(rate=0.1, decay=0.5), Bernoulli(FIVE_ARMS), 300),     # decreasing intervals
+    (DPUCBInt(rate=0.2, v=1.5), TruncatedExponential([1, 2, 4]), 128),
 ])
 def test_dp_ucb_int_realized_never_exceeds_certified(policy, env, T):
     assert_realized_below_certified(policy, env, T, seed=[7, T])
 
 
 def test_dp_ucb_int_tight_ledger(memo_ledger):
-    assert_realized_below_certified(DPUCBInt(epsilon=0.125), Bernoulli(TWO_ARMS), 128, seed=8, tight=True)
+    assert_realized_below_certified(DPUCBInt(rate=0.125), Bernoulli(TWO_ARMS), 128, seed=8, tight=True)
 
 
-@pytest.mark.parametrize("policy", [DPUCBInt(epsilon=0.25), DPUCBInt(epsilon=1.0), DPUCBInt(interval=5, decay=0.5)])
+@pytest.mark.parametrize("policy", [DPUCBInt(rate=0.25), DPUCBInt(rate=1.0), DPUCBInt(interval=5, decay=0.5)])
 def test_dp_ucb_int_schedule_is_attained_at_every_round(policy):
     K, T = 2, 150
     f = policy.first_interval
@@ -85,7 +85,7 @@ def test_certified_below_claimed_for_the_papers_parameters(eps, arms):
     K, T, delta = len(arms), 100_000, math.exp(-10)
     for policy in [DPUCBBound(eps), DPUCB(eps)]:
         assert policy.privacy_schedule(T, K).epsilon(T, delta).value <= policy.claimed_epsilon(T, K, delta) == eps
-    for policy in [DPUCBInt(eps), DPUCBInt(eps, decay=0.5), DPUCBInt.calibrated(eps, delta)]:
+    for policy in [DPUCBInt(rate=eps), DPUCBInt(rate=eps, decay=0.5), DPUCBInt.calibrated(eps, delta)]:
         sched = policy.privacy_schedule(T, K)
         cert = sched.epsilon(T, delta)
         # Theorem 3.4's own composition (heterogeneous advanced) on our schedule, and the best one
@@ -96,7 +96,7 @@ def test_certified_below_claimed_for_the_papers_parameters(eps, arms):
 
 def test_dp_ucb_int_paper_bound_closed_form_and_calibration():
     from scipy import special
-    p = DPUCBInt(epsilon=0.1, v=1.1)
+    p = DPUCBInt(rate=0.1, v=1.1)
     s = special.zeta(1.1) * 10 ** -1.1
     assert p.paper_bound(1e-5) == pytest.approx(math.sqrt(2 * math.log(1e5) * s) + 2 * s)
     # ALGORITHMS.md 4.4 numbers: delta' = e^-10, v = 1.1: eps' = 1 -> f ~ 153, eps' = 0.1 -> f ~ 8714
@@ -105,7 +105,7 @@ def test_dp_ucb_int_paper_bound_closed_form_and_calibration():
 
 
 def test_dp_ucb_int_grouped_certificate_is_never_below_the_exact_one():
-    sched = DPUCBInt(epsilon=1.0).privacy_schedule(2000, 2)
+    sched = DPUCBInt(rate=1.0).privacy_schedule(2000, 2)
     for t in [100, 2000]:
         for acc in [PureAccountant, AdvancedCompositionAccountant, KOVHeterogeneousAccountant]:
             exact = best_epsilon(sched.events(t), 1e-6, [acc]).value
@@ -145,7 +145,7 @@ def test_dp_ucb_bound_index_adds_the_bound_and_dp_ucb_feeds_zeros():
 def test_dp_ucb_int_releases_once_per_interval_and_caches():
     R, K, T = 4, 2, 60
     ledger = Ledger(R, K)
-    policy = DPUCBInt(epsilon=0.2)  # f = 5
+    policy = DPUCBInt(rate=0.2)  # f = 5
     run = drive(policy, K, R, T, lambda t: np.full(R, (t - 1) % K), ledger=ledger)
     assert np.all(ledger.draws == 6)  # 30 pulls per arm: releases at 5, 10, ..., 30
     cached = run.interval.noisy_mean.copy()
@@ -177,7 +177,7 @@ def test_hybrid_noise_has_the_declared_scale_and_bugs_are_detected(cls, noise_fa
     assert _hybrid_ratio(cls, noise_factor, 0.0) == 0.0
 
 
-@pytest.mark.parametrize("policy", [DPUCBInt(epsilon=0.25, v=1.1), DPUCBInt(interval=3, decay=0.5, v=1.6)])
+@pytest.mark.parametrize("policy", [DPUCBInt(rate=0.25, v=1.1), DPUCBInt(interval=3, decay=0.5, v=1.6)])
 def test_dp_ucb_int_noise_is_laplace_of_scale_n_to_v_over_2_minus_1(policy, noise_factor):
     R, K, T = 3000, 2, 40
 
@@ -238,7 +238,7 @@ def test_fixed_interval_grouping_dominates_the_exact_schedule(interval, v):
     from privbandit.policies import DPUCBInt
 
     T, K = 3_000, 3
-    sched = DPUCBInt(epsilon=1.0, v=v, interval=interval).privacy_schedule(T, K)
+    sched = DPUCBInt(v=v, interval=interval).privacy_schedule(T, K)
     exact = sched.events(T)
     grouped = sched.grouped_events(T)
     exact_eps = np.sort([leaf.pure_epsilon() for leaf, n in exact.leaves() for _ in range(n)])[::-1]
@@ -248,3 +248,25 @@ def test_fixed_interval_grouping_dominates_the_exact_schedule(interval, v):
     assert np.all(grouped_eps <= exact_eps * 1.0101)
     accs = [PureAccountant, KOVHeterogeneousAccountant]
     assert best_epsilon(grouped, 1e-6, accs).value >= best_epsilon(exact, 1e-6, accs).value
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 3.0])
+def test_dp_ucb_int_epsilon_is_the_privacy_it_certifies(eps):
+    """``epsilon`` means the certified privacy (issue 17): at the policy's delta the certificate is
+    <= epsilon at every horizon (the paper-form bound holds for all of them); the interval form is
+    ``rate`` (f = ceil(1/rate)), the paper's parameter, which is not a privacy level."""
+    K = 5
+    policy = DPUCBInt(epsilon=eps)
+    for T in (1_000, 100_000):
+        assert policy.privacy_schedule(T, K).epsilon(T, policy.delta).value <= eps
+    assert policy.paper_bound(policy.delta) <= eps
+    smaller = DPUCBInt(interval=policy.first_interval - 1)
+    assert smaller.paper_bound(policy.delta) > eps  # the least interval that meets the target
+    assert DPUCBInt(rate=1.0).first_interval == 1 and DPUCBInt(rate=0.1).first_interval == 10
+    assert DPUCBInt(rate=1.0).privacy_schedule(10_000, 2).epsilon(10_000, 1e-6).value > 5  # not a privacy level
+    with pytest.raises(ValueError, match="one of epsilon"):
+        DPUCBInt(epsilon=1.0, rate=1.0)
+    with pytest.raises(ValueError, match="decay"):
+        DPUCBInt(epsilon=1.0, decay=0.5)
+    with pytest.raises(ValueError, match="rate"):
+        DPUCBInt(rate=0.0)

@@ -1,0 +1,117 @@
+"""Checks the command line makes before it computes anything.
+
+* argparse ``type=`` factories that reject a bad number at parse time with a message naming the
+  valid range (``whole``, ``real``): ``nan``, ``inf``, ``0`` or ``1.5`` never reach a computation;
+* :func:`writable_file` / :func:`writable_dir` — an output path is checked (and a directory
+  created) *before* a run of minutes, not after it;
+* :func:`require_extra` — an optional extra (matplotlib, pandas, pyarrow, dask) is imported up front,
+  so a missing one is reported at once with the ``pip install`` line that fixes it.
+
+Every failure is a ``ValueError`` (or ``argparse.ArgumentTypeError`` at parse time), which
+``privbandit.cli.main`` turns into one line, ``privbandit: error: ...``, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+#: which optional extra (pyproject.toml) provides each importable module
+EXTRAS = {"matplotlib": "plot", "pandas": "frames", "pyarrow": "frames", "dask": "dask",
+          "distributed": "dask", "tqdm": "progress"}
+
+
+def _interval(lo, hi, lo_open: bool, hi_open: bool) -> str:
+    left = "(" if lo_open or lo == -math.inf else "["
+    right = ")" if hi_open or hi == math.inf else "]"
+    fmt = lambda x: "inf" if x == math.inf else ("-inf" if x == -math.inf else f"{x:g}")  # noqa: E731
+    return f"{left}{fmt(lo)}, {fmt(hi)}{right}"
+
+
+def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, hi_open: bool = False):
+    """An argparse type: a finite real number in the given interval (open or closed at each end)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a real number in {_interval(lo, hi, lo_open, hi_open)}, "
+                                             f"got {text!r}") from None
+        ok = math.isfinite(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
+        if not ok:
+            raise argparse.ArgumentTypeError(f"must lie in {_interval(lo, hi, lo_open, hi_open)}, got {text}")
+        return value
+
+    parse.__name__ = "real number"
+    return parse
+
+
+def whole(lo: int = 0, hi: float = math.inf):
+    """An argparse type: a whole number in [lo, hi] (``1e5`` and ``100000`` both accepted)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = float(text)
+            whole_value = int(value) if math.isfinite(value) and value == int(value) else None
+        except (ValueError, OverflowError):
+            whole_value = None
+        if whole_value is None:
+            try:  # beyond float precision: an exact integer literal
+                whole_value = int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a whole number in {_interval(lo, hi, False, False)}, "
+                                                 f"got {text!r}") from None
+        if not lo <= whole_value <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number in {_interval(lo, hi, False, False)}, got {text}")
+        return whole_value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+positive = real(0.0, lo_open=True)
+probability = real(0.0, 1.0, lo_open=True, hi_open=True)
+
+
+def writable_file(path: str, option: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """``path`` names a file that can be created: non-empty, an allowed suffix, an existing,
+    writable parent directory, and not a directory itself."""
+    if not path or not path.strip():
+        raise ValueError(f"{option} needs a file name, got an empty string")
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise ValueError(f"{option} must end in {' or '.join(suffixes)}, got {path!r}")
+    if p.is_dir():
+        raise ValueError(f"{option} {path!r} is a directory; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{option} {path!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{option} {path!r}: directory {str(parent)!r} is not writable")
+    return p
+
+
+def writable_dir(path: str, option: str) -> Path:
+    """``path`` is (or is created as) a writable directory; created now, before any computing."""
+    if not path or not path.strip():
+        raise ValueError(f"{option} needs a directory name, got an empty string")
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{option} {path!r}: cannot create the directory ({exc.strerror or exc})") from None
+    if not os.access(p, os.W_OK):
+        raise ValueError(f"{option} {path!r} is not a writable directory")
+    return p
+
+
+def require_extra(module: str, purpose: str) -> None:
+    """Import ``module`` now, or ValueError naming the extra to install (for ``purpose``)."""
+    try:
+        __import__(module)  # through builtins.__import__, so tests can simulate a missing extra
+    except ImportError:
+        extra = EXTRAS.get(module.split(".")[0], "all")
+        raise ValueError(f"{purpose} needs {module.split('.')[0]}, which is not installed; "
+                         f"install the optional extra: pip install 'privbandit[{extra}]'") from None
