@@ -55,6 +55,7 @@ class Draw:
     shape: tuple
     paired: np.ndarray  # bool per element: a report covers it
     exempt: np.ndarray  # bool per element: a dense report left it out (no record, e.g. an empty arm)
+    exact: bool = False  # drawn by an exact-mode (grid) sampler: discrete noise, rounded statistic
 
 
 @dataclasses.dataclass
@@ -110,10 +111,10 @@ class ReleaseTracer:
         ReleaseTracer._saved = None
 
     # --- events ----------------------------------------------------------------------------
-    def _new_draw(self, family: str, stat) -> Draw:
+    def _new_draw(self, family: str, stat, exact: bool = False) -> Draw:
         stat = np.array(stat, dtype=float)
         d = Draw(len(self.draws), family, stat.reshape(-1), None, stat.shape,
-                 np.zeros(stat.size, dtype=bool), np.zeros(stat.size, dtype=bool))
+                 np.zeros(stat.size, dtype=bool), np.zeros(stat.size, dtype=bool), bool(exact))
         self.draws.append(d)
         if stat.size:
             self._open.append(d.index)
@@ -157,7 +158,7 @@ class ReleaseTracer:
     def released(self) -> dict[str, np.ndarray]:
         """Per paired released value: statistic, released value, and what the ledger was told."""
         cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
-                                                  "node", "draw", "seq")}
+                                                  "node", "draw", "seq", "exact")}
         kinds, mechs = [], []
         for seq, r in enumerate(self.reports):
             if r.draw < 0:
@@ -170,6 +171,7 @@ class ReleaseTracer:
                 cols[k].append(getattr(r, k))
             cols["draw"].append(np.full(m, r.draw))
             cols["seq"].append(np.full(m, seq))
+            cols["exact"].append(np.full(m, d.exact))
             kinds.append(np.full(m, r.kind, dtype=object))
             mechs.append(np.full(m, r.mechanism, dtype=object))
         out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
@@ -186,7 +188,7 @@ def _sampler_wrapper(original, family: str):
         tr = ReleaseTracer._active
         if tr is None or tr._depth:
             return original(self, statistic, *args, **kwargs)
-        d = tr._new_draw(family, statistic)
+        d = tr._new_draw(family, statistic, getattr(self, "exact", False))
         tr._depth += 1
         try:
             out = original(self, statistic, *args, **kwargs)
@@ -204,7 +206,8 @@ def _posterior_wrapper(original):
         if tr is None or tr._depth:
             return original(self, sums, counts)
         # registered before the call: the release reports to the ledger before it returns
-        d = tr._new_draw("gaussian", np.asarray(sums, dtype=float) / (np.asarray(counts) + 1.0))
+        d = tr._new_draw("gaussian", np.asarray(sums, dtype=float) / (np.asarray(counts) + 1.0),
+                         getattr(getattr(self, "sampler", None), "exact", False))
         tr._depth += 1
         try:
             out = original(self, sums, counts)

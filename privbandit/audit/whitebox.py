@@ -42,6 +42,7 @@ from scipy import stats as sps
 
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.ledger import Ledger
+from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import Policy
 
 SENS_TOL = 1e-9
@@ -54,7 +55,7 @@ MIN_GROUP = 40
 
 @dataclasses.dataclass
 class Finding:
-    check: str  # decisions | unreported | sensitivity | footprint | noise_law
+    check: str  # decisions | unreported | sensitivity | footprint | redraw | noise_law
     detail: str
 
 
@@ -68,6 +69,7 @@ class NoiseGroup:
     critical: float
     power_factor2: float
     rejected: bool
+    reused: int = 0  # residuals equal to another one (the same noise value used twice)
 
 
 @dataclasses.dataclass
@@ -161,6 +163,23 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None):
     return actions, tracer
 
 
+def probe_horizon(policy: Policy, n_arms: int, *, minimum: int = 200, cap: int = 20_000) -> int:
+    """A horizon long enough for the white-box audit: ``minimum``, the pre-pulls plus 100 rounds, and
+    a quarter more than the round by which one run (on a constant 0.5 tape) has released at least one
+    statistic per arm (elimination policies release only at the end of long epochs)."""
+    b = int(getattr(policy, "b", 0) or 0)
+    base = max(int(minimum), n_arms * b + 100)
+    ledger = Ledger(1, n_arms, track_replicates=0)
+    run = policy.start(n_arms, 1, cap, np.random.default_rng(0), ledger=ledger)
+    half = np.array([0.5])
+    for t in range(1, cap + 1):
+        arms = np.asarray(run.select(t))
+        run.update(t, arms, half)
+        if int(ledger.draws.sum()) >= n_arms:
+            return max(base, min(cap, int(1.25 * t) + 50))
+    return cap
+
+
 def _law_distance(family: str, factor: float) -> float:
     """sup_x |F(x) - F(x / factor)| for the standard Laplace or normal CDF F."""
     x = np.linspace(1e-4, 12.0, 120_001)
@@ -189,14 +208,22 @@ def _noise_law(rel: dict, alpha: float) -> list[NoiseGroup]:
     groups = [(k, np.asarray(v)) for k, v in keys.items() if len(v) >= MIN_GROUP]
     out = []
     for (mech, family, octv), idx in sorted(groups):
-        u = np.sort((rel["out"][idx] - rel["stat"][idx]) / rel["param"][idx])
+        resid = rel["out"][idx] - rel["stat"][idx]
+        u = np.sort(resid / rel["param"][idx])
         n = u.size
+        # continuous noise never repeats: equal residuals off the exact-mode grid are re-used noise
+        continuous = resid[rel["exact"][idx] == 0]
+        off_grid = continuous[np.abs(continuous / GRID - np.round(continuous / GRID)) > 1e-6]
+        reused = off_grid.size - np.unique(off_grid).size
+        if reused > 0:
+            out.append(NoiseGroup(str(mech), family, octv, n, 1.0, 0.0, 1.0, True, reused))
+            continue
         cdf = sps.laplace.cdf(u) if family == "laplace" else sps.norm.cdf(u)
         grid = np.arange(1, n + 1) / n
         dkw = float(max(np.max(grid - cdf), np.max(cdf - (grid - 1.0 / n))))
         a = alpha / len(groups)
         crit = math.sqrt(math.log(2.0 / a) / (2.0 * n))
-        out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit), dkw > crit))
+        out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit), dkw > crit, 0))
     return out
 
 
@@ -216,7 +243,7 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
-                   alpha: float = 0.01, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
+                   alpha: float = 1e-3, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring)."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
@@ -232,9 +259,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
     seq = np.random.SeedSequence(seed)
     tape_seq, run_seq = seq.spawn(2)
-    first = int(getattr(policy, "b", 0) or 0) // 2
+    # the changed pull: anywhere in the pre-pulls (if any) and the first ``window`` pulls after them
+    span = int(getattr(policy, "b", 0) or 0) + window
     tape, tape_prime, arm, pull = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq),
-                                                  first=first, window=window)
+                                                  first=0, window=span)
     act_d, tr_d = _run(policy, tape, horizon, run_seq)
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws)
     findings: list[Finding] = []
@@ -316,15 +344,34 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"{len(bad_reps)} replicates: the releases that changed with one record share no record in their "
                 f"declared footprints (replicate {r}, arm {arm[r]} pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
 
+    # 4b. one statistic released twice with fresh noise (releases that name the statistic by a node id)
+    if n_rel:
+        has = rel_d["node"] >= 0
+        if has.any():
+            ids2: dict = {}
+            key = _keyed({k: v[has] for k, v in rel_d.items()}, ids2)
+            dup = key[:, -1] > 0  # a second occurrence of (rep, stream, mechanism, footprint, node)
+            if dup.any():
+                i = np.flatnonzero(has)[np.flatnonzero(dup)[0]]
+                findings.append(Finding("redraw", (
+                    f"{int(dup.sum())} releases repeat a statistic already released (same replicate, stream, "
+                    f"mechanism, footprint and node) with fresh noise: e.g. {rel_d['mechanism'][i]} replicate "
+                    f"{rel_d['rep'][i]}, stream {rel_d['st'][i]}, footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})")))
+
     # 5. noise law
     groups = _noise_law(rel_d, alpha)
     bad = [g for g in groups if g.rejected]
     if bad:
-        g = max(bad, key=lambda g: g.dkw / g.critical)
-        findings.append(Finding("noise_law", (
-            f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
-            f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
-            f"(family-wise alpha {alpha:g})")))
+        g = max(bad, key=lambda g: g.dkw / max(g.critical, 1e-300))
+        if g.reused:
+            findings.append(Finding("noise_law", (
+                f"{g.reused} residuals of {g.mechanism} ({g.family}, footprint octave {g.octave}, n={g.n}) repeat an "
+                f"earlier residual exactly: one noise value was used for several releases")))
+        else:
+            findings.append(Finding("noise_law", (
+                f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
+                f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
+                f"(family-wise alpha {alpha:g})")))
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
