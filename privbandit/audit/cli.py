@@ -73,14 +73,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _has_trace(policy, n_arms, horizon) -> bool:
-    from privbandit.audit.runner import auto_trace
+    """True when a traced run records something (every policy whose mechanisms draw through the
+    toolkit's sampler and report: the known trace methods, or every release)."""
+    from privbandit.audit.runner import auto_trace, run_policy
 
-    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0), ledger=None)
     try:
-        auto_trace(run)
+        out = run_policy(policy, np.full((n_arms, horizon), 0.5), horizon, 2, np.random.default_rng(0),
+                         trace=auto_trace)
     except ValueError:
         return False
-    return True
+    return out["trace"] is not None and out["trace"].shape[1] > 0
 
 
 def run(args: argparse.Namespace) -> int:

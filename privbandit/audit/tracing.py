@@ -79,14 +79,17 @@ class ReleaseTracer:
     """Context manager: logs draws and ledger reports of one run (see the module docstring).
 
     ``ledger``: the run's ledger (reports into other ledgers are ignored). ``replay``: a list of
-    :class:`Draw` of an earlier run whose released values this run returns.
+    :class:`Draw` of an earlier run whose released values this run returns. ``any_ledger=True``:
+    reports into any ledger count (used by :func:`release_trace`).
     """
 
     _active: "ReleaseTracer | None" = None
     _saved: dict | None = None
 
-    def __init__(self, ledger: Ledger, replay: list[Draw] | None = None) -> None:
-        if not isinstance(ledger, Ledger):
+    def __init__(self, ledger: Ledger | None, replay: list[Draw] | None = None, *, any_ledger: bool = False) -> None:
+        if any_ledger:
+            ledger = None  # reports into every ledger count (the black-box trace: no ledger of its own)
+        elif not isinstance(ledger, Ledger):
             raise ValueError(f"ledger must be a privbandit Ledger, got {type(ledger).__name__}")
         self.ledger = ledger
         self.replay = replay
@@ -226,7 +229,7 @@ def _store_wrapper(original):
     @functools.wraps(original)
     def wrapped(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *args, **kwargs):
         tr = ReleaseTracer._active
-        if tr is not None and self is tr.ledger and np.size(rep):
+        if tr is not None and (tr.ledger is None or self is tr.ledger) and np.size(rep):
             m = int(np.size(rep))
             tr._report(Report(_KIND_NAMES.get(int(kind), str(kind)), _column(rep, m, np.int64),
                               _column(st, m, np.int64), _column(lo_, m, np.int64), _column(hi_, m, np.int64),
@@ -241,7 +244,7 @@ def _dense_wrapper(original):
     @functools.wraps(original)
     def wrapped(self, mask, lo, hi, param, sensitivity, mechanism, *args, gaussian, discrete=False, **kwargs):
         tr = ReleaseTracer._active
-        if tr is not None and self is tr.ledger:
+        if tr is not None and (tr.ledger is None or self is tr.ledger):
             mask_ = np.asarray(mask, dtype=bool)
             rr, ss = np.nonzero(mask_)
             full = mask_.shape
@@ -281,3 +284,52 @@ def _install() -> dict:
 def _uninstall(saved: dict | None) -> None:
     for (cls, name), original in (saved or {}).items():
         setattr(cls, name, original)
+
+
+def release_trace(run):
+    """Black-box trace instrument (see :mod:`privbandit.audit.runner`): after every select, the values
+    the policy decides from -- per (replicate, stream), the sum over the run's mechanisms of each one's
+    latest released value (a counter's noisy nodes, a hybrid's logarithmic and binary parts, a batch
+    mean, a posterior draw). Works for every policy whose mechanisms draw through the toolkit's
+    sampler and report to a ledger; :func:`~privbandit.audit.runner.run_policy` gives the run a
+    draw-count-only ledger when tracing so that every mechanism reports. Released values are kept
+    only until the next collect."""
+    ledger = getattr(run, "_audit_ledger", None)
+    shape = (ledger.replicates, ledger.streams) if ledger is not None else None
+    tracer = ReleaseTracer(None, any_ledger=True)
+    tracer.__enter__()
+    latest: dict = {}
+
+    def collect(t):
+        for r in tracer.reports:
+            if r.draw < 0:
+                continue
+            d = tracer.draws[r.draw]
+            vals = d.out[r.elems] if d.out is not None else None
+            if vals is None:
+                continue
+            key = r.mechanism
+            if key not in latest:
+                latest[key] = np.zeros(shape)
+            latest[key][r.rep, r.st] = vals
+        for i in list(tracer._open):  # unreported whole-state draws (a posterior without a ledger)
+            d = tracer.draws[i]
+            if shape is not None and d.shape == shape and d.out is not None:
+                latest[("draw", d.family)] = d.out.reshape(shape)
+                tracer._open.remove(i)
+        for d in tracer.draws:  # free the arrays: only the latest values are kept
+            if d.out is not None and not tracer._open.count(d.index):
+                d.stat = d.out = np.zeros(0)
+        tracer.reports.clear()
+        if not latest:
+            return np.zeros((shape[0], shape[1])) if shape is not None else None
+        return sum(latest.values())
+
+    def close():
+        tracer.__exit__(None, None, None)
+
+    collect.close = close
+    return collect
+
+
+release_trace.description = "trace (every release)"
