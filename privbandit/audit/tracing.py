@@ -7,7 +7,9 @@ noise entry points and the ledger's recording entry points are wrapped at class 
   :meth:`NoiseSampler.gaussian_release` (the single source of Laplace / Gaussian noise, DESIGN.md's
   "every noise draw goes through a mechanism") and :meth:`GaussianPosteriorRelease.release` (whose
   float path adds ``sigma * z`` itself). Each call logs the statistic it was given and the value it
-  returned; nested calls (exact mode's ``_sum_release -> laplace_release``) log once;
+  returned; nested calls (exact mode's ``_sum_release -> laplace_release -> laplace``) log once.
+  :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
+  to a statistic itself) log as draws of statistic 0;
 * reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
   ``_record_from_mechanism``) and :meth:`Ledger._record_dense` (the prefix recorder of a tight
   ledger). Only reports into the run's own ledger count.
@@ -202,6 +204,27 @@ def _sampler_wrapper(original, family: str):
     return wrapped
 
 
+def _noise_wrapper(original, family: str):
+    """``NoiseSampler.laplace`` / ``gaussian`` called directly (not from a release method): the noise
+    of a release assembled by hand, logged as a draw of statistic 0. Not replayed: the coupled run
+    draws the same noise anyway, and the released value it will be added to is not visible here."""
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is None or tr._depth:
+            return original(self, *args, **kwargs)
+        tr._depth += 1
+        try:
+            out = original(self, *args, **kwargs)
+        finally:
+            tr._depth -= 1
+        d = tr._new_draw(family, np.zeros(np.shape(out)), getattr(self, "exact", False))
+        d.out = np.asarray(out, dtype=float).reshape(-1).copy()
+        return out
+
+    return wrapped
+
+
 def _posterior_wrapper(original):
     @functools.wraps(original)
     def wrapped(self, sums, counts):
@@ -266,6 +289,8 @@ _TARGETS = (
     (NoiseSampler, "_sum_release", lambda f: _sampler_wrapper(f, "laplace")),
     (NoiseSampler, "laplace_release", lambda f: _sampler_wrapper(f, "laplace")),
     (NoiseSampler, "gaussian_release", lambda f: _sampler_wrapper(f, "gaussian")),
+    (NoiseSampler, "laplace", lambda f: _noise_wrapper(f, "laplace")),
+    (NoiseSampler, "gaussian", lambda f: _noise_wrapper(f, "gaussian")),
     (GaussianPosteriorRelease, "release", _posterior_wrapper),
     (Ledger, "_store", _store_wrapper),
     (Ledger, "_record_dense", _dense_wrapper),

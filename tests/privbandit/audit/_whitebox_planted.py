@@ -96,3 +96,14 @@ class FrozenNoise(GaussianTS):
         z = run.posterior._standard_normals().copy()
         run.posterior._standard_normals = lambda: z
         return run
+
+
+class HandNoiseHalved(AnytimeLazyUCB):
+    """noise law: the batch release is assembled by hand, statistic + sampler.laplace(scale / 2)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+        sampler.laplace_release = lambda stat, scale, **kw: np.asarray(stat) + sampler.laplace(
+            scale / 2.0, size=np.shape(stat))
+        return run

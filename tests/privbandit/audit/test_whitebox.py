@@ -12,7 +12,7 @@ from privbandit.audit.whitebox import (MIN_GROUP, neighbour_tapes, probe_horizon
                                        _law_distance)
 from privbandit.policies import DPSE, AnytimeLazyUCB, DPUCBInt, GaussianTS, PrivateUCB
 
-from _whitebox_planted import (FrozenNoise, NewestRecordOnly, OverDeclaredScale, PeeksAtMean, ReReleases,
+from _whitebox_planted import (FrozenNoise, HandNoiseHalved, NewestRecordOnly, OverDeclaredScale, PeeksAtMean, ReReleases,
                                SilentPosterior, TripledRewards)
 
 CASES = [
@@ -24,6 +24,7 @@ CASES = [
     (ReReleases(), DPUCBInt(), "redraw", 60, 64),
     (OverDeclaredScale(), AnytimeLazyUCB(), "noise_law", 100, 256),
     (FrozenNoise(b=2), GaussianTS(b=2), "noise_law", 40, 64),
+    (HandNoiseHalved(), AnytimeLazyUCB(), "noise_law", 100, 256),
 ]
 
 
