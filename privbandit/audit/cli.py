@@ -31,7 +31,7 @@ EXIT_CODES = {"CONSISTENT": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
 TIERS = {
     # AUDIT.md 3.4: CI ~ 2e5 runs per side with mu certificates; nightly/thorough: template scan + 2e6.
     # wb_budget: replicate-rounds of each coupled white-box run (replicates = budget / horizon).
-    "ci": dict(runs=200_000, pilot=10_000, arm_rest=(0.5,), others=(0.5, 0.0, 1.0), tight_reps=20,
+    "ci": dict(runs=200_000, pilot=6_000, arm_rest=(0.5,), others=(0.5, 0.0, 1.0), tight_reps=20,
                cheap_reps=500, wb_budget=100_000, seconds=75.0),
     # smoke: seconds-scale sizes for tests of the command itself (no power to speak of)
     "smoke": dict(runs=5_000, pilot=1_000, arm_rest=(0.5,), others=(0.5,), tight_reps=4, cheap_reps=50,
@@ -144,8 +144,10 @@ def run(args: argparse.Namespace) -> int:
     search = Neighbours.search(arm_rest=tier["arm_rest"], others=tier["others"], pilot_runs=tier["pilot"])
     results = []
     for i, observe in enumerate(observes):
+        # the trace audit costs more per run (every release is traced): half the runs
+        runs = tier["runs"] if observe == "actions" else tier["runs"] // 2
         audit = Audit.policy(policy, horizon, k, observe=observe, neighbours=search, alpha=alpha_each,
-                             budget=Budget(tier["runs"], seconds=seconds_each), seed=[args.seed, i],
+                             budget=Budget(runs, seconds=seconds_each), seed=[args.seed, i],
                              delta=args.delta, exact=args.exact and observe == "actions")
         res = audit.run()
         results.append(res)
