@@ -243,7 +243,7 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
-                   alpha: float = 1e-3, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
+                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring)."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")

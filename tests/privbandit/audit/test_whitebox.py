@@ -3,7 +3,7 @@ unmodified policy, same sizes and seed) passes every check.
 
 Checks 1-4 and the redraw check are exact (no false alarm is possible for a policy that honours the
 contract), so the clean twins cannot fail by chance; the noise-law test has family-wise level
-alpha = 1e-3 by DKW-Massart, and the seeds are fixed."""
+alpha = 1e-4 by DKW-Massart, and the seeds are fixed."""
 
 import numpy as np
 import pytest
