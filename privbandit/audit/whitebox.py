@@ -231,7 +231,8 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
     """Per element, a key (rep, st, mech, lo, hi, node, occurrence) as an int64 matrix."""
     mech = np.array([mech_ids.setdefault(m, len(mech_ids)) for m in rel["mechanism"]], dtype=np.int64)
     base = np.stack([rel["rep"], rel["st"], mech, rel["lo"], rel["hi"], rel["node"]], axis=1).astype(np.int64)
-    order = np.lexsort(tuple(base[:, i] for i in range(base.shape[1] - 1, -1, -1)) + ()) if base.size else np.zeros(0, int)
+    # lexsort sorts by its last key first: pass the columns reversed so rep is the primary key
+    order = np.lexsort(base.T[::-1]) if base.size else np.zeros(0, dtype=np.int64)
     occ = np.zeros(base.shape[0], dtype=np.int64)
     if base.shape[0]:
         sb = base[order]
