@@ -6,6 +6,10 @@
   refute, they never certify.
 * White-box (:func:`ledger_audit`): the realized per-record spend of many runs never exceeds the
   certified schedule, and no statistic is released twice.
+* White-box, coupled (:func:`whitebox_audit`): every release traced (:class:`ReleaseTracer`), a run on
+  D and one on a neighbour D' with the same seed and D's released values; decisions, unreported
+  releases, sensitivities, footprints, re-draws and the noise law checked without trusting the
+  reports.
 * Known answers (:mod:`privbandit.audit.exact`): the exact law of 2-arm Gaussian TS's arm sequence
   for small horizons, its exact (eps, delta) between two tapes, and the bounds ladder
   audit <= exact <= claim.
@@ -24,6 +28,8 @@ from privbandit.audit.neighbours import NeighbourPair, Neighbours
 from privbandit.audit.one_run import OneRunResult, one_run_audit, one_run_mechanism_audit
 from privbandit.audit.runner import (MechanismSampler, PolicySampler, auto_trace, run_policy, trace_attribute,
                                      trace_method)
+from privbandit.audit.tracing import ReleaseTracer, release_trace
+from privbandit.audit.whitebox import WhiteBoxResult, probe_horizon, whitebox_audit
 
 __all__ = [
     "Audit", "AuditResult", "Budget", "Claim", "EpsAtDelta", "GDP", "VERDICTS", "Neighbours", "NeighbourPair",
@@ -32,4 +38,5 @@ __all__ = [
     "certify", "scores", "stats",
     "ActionDistribution", "PrivacyProfile", "action_distribution", "exact_epsilon", "bounds_ladder",
     "OneRunResult", "one_run_audit", "one_run_mechanism_audit",
+    "ReleaseTracer", "release_trace", "WhiteBoxResult", "whitebox_audit", "probe_horizon",
 ]

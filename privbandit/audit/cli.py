@@ -5,13 +5,17 @@ Wiring (in ``privbandit/cli.py``'s ``build_parser``)::
     from privbandit.audit.cli import add_parser as add_audit_parser
     add_audit_parser(sub)
 
-Exit status: 0 when no audit refutes the claim (CONSISTENT or INCONCLUSIVE), 1 on a VIOLATION, 2 on
-bad input (raised as ValueError and reported by ``privbandit.cli.main``).
+Exit status (:data:`EXIT_CODES`): 0 CONSISTENT (no audit refutes the claim and at least one had
+power), 1 VIOLATION, 3 INCONCLUSIVE (nothing refuted, but no audit had power: a CI gate must not pass
+this silently; ``--allow-inconclusive`` turns it into 0), 2 bad input (raised as ValueError and
+reported by ``privbandit.cli.main``). The final ``VERDICT:`` line states the power reached: the best
+black-box lower bound as a fraction of the claim, and the white-box audit's power.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -22,21 +26,28 @@ import numpy as np
 from privbandit.cli import parse_params as _parse_params
 from privbandit.cli_checks import positive, probability, require_extra, whole, writable_dir
 
+EXIT_CODES = {"CONSISTENT": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
+"""Exit status per verdict (2 is bad input)."""
+
 TIERS = {
     # AUDIT.md 3.4: CI ~ 2e5 runs per side with mu certificates; nightly/thorough: template scan + 2e6.
-    "ci": dict(runs=200_000, pilot=10_000, arm_rest=(0.5,), others=(0.0, 0.5, 1.0), tight_reps=20,
-               cheap_reps=500),
+    # wb_budget: replicate-rounds of each coupled white-box run (replicates = budget / horizon).
+    "ci": dict(runs=200_000, pilot=6_000, arm_rest=(0.5,), others=(0.5, 0.0, 1.0), tight_reps=20,
+               cheap_reps=500, wb_budget=100_000, seconds=75.0),
     # smoke: seconds-scale sizes for tests of the command itself (no power to speak of)
-    "smoke": dict(runs=5_000, pilot=1_000, arm_rest=(0.5,), others=(0.5,), tight_reps=4, cheap_reps=50),
+    "smoke": dict(runs=5_000, pilot=1_000, arm_rest=(0.5,), others=(0.5,), tight_reps=4, cheap_reps=50,
+                  wb_budget=4_000, seconds=None),
     "thorough": dict(runs=2_000_000, pilot=100_000, arm_rest=(0.0, 0.5, 1.0), others=(0.0, 0.25, 0.5, 0.75, 1.0),
-                     tight_reps=100, cheap_reps=5000),
+                     tight_reps=100, cheap_reps=5000, wb_budget=800_000, seconds=None),
 }
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``audit`` subcommand on an ``argparse`` subparsers object."""
     p = subparsers.add_parser("audit", help="audit a policy: ledger check (white-box) and empirical lower "
-                                            "bounds (black-box) against its certificate")
+                                            "bounds (black-box) against its certificate",
+                              epilog="exit status: 0 CONSISTENT, 1 VIOLATION, 3 INCONCLUSIVE (0 with "
+                                     "--allow-inconclusive), 2 bad input")
     p.add_argument("policy", help="registered policy name, e.g. gaussian_ts")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
     p.add_argument("--arms", type=whole(2), default=2, help="number of arms (default 2)")
@@ -55,20 +66,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "canaries per run: a smoke test for expensive policies (default: off)")
     p.add_argument("--one-run-runs", type=int, default=1, metavar="RUNS",
                    help="independent runs pooled by the one-run audit, each with fresh canaries (default 1)")
+    p.add_argument("--allow-inconclusive", action="store_true",
+                   help="exit 0 instead of 3 when the verdict is INCONCLUSIVE (no audit had power)")
     p.add_argument("--out", default=None, help="directory for tables (md, csv), plots and summary.json")
     p.set_defaults(func=run)
     return p
 
 
 def _has_trace(policy, n_arms, horizon) -> bool:
-    from privbandit.audit.runner import auto_trace
+    """True when a traced run records something (every policy whose mechanisms draw through the
+    toolkit's sampler and report: the known trace methods, or every release)."""
+    from privbandit.audit.runner import auto_trace, run_policy
 
-    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0), ledger=None)
     try:
-        auto_trace(run)
+        out = run_policy(policy, np.full((n_arms, horizon), 0.5), horizon, 2, np.random.default_rng(0),
+                         trace=auto_trace)
     except ValueError:
         return False
-    return True
+    return out["trace"] is not None and out["trace"].shape[1] > 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,16 +126,36 @@ def run(args: argparse.Namespace) -> int:
     print(tight.table())
     print()
 
+    # 1b. White-box coupled runs: decisions, unreported releases, sensitivities, footprints, noise law.
+    from privbandit.audit.whitebox import probe_horizon, whitebox_audit
+
+    wb_horizon = probe_horizon(policy, k)
+    wb_reps = int(min(1024, max(32, tier["wb_budget"] // wb_horizon)))
+    wb = whitebox_audit(policy, wb_horizon, k, wb_reps, seed=args.seed)
+    print("## White-box audit (coupled runs, every release traced)\n")
+    print(wb.summary())
+    for f in wb.findings:
+        print(f"- [{f.check}] {f.detail}")
+    for note in wb.notes:
+        print(f"- note: {note}")
+    print()
+    print(wb.table())
+    print()
+
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
     # family-wise over every audit reported (the one-run audit is one more)
     alpha_each = args.alpha / (len(observes) + (1 if args.one_run else 0))
-    seconds_each = args.seconds / len(observes) if args.seconds else None
+    total = args.seconds if args.seconds else tier["seconds"]
+    left = None if total is None else max(5.0, total - (time.perf_counter() - started))
+    seconds_each = left / len(observes) if left else None
     search = Neighbours.search(arm_rest=tier["arm_rest"], others=tier["others"], pilot_runs=tier["pilot"])
     results = []
     for i, observe in enumerate(observes):
+        # the trace audit costs more per run (every release is traced): half the runs
+        runs = tier["runs"] if observe == "actions" else tier["runs"] // 2
         audit = Audit.policy(policy, horizon, k, observe=observe, neighbours=search, alpha=alpha_each,
-                             budget=Budget(tier["runs"], seconds=seconds_each), seed=[args.seed, i],
+                             budget=Budget(runs, seconds=seconds_each), seed=[args.seed, i],
                              delta=args.delta, exact=args.exact and observe == "actions")
         res = audit.run()
         results.append(res)
@@ -155,18 +190,27 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
-    if not tight.passed or not cheap.passed or "VIOLATION" in bb:
+    if not tight.passed or not cheap.passed or wb.verdict == "VIOLATION" or "VIOLATION" in bb:
         verdict = "VIOLATION"
-    elif "CONSISTENT" in bb:
+    elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
     else:
         verdict = "INCONCLUSIVE"
-    print(f"VERDICT: {verdict} (family-wise alpha {args.alpha:g} over the black-box certificates; "
-          f"audits refute, they never certify) -- {time.perf_counter() - started:.1f} s")
+    refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in (tight, cheap) if not r.passed]
+                  + [f"white-box {c}" for c in wb.checks]
+                  + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
+                  + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
+    print(f"POWER: {power_statement(results)}; white-box: {wb.power()}")
+    print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
+          + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "
+          f"tests; audits refute, they never certify) -- {time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
-            "verdict": verdict,
+            "verdict": verdict, "refuted_by": refuted_by, "power": power_statement(results),
+            "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
+                         "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
+                         "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
             "black_box": [{"observation": r.observation, "verdict": r.verdict,
@@ -177,4 +221,22 @@ def run(args: argparse.Namespace) -> int:
         }
         with open(os.path.join(args.out, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2, default=str)
-    return 1 if verdict == "VIOLATION" else 0
+    if verdict == "INCONCLUSIVE" and args.allow_inconclusive:
+        return 0
+    return EXIT_CODES[verdict]
+
+
+def power_statement(results) -> str:
+    """The power each black-box audit reached: its best certified lower bound as a fraction of the
+    claim, per currency (a fraction >= 1 is a refutation; a small one says the audit saw little)."""
+    parts = []
+    for r in results:
+        best = {}
+        for row in r.table("rows"):
+            lb, claim, cert = row.get("lower_bound"), row.get("claimed"), str(row.get("certificate"))
+            if isinstance(lb, (int, float)) and isinstance(claim, (int, float)) and math.isfinite(lb) \
+                    and math.isfinite(claim) and claim > 0:
+                best[cert] = max(best.get(cert, 0.0), lb / claim)
+        shown = ", ".join(f"{cur} lb/claim {v:.2f}" for cur, v in sorted(best.items())) or "no bound"
+        parts.append(f"black-box {r.observation}: {shown}")
+    return "; ".join(parts) if parts else "no black-box audit"

@@ -104,15 +104,21 @@ KNOWN_TRACES = ("posterior.release",)
 
 
 def auto_trace(run) -> Callable:
-    """Instrument: the first of :data:`KNOWN_TRACES` that the run has."""
+    """Instrument: the first of :data:`KNOWN_TRACES` that the run has; otherwise every release the
+    run's mechanisms make (:func:`privbandit.audit.tracing.release_trace`), which needs the
+    draw-count ledger :func:`run_policy` gives a traced run."""
     for path in KNOWN_TRACES:
         try:
             _resolve(run, path)
         except AttributeError:
             continue
         return trace_method(path)(run)
-    raise ValueError(f"{type(run).__name__} has none of the known trace methods {KNOWN_TRACES}; "
-                     "pass trace=trace_method('attr.method') naming the release to observe")
+    if getattr(run, "_audit_ledger", None) is None:
+        raise ValueError(f"{type(run).__name__} has none of the known trace methods {KNOWN_TRACES} and no audit "
+                         "ledger; run it through run_policy, or pass trace=trace_method('attr.method')")
+    from privbandit.audit.tracing import release_trace
+
+    return release_trace(run)
 
 
 auto_trace.description = "trace (auto)"
@@ -144,30 +150,49 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
     for start in range(0, n, chunk):
         r = min(chunk, n - start)
         tapes = used[start:start + r] if per_run else None
-        run = policy.start(k, r, horizon, rng, ledger=None)
+        if trace is not None:
+            # a draw-count-only ledger: every mechanism then reports, so a trace can pair releases
+            # with their (replicate, stream); it changes no draw and no decision
+            from privbandit.ledger import Ledger
+
+            book = Ledger(r, k, track_replicates=0)
+            run = policy.start(k, r, horizon, rng, ledger=book)
+            run._audit_ledger = book
+        else:
+            run = policy.start(k, r, horizon, rng, ledger=None)
         # The tape was clipped above (as the engine clips), so the run's own per-update reward check
         # is skipped; with clip=False this vouching is the planted bug itself (an engine that forgot
         # to clip but tells the policy its rewards are checked).
         run.rewards_checked = True
         collect = trace(run) if trace is not None else None
-        pulls = np.zeros((r, k), dtype=np.int64)
-        rows = np.arange(r)
-        parts = []
-        for t in range(1, horizon + 1):
-            arms = np.asarray(run.select(t))
-            if collect is not None:
-                got = collect(t)
-                if got is not None:
-                    parts.append(got)
-            j = pulls[rows, arms]
-            pulls[rows, arms] += 1
-            run.update(t, arms, tapes[rows, arms, j] if per_run else used[arms, j])
-            actions[start:start + r, t - 1] = arms
-        if collect is not None:
-            if not parts:
-                raise ValueError("the trace instrument recorded nothing during the run")
-            traces.append(np.concatenate(parts, axis=1))
+        try:
+            _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces)
+        finally:
+            close = getattr(collect, "close", None)
+            if close is not None:
+                close()
     return {"actions": actions, "trace": np.concatenate(traces) if traces else None, "n_arms": k}
+
+
+def _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces) -> None:
+    """One lock-stepped chunk of ``run_policy``: ``r`` runs from row ``start``."""
+    pulls = np.zeros((r, k), dtype=np.int64)
+    rows = np.arange(r)
+    parts = []
+    for t in range(1, horizon + 1):
+        arms = np.asarray(run.select(t))
+        if collect is not None:
+            got = collect(t)
+            if got is not None:
+                parts.append(got)
+        j = pulls[rows, arms]
+        pulls[rows, arms] += 1
+        run.update(t, arms, tapes[rows, arms, j] if per_run else used[arms, j])
+        actions[start:start + r, t - 1] = arms
+    if collect is not None:
+        if not parts:
+            raise ValueError("the trace instrument recorded nothing during the run")
+        traces.append(np.concatenate(parts, axis=1))
 
 
 class PolicySampler:

@@ -64,3 +64,24 @@ def test_audit_command_one_run_flags_a_schedule_bug(monkeypatch, capsys):
     monkeypatch.setitem(REGISTRY, "undercounting_ts", UnderCountingGaussianTS)
     rc = _run(["undercounting_ts", "--param", "b=2", "--tier", "smoke", "--one-run", "40", "--one-run-runs", "20"])
     assert rc == 1 and "VERDICT: VIOLATION" in capsys.readouterr().out
+
+
+def test_audit_command_exit_code_3_when_nothing_had_power(monkeypatch, capsys):
+    """DP-SE releases nothing in 20 rounds: no audit has power, so INCONCLUSIVE exits 3 (a CI gate
+    must not pass it silently), or 0 with --allow-inconclusive."""
+    import privbandit.audit.whitebox as wb
+
+    monkeypatch.setattr(wb, "probe_horizon", lambda policy, k: 20)
+    rc = _run(["dp_se", "--tier", "smoke", "--horizon", "20"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "VERDICT: INCONCLUSIVE" in out and "POWER:" in out
+    assert _run(["dp_se", "--tier", "smoke", "--horizon", "20", "--allow-inconclusive"]) == 0
+
+
+def test_audit_command_names_the_white_box_check_that_refuted(monkeypatch, capsys):
+    from _whitebox_planted import TripledRewards
+
+    monkeypatch.setitem(REGISTRY, "tripled_ts", TripledRewards)
+    rc = _run(["tripled_ts", "--param", "b=2", "--tier", "smoke"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "white-box sensitivity" in out.splitlines()[-1]

@@ -1,0 +1,97 @@
+"""Catch table: ``privbandit audit NAME --tier ci`` on the planted bugs and on every unmodified private
+policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
+
+    python bench/audit_planted.py                 # bugs and controls, seed 0
+    python bench/audit_planted.py --only bugs --seeds 0 1
+    python bench/audit_planted.py --only controls --exact   # controls in exact (grid) mode too
+
+Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
+process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
+refuted the claim; "white-box runs" is 2 coupled runs x replicates x horizon rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from audit_planted_bugs import AIMED, BUGS  # noqa: E402
+
+from privbandit.audit.cli import add_parser  # noqa: E402
+from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
+from privbandit.policies import REGISTRY  # noqa: E402
+
+
+def cli(argv: list[str]) -> tuple[int, dict, float]:
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    with tempfile.TemporaryDirectory() as out:
+        args = parser.parse_args(["audit", *argv, "--out", out])
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = args.func(args)
+        seconds = time.perf_counter() - started
+        with open(os.path.join(out, "summary.json")) as fh:
+            summary = json.load(fh)
+    return rc, summary, seconds
+
+
+def row(name: str, argv: list[str], label: str) -> dict:
+    rc, s, seconds = cli(argv)
+    wb = s["whitebox"]
+    return {"case": label, "policy": name, "verdict": s["verdict"], "exit": rc,
+            "caught_by": ", ".join(s["refuted_by"]) or "-",
+            "wb_runs": f"2 x {wb['replicates']} x {wb['horizon']}", "seconds": round(seconds, 1),
+            "power": s["power"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", choices=("bugs", "controls", "all"), default="all")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
+    ap.add_argument("--json", default=None, help="write the rows here as JSON")
+    opts = ap.parse_args()
+    rows = []
+    if opts.only in ("bugs", "all"):
+        print("| bug | aimed | policy copied | verdict | exit | caught by | white-box runs | seconds |")
+        print("|---|---|---|---|---:|---|---|---:|")
+        for key, cls in BUGS.items():
+            REGISTRY[cls.name] = cls
+            for seed in opts.seeds:
+                r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
+                rows.append(r)
+                print(f"| {key} | {'yes' if key in AIMED else 'no'} | {r['policy']} | **{r['verdict']}** | "
+                      f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
+    if opts.only in ("controls", "all"):
+        print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
+        print("|---|---|---|---:|---|---:|---|")
+        for name, cls in private_policies().items():
+            if not default_constructible(cls):
+                continue
+            for exact in ((False, True) if opts.exact else (False,)):
+                for seed in opts.seeds:
+                    argv = [name, "--tier", "ci", "--seed", str(seed)] + (["--param", "exact=true"] if exact else [])
+                    try:
+                        r = row(name, argv, name)
+                    except ValueError as exc:  # e.g. a policy without an exact mode
+                        print(f"| {name} | {'exact' if exact else 'float'} | skipped: {exc} | | | | |")
+                        continue
+                    rows.append(r)
+                    print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                          f"{r['seconds']} | {r['power']} |", flush=True)
+    if opts.json:
+        with open(opts.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+"""The project's planted privacy bugs: copies of the real private policies with one bug each.
+
+Every bug is a subclass of a policy of ``privbandit.policies`` (with, inside ``start``, an
+instance-level monkeypatch of the run or of one of its mechanisms); the class keeps its parent's
+``privacy_schedule``, so the accountant still makes the original claim. Nothing here is imported by
+the package. ``bench/audit_planted.py`` runs the ``privbandit audit`` pipeline at ``--tier ci`` on
+each and prints the catch table of docs/audit.md.
+
+Kinds (issue 13): a tree level with half the declared noise; a statistic re-drawn every round
+(reported, and silent); a sensitivity mis-declared for one arm; an exploration bonus from un-noised
+sums; ties broken by the raw empirical mean; a release not reported to the ledger; rewards centred so
+the sensitivity doubles; an exact prefix sum plus fresh noise at every insert. ``AIMED`` lists the
+bugs planted with a particular check in mind; the others were written afterwards, without looking
+at which check would see them, to measure generalisation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privbandit.mechanisms._base import exact_log2, flat
+from privbandit.policies import DPUCB, AnytimeLazyUCB, DPUCBBound, DPUCBInt, GaussianTS, LazyDPTS, PrivateUCB
+
+
+def _named(cls, name):
+    cls.name = name
+    return cls
+
+
+# --- 1. one tree level drawn with half the declared noise -------------------------------------------
+class TreeHalfLevel(PrivateUCB):
+    """Private-UCB whose tree draws level-1 nodes with half the scale; the ledger hears the full one."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree, core = run.tree, run.tree._core
+        insert_flat = core.insert_flat
+
+        def halved(mech, f, rr, kk, v, scale, offset, mechanism):
+            tau = flat(core.tau)[f] + 1
+            level = exact_log2(tau & -tau)
+            return insert_flat(mech, f, rr, kk, v, np.where(level == 1, scale / 2.0, scale), offset, mechanism)
+
+        record = tree._record
+        core.insert_flat = halved
+        tree._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, lo, hi, tree.scale, m, node)
+        return run
+
+
+# --- 2a. re-drawn every round, reported ---------------------------------------------------------------
+class RedrawReported(DPUCBInt):
+    """DP-UCB-Int whose interval mean is released afresh at every select (each re-draw is reported,
+    with the statistic's own node id, so the ledger can see the repeat)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        _StatKeeper.install(im)
+        select = run.select
+
+        def redraw_select(t):
+            rr, kk = np.nonzero(im.released_count > 0)
+            if rr.size:
+                n = im.released_count[rr, kk]
+                scale = im._scales(n)
+                im.noisy_mean[rr, kk] = im.sampler.laplace_release(im._bug_stat[rr, kk], scale)
+                im.ledger._record_from_mechanism(rr, kk, 0, n, scale, 1.0 / n, im.name, n)
+            return select(t)
+
+        run.select = redraw_select
+        return run
+
+
+class _StatKeeper:
+    """Keeps, per stream, the exact mean at its last release (what a re-draw re-releases)."""
+
+    @staticmethod
+    def install(im):
+        im._bug_stat = np.zeros(im.count.shape)
+        release = im._release
+
+        def tracked(rr, kk):
+            release(rr, kk)
+            im._bug_stat[rr, kk] = im.sum[rr, kk] / np.maximum(im.count[rr, kk], 1)
+
+        im._release = tracked
+
+
+# --- 2b. re-drawn every round, silently -----------------------------------------------------------------
+class RedrawSilent(DPUCBInt):
+    """DP-UCB-Int that re-noises its released means at every select without telling the ledger."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        _StatKeeper.install(im)
+        select = run.select
+
+        def redraw_select(t):
+            rr, kk = np.nonzero(im.released_count > 0)
+            if rr.size:
+                scale = im._scales(im.released_count[rr, kk])
+                im.noisy_mean[rr, kk] = im.sampler.laplace_release(im._bug_stat[rr, kk], scale)
+            return select(t)
+
+        run.select = redraw_select
+        return run
+
+
+# --- 3. sensitivity mis-declared for one arm ---------------------------------------------------------------
+class SensitivityOneArm(DPUCBBound):
+    """DP-UCB-Bound whose arm-1 hybrid releases use half the scale and declare sensitivity 1/2, so the
+    ledger's epsilon per release is unchanged while the true one doubles."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        hy = run.hybrid
+        sampler = hy.sampler
+        orig = type(sampler)._sum_release
+        state = {"kk": None}
+        record = hy._record
+
+        def rec(rr, kk, lo, hi, scale, mechanism, node):
+            sens = np.where(kk == 1, 0.5, 1.0)
+            scale = np.broadcast_to(np.asarray(scale, dtype=float), kk.shape)
+            hy.ledger._record_from_mechanism(rr, kk, lo, hi, scale * np.where(kk == 1, 0.5, 1.0), sens,
+                                             mechanism, node)
+
+        insert = hy.insert
+
+        def ins(values, mask):
+            state["kk"] = np.nonzero(mask)[1]
+            insert(values, mask)
+
+        def sum_release(statistic, scale):
+            kk = state["kk"]
+            if kk is not None and kk.size == np.size(statistic):
+                scale = np.broadcast_to(np.asarray(scale, dtype=float), kk.shape) * np.where(kk == 1, 0.5, 1.0)
+            return orig(sampler, statistic, scale)
+
+        hy._record = rec
+        hy.insert = ins
+        sampler._sum_release = sum_release
+        return run
+
+
+# --- 4. exploration bonus from un-noised sums -------------------------------------------------------------
+class BonusUnnoised(AnytimeLazyUCB):
+    """Anytime-Lazy-UCB whose bonus shrinks with the exact empirical mean (a variance-style bonus)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run._sum = np.zeros((replicates, n_arms))
+        run._n = np.zeros((replicates, n_arms))
+        update = run.update
+
+        def upd(t, arms, rewards):
+            run._sum[np.arange(replicates), arms] += rewards
+            run._n[np.arange(replicates), arms] += 1
+            update(t, arms, rewards)
+
+        def select(t):
+            if t <= n_arms:
+                return np.full(replicates, t - 1, dtype=np.intp)
+            o = run.batches.batch_size
+            mean = run._sum / np.maximum(run._n, 1)
+            a_ln_t = run.alpha * math.log(t)
+            bonus = np.sqrt(a_ln_t * mean * (1 - mean) / o + 1e-3) + a_ln_t / (run.epsilon * o)
+            return np.argmax(run.batches.noisy_sum / o + bonus, axis=1)
+
+        run.update, run.select = upd, select
+        return run
+
+
+# --- 5. ties broken by the raw empirical mean -------------------------------------------------------------
+class TieRawMean(GaussianTS):
+    """Gaussian TS (b = 4) whose pre-pulls go round robin over the least-pulled arms, ties broken
+    towards the best raw empirical mean (instead of a fixed order)."""
+
+    def __init__(self, b: int = 4, c: float = 1.0):
+        super().__init__(b=b, c=c)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        select = run.select
+
+        def tie_select(t):
+            if t > n_arms * run.b:
+                return select(t)
+            least = run.counts == run.counts.min(axis=1, keepdims=True)
+            mean = run.sums / np.maximum(run.counts, 1)
+            return np.argmax(np.where(least, mean + 1e-9, -1.0), axis=1)
+
+        run.select = tie_select
+        return run
+
+
+# --- 6. a release not reported to the ledger ---------------------------------------------------------------
+class UnreportedRelease(LazyDPTS):
+    """Lazy-DP-TS whose batch releases of arm 0 are never reported."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        record = fb._record
+
+        def rec(rr, kk, lo, hi, scale, mechanism, node):
+            keep = kk != 0
+            lo = np.broadcast_to(lo, rr.shape)[keep] if np.ndim(lo) else lo
+            hi = np.broadcast_to(hi, rr.shape)[keep] if np.ndim(hi) else hi
+            node = np.broadcast_to(node, rr.shape)[keep] if np.ndim(node) else node
+            record(rr[keep], kk[keep], lo, hi, scale, mechanism, node)
+
+        fb._record = rec
+        return run
+
+
+# --- 7. rewards centred: the sensitivity doubles -----------------------------------------------------------
+class CentredRewards(GaussianTS):
+    """Gaussian TS on centred rewards 2x - 1 in [-1, 1]: the posterior mean's sensitivity is 2/(k+1),
+    while the release still declares 1/(k+1)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        update = run.update
+        run.update = lambda t, arms, rewards: update(t, arms, 2.0 * np.asarray(rewards) - 1.0)
+        return run
+
+
+# --- 8. exact prefix sum plus fresh noise at every insert --------------------------------------------------
+class PrefixFreshNoise(PrivateUCB):
+    """Private-UCB whose 'tree' releases the exact prefix sum plus one fresh Lap(L/eps) at every insert,
+    reported as the tree node it pretends to be."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree = run.tree
+        exact = np.zeros((replicates, n_arms))
+
+        def insert(values, mask):
+            v, f, rr, kk = tree._select(values, mask)
+            exact[rr, kk] += v
+            count = flat(tree.count)
+            tau = count[f] + 1
+            low = tau & -tau
+            tree.noisy_sum[rr, kk] = tree.sampler._sum_release(exact[rr, kk], tree.scale)
+            tree._record(rr, kk, tau - low, tau, tree.scale, tree.name, (tau - low) * 64 + exact_log2(low))
+            count[f] = tau
+
+        tree.insert = insert
+        return run
+
+
+# --- unaimed: written afterwards, without a check in mind ---------------------------------------------------
+class NoiseOutsideSampler(DPUCB):
+    """DP-UCB whose hybrid noise is drawn with rng.laplace at a third of the scale, outside the sampler."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.hybrid.sampler
+        sampler._sum_release = lambda stat, scale: stat + sampler.rng.laplace(0.0, np.asarray(scale) / 3.0, np.shape(stat))
+        return run
+
+
+class StaleNoise(GaussianTS):
+    """Gaussian TS that draws its posterior noise once and re-uses it every round (the statistic moves,
+    the noise does not: consecutive releases reveal the reward exactly)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        post = run.posterior
+        draw = post._standard_normals
+        cache = {}
+
+        def frozen():
+            if "z" not in cache:
+                cache["z"] = draw().copy()
+            return cache["z"]
+
+        post._standard_normals = frozen
+        return run
+
+
+class IndexUsesLastReward(DPUCBInt):
+    """DP-UCB-Int that adds a small bonus to the arm whose last reward was 1 (a stay-on-win heuristic)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        last = np.zeros((replicates, n_arms))
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            last[np.arange(replicates), arms] = rewards
+            update(t, arms, rewards)
+
+        def sel(t):
+            arms = np.asarray(select(t)).copy()
+            if t > n_arms * run.first:
+                index = run.interval.noisy_mean + np.sqrt(2.0 * math.log(t) / run.counts) + 0.05 * last
+                arms = np.argmax(index, axis=1)
+            return arms
+
+        run.update, run.select = upd, sel
+        return run
+
+
+class ScaleIsEpsilon(AnytimeLazyUCB):
+    """Anytime-Lazy-UCB at epsilon=0.5 whose batch noise uses scale epsilon instead of 1/epsilon."""
+
+    def __init__(self, epsilon: float = 0.5, alpha: float = 3.1, exact: bool = False):
+        super().__init__(epsilon, alpha, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        orig = fb.sampler.laplace_release
+        fb.sampler.laplace_release = lambda stat, scale, **kw: orig(stat, self.epsilon, **kw)
+        return run
+
+
+BUGS = {
+    "tree_half_level": TreeHalfLevel,
+    "redraw_reported": RedrawReported,
+    "redraw_silent": RedrawSilent,
+    "sensitivity_one_arm": SensitivityOneArm,
+    "bonus_unnoised": BonusUnnoised,
+    "tie_raw_mean": TieRawMean,
+    "unreported_release": UnreportedRelease,
+    "centred_rewards": CentredRewards,
+    "prefix_fresh_noise": PrefixFreshNoise,
+    "noise_outside_sampler": NoiseOutsideSampler,
+    "stale_noise": StaleNoise,
+    "index_uses_last_reward": IndexUsesLastReward,
+    "scale_is_epsilon": ScaleIsEpsilon,
+}
+"""name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
+
+AIMED = {"tree_half_level", "redraw_reported", "redraw_silent", "sensitivity_one_arm", "bonus_unnoised",
+         "tie_raw_mean", "unreported_release", "centred_rewards", "prefix_fresh_noise"}
+"""Planted with a check in mind; the rest were written afterwards (generalisation)."""
+
+for _key, _cls in BUGS.items():
+    _named(_cls, "bug_" + _key)

@@ -1,0 +1,360 @@
+"""A trace of every mechanism release, for every private policy, with no hook in the hot path.
+
+While a :class:`ReleaseTracer` is active (a ``with`` block, used only by the audit), the toolkit's
+noise entry points and the ledger's recording entry points are wrapped at class level:
+
+* draws -- :meth:`NoiseSampler._sum_release`, :meth:`NoiseSampler.laplace_release`,
+  :meth:`NoiseSampler.gaussian_release` (the single source of Laplace / Gaussian noise, DESIGN.md's
+  "every noise draw goes through a mechanism") and :meth:`GaussianPosteriorRelease.release` (whose
+  float path adds ``sigma * z`` itself). Each call logs the statistic it was given and the value it
+  returned; nested calls (exact mode's ``_sum_release -> laplace_release -> laplace``) log once.
+  :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
+  to a statistic itself) log as draws of statistic 0;
+* reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
+  ``_record_from_mechanism``) and :meth:`Ledger._record_dense` (the prefix recorder of a tight
+  ledger). Only reports into the run's own ledger count.
+
+Every report is paired, first in first out, with the oldest unpaired draw of the same size (listed
+records) or shape (dense records): the mechanisms of this package draw and then report, element by
+element in the same order. The pairing gives, per released value: the statistic handed to the
+sampler, the released value, and what the ledger was told (family, scale, sensitivity, footprint,
+mechanism, node). A draw left unpaired is a release the ledger never heard of; a report left
+unpaired is a release whose noise the audit could not see.
+
+**Replay.** A tracer built with ``replay=`` another tracer's draws returns, at its i-th draw, the
+value the other run released at its i-th draw (after drawing its own, so the random stream is
+consumed identically). Running a policy on tape D, then on a neighbouring tape D' with the same seed
+and D's released values, gives two runs whose releases are identical: a policy that decides only
+from its releases (post-processing, Dwork & Roth Prop. 2.1) then acts identically, whatever else
+differs. Any difference in the actions proves that the decisions read the data some other way.
+
+Nothing here edits the mechanisms or the ledger: when no tracer is active the wrapped methods are the
+original functions, so the engine pays nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from privbandit.ledger import Ledger
+from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+from privbandit.mechanisms.sampling import NoiseSampler
+
+_KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp"}
+
+
+@dataclasses.dataclass
+class Draw:
+    """One call of a noise entry point: ``stat`` and ``out`` flattened, ``shape`` as given."""
+
+    index: int
+    family: str
+    stat: np.ndarray
+    out: np.ndarray | None
+    shape: tuple
+    paired: np.ndarray  # bool per element: a report covers it
+    exempt: np.ndarray  # bool per element: a dense report left it out (no record, e.g. an empty arm)
+    exact: bool = False  # drawn by an exact-mode (grid) sampler: discrete noise, rounded statistic
+
+
+@dataclasses.dataclass
+class Report:
+    """One ledger report, flattened to its m released values."""
+
+    kind: str
+    rep: np.ndarray
+    st: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    param: np.ndarray
+    sens: np.ndarray
+    mechanism: str
+    node: np.ndarray
+    draw: int = -1  # index of the paired draw
+    elems: np.ndarray | None = None  # flat element indices into that draw
+
+
+class ReleaseTracer:
+    """Context manager: logs draws and ledger reports of one run (see the module docstring).
+
+    ``ledger``: the run's ledger (reports into other ledgers are ignored). ``replay``: a list of
+    :class:`Draw` of an earlier run whose released values this run returns. ``any_ledger=True``:
+    reports into any ledger count (used by :func:`release_trace`).
+    """
+
+    _active: "ReleaseTracer | None" = None
+    _saved: dict | None = None
+
+    def __init__(self, ledger: Ledger | None, replay: list[Draw] | None = None, *, any_ledger: bool = False) -> None:
+        if any_ledger:
+            ledger = None  # reports into every ledger count (the black-box trace: no ledger of its own)
+        elif not isinstance(ledger, Ledger):
+            raise ValueError(f"ledger must be a privbandit Ledger, got {type(ledger).__name__}")
+        self.ledger = ledger
+        self.replay = replay
+        self.replay_broken: str | None = None
+        self.draws: list[Draw] = []
+        self.reports: list[Report] = []
+        self.orphans: list[Report] = []  # reports no draw could be paired with
+        self._open: list[int] = []  # indices of draws not yet paired, oldest first
+        self._depth = 0
+
+    # --- activation ------------------------------------------------------------------------
+    def __enter__(self) -> "ReleaseTracer":
+        if ReleaseTracer._active is not None:
+            raise RuntimeError("a ReleaseTracer is already active (tracers do not nest)")
+        ReleaseTracer._active = self
+        ReleaseTracer._saved = _install()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _uninstall(ReleaseTracer._saved)
+        ReleaseTracer._active = None
+        ReleaseTracer._saved = None
+
+    # --- events ----------------------------------------------------------------------------
+    def _new_draw(self, family: str, stat, exact: bool = False) -> Draw:
+        stat = np.array(stat, dtype=float)
+        d = Draw(len(self.draws), family, stat.reshape(-1), None, stat.shape,
+                 np.zeros(stat.size, dtype=bool), np.zeros(stat.size, dtype=bool), bool(exact))
+        self.draws.append(d)
+        if stat.size:
+            self._open.append(d.index)
+        return d
+
+    def _finish(self, d: Draw, out):
+        arr = np.asarray(out, dtype=float)
+        d.out = arr.reshape(-1).copy()
+        if self.replay is None or self.replay_broken:
+            return out
+        if d.index >= len(self.replay) or self.replay[d.index].out is None \
+                or self.replay[d.index].out.size != d.out.size or self.replay[d.index].family != d.family:
+            self.replay_broken = f"draw {d.index}: the run's release pattern departed from the recorded run"
+            return out
+        return self.replay[d.index].out.reshape(arr.shape).copy()
+
+    def _report(self, report: Report, dense_mask: np.ndarray | None) -> None:
+        self.reports.append(report)
+        for pos, i in enumerate(self._open):  # oldest unpaired first
+            d = self.draws[i]
+            if dense_mask is not None:
+                if d.shape != dense_mask.shape:
+                    continue
+                elems = np.flatnonzero(dense_mask.reshape(-1))
+                d.exempt[:] = ~dense_mask.reshape(-1)
+            else:
+                if d.stat.size != report.rep.size:
+                    continue
+                elems = np.arange(d.stat.size)
+            d.paired[elems] = True
+            del self._open[pos]
+            report.draw, report.elems = d.index, elems
+            return
+        self.orphans.append(report)
+
+    # --- summaries -------------------------------------------------------------------------
+    def unreported(self) -> list[Draw]:
+        """Draws with an element no ledger report covers (and no dense report exempted)."""
+        return [d for d in self.draws if d.stat.size and not np.all(d.paired | d.exempt)]
+
+    def released(self) -> dict[str, np.ndarray]:
+        """Per paired released value: statistic, released value, and what the ledger was told."""
+        cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
+                                                  "node", "draw", "seq", "exact")}
+        kinds, mechs = [], []
+        for seq, r in enumerate(self.reports):
+            if r.draw < 0:
+                continue
+            d = self.draws[r.draw]
+            m = r.elems.size
+            cols["stat"].append(d.stat[r.elems])
+            cols["out"].append(d.out[r.elems] if d.out is not None else np.full(m, np.nan))
+            for k in ("rep", "st", "lo", "hi", "param", "sens", "node"):
+                cols[k].append(getattr(r, k))
+            cols["draw"].append(np.full(m, r.draw))
+            cols["seq"].append(np.full(m, seq))
+            cols["exact"].append(np.full(m, d.exact))
+            kinds.append(np.full(m, r.kind, dtype=object))
+            mechs.append(np.full(m, r.mechanism, dtype=object))
+        out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+        out["kind"] = np.concatenate(kinds) if kinds else np.zeros(0, dtype=object)
+        out["mechanism"] = np.concatenate(mechs) if mechs else np.zeros(0, dtype=object)
+        return out
+
+
+# --- wrappers ----------------------------------------------------------------------------------
+
+def _sampler_wrapper(original, family: str):
+    @functools.wraps(original)
+    def wrapped(self, statistic, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is None or tr._depth:
+            return original(self, statistic, *args, **kwargs)
+        d = tr._new_draw(family, statistic, getattr(self, "exact", False))
+        tr._depth += 1
+        try:
+            out = original(self, statistic, *args, **kwargs)
+        finally:
+            tr._depth -= 1
+        return tr._finish(d, out)
+
+    return wrapped
+
+
+def _noise_wrapper(original, family: str):
+    """``NoiseSampler.laplace`` / ``gaussian`` called directly (not from a release method): the noise
+    of a release assembled by hand, logged as a draw of statistic 0. Not replayed: the coupled run
+    draws the same noise anyway, and the released value it will be added to is not visible here."""
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is None or tr._depth:
+            return original(self, *args, **kwargs)
+        tr._depth += 1
+        try:
+            out = original(self, *args, **kwargs)
+        finally:
+            tr._depth -= 1
+        d = tr._new_draw(family, np.zeros(np.shape(out)), getattr(self, "exact", False))
+        d.out = np.asarray(out, dtype=float).reshape(-1).copy()
+        return out
+
+    return wrapped
+
+
+def _posterior_wrapper(original):
+    @functools.wraps(original)
+    def wrapped(self, sums, counts):
+        tr = ReleaseTracer._active
+        if tr is None or tr._depth:
+            return original(self, sums, counts)
+        # registered before the call: the release reports to the ledger before it returns
+        d = tr._new_draw("gaussian", np.asarray(sums, dtype=float) / (np.asarray(counts) + 1.0),
+                         getattr(getattr(self, "sampler", None), "exact", False))
+        tr._depth += 1
+        try:
+            out = original(self, sums, counts)
+        finally:
+            tr._depth -= 1
+        return tr._finish(d, out)
+
+    return wrapped
+
+
+def _column(x, m, dtype):
+    return np.array(np.broadcast_to(np.asarray(x, dtype=dtype), (m,)))
+
+
+def _store_wrapper(original):
+    @functools.wraps(original)
+    def wrapped(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is not None and (tr.ledger is None or self is tr.ledger) and np.size(rep):
+            m = int(np.size(rep))
+            tr._report(Report(_KIND_NAMES.get(int(kind), str(kind)), _column(rep, m, np.int64),
+                              _column(st, m, np.int64), _column(lo_, m, np.int64), _column(hi_, m, np.int64),
+                              _column(p, m, float), _column(s, m, float), str(mechanism),
+                              _column(-1 if nd is None else nd, m, np.int64)), None)
+        return original(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *args, **kwargs)
+
+    return wrapped
+
+
+def _dense_wrapper(original):
+    @functools.wraps(original)
+    def wrapped(self, mask, lo, hi, param, sensitivity, mechanism, *args, gaussian, discrete=False, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is not None and (tr.ledger is None or self is tr.ledger):
+            mask_ = np.asarray(mask, dtype=bool)
+            rr, ss = np.nonzero(mask_)
+            full = mask_.shape
+
+            def pick(x, dtype):
+                return np.broadcast_to(np.asarray(x, dtype=dtype), full)[rr, ss].copy()
+
+            kind = "zcdp" if discrete else ("gaussian" if gaussian else "laplace")
+            tr._report(Report(kind, rr.astype(np.int64), ss.astype(np.int64), pick(lo, np.int64), pick(hi, np.int64),
+                              pick(param, float), pick(sensitivity, float), str(mechanism),
+                              np.full(rr.size, -1, np.int64)), mask_)
+        return original(self, mask, lo, hi, param, sensitivity, mechanism, *args, gaussian=gaussian,
+                        discrete=discrete, **kwargs)
+
+    return wrapped
+
+
+_TARGETS = (
+    (NoiseSampler, "_sum_release", lambda f: _sampler_wrapper(f, "laplace")),
+    (NoiseSampler, "laplace_release", lambda f: _sampler_wrapper(f, "laplace")),
+    (NoiseSampler, "gaussian_release", lambda f: _sampler_wrapper(f, "gaussian")),
+    (NoiseSampler, "laplace", lambda f: _noise_wrapper(f, "laplace")),
+    (NoiseSampler, "gaussian", lambda f: _noise_wrapper(f, "gaussian")),
+    (GaussianPosteriorRelease, "release", _posterior_wrapper),
+    (Ledger, "_store", _store_wrapper),
+    (Ledger, "_record_dense", _dense_wrapper),
+)
+
+
+def _install() -> dict:
+    saved = {}
+    for cls, name, make in _TARGETS:
+        original = cls.__dict__[name]
+        saved[(cls, name)] = original
+        setattr(cls, name, make(original))
+    return saved
+
+
+def _uninstall(saved: dict | None) -> None:
+    for (cls, name), original in (saved or {}).items():
+        setattr(cls, name, original)
+
+
+def release_trace(run):
+    """Black-box trace instrument (see :mod:`privbandit.audit.runner`): after every select, the values
+    the policy decides from -- per (replicate, stream), the sum over the run's mechanisms of each one's
+    latest released value (a counter's noisy nodes, a hybrid's logarithmic and binary parts, a batch
+    mean, a posterior draw). Works for every policy whose mechanisms draw through the toolkit's
+    sampler and report to a ledger; :func:`~privbandit.audit.runner.run_policy` gives the run a
+    draw-count-only ledger when tracing so that every mechanism reports. Released values are kept
+    only until the next collect."""
+    ledger = getattr(run, "_audit_ledger", None)
+    shape = (ledger.replicates, ledger.streams) if ledger is not None else None
+    tracer = ReleaseTracer(None, any_ledger=True)
+    tracer.__enter__()
+    latest: dict = {}
+
+    def collect(t):
+        for r in tracer.reports:
+            if r.draw < 0:
+                continue
+            d = tracer.draws[r.draw]
+            vals = d.out[r.elems] if d.out is not None else None
+            if vals is None:
+                continue
+            key = r.mechanism
+            if key not in latest:
+                latest[key] = np.zeros(shape)
+            latest[key][r.rep, r.st] = vals
+        for i in list(tracer._open):  # unreported whole-state draws (a posterior without a ledger)
+            d = tracer.draws[i]
+            if shape is not None and d.shape == shape and d.out is not None:
+                latest[("draw", d.family)] = d.out.reshape(shape)
+                tracer._open.remove(i)
+        for d in tracer.draws:  # free the arrays: only the latest values are kept
+            if d.out is not None and not tracer._open.count(d.index):
+                d.stat = d.out = np.zeros(0)
+        tracer.reports.clear()
+        if not latest:
+            return np.zeros((shape[0], shape[1])) if shape is not None else None
+        return sum(latest.values())
+
+    def close():
+        tracer.__exit__(None, None, None)
+
+    collect.close = close
+    return collect
+
+
+release_trace.description = "trace (every release)"

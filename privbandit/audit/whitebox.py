@@ -1,0 +1,380 @@
+"""White-box checks that do not trust what the mechanisms report.
+
+One audit is a pair of *coupled* runs of a policy, vectorised over R replicates, each replicate on
+its own reward tape (the j-th pull of arm k pays ``tape[r, k, j]``) and its own neighbour: tape D has
+0 at one entry (arm ``r mod K``, an early pull) and D' has 1 there, everything else equal. Both runs
+use the same seed, every release is traced (:mod:`privbandit.audit.tracing`), and the D' run replays
+D's released values. Under the privacy contract (DESIGN.md: every noise draw goes through a
+mechanism that reports it to the ledger; the policy decides from releases only) the checks below can
+fail only for a bug, never by chance, except the goodness-of-fit test whose level is stated:
+
+1. **decisions** -- with identical releases, a policy that is a post-processing of its releases acts
+   identically on D and D' (Dwork & Roth 2014, Prop. 2.1). A replicate whose actions differ proves
+   that some decision read the data outside the traced releases (an un-noised bonus, a tie broken by
+   a raw mean, noise added outside the sampler, a release computed and then altered).
+2. **unreported** -- a traced draw that no report to the run's ledger covers (a release the ledger
+   was never told of, e.g. a statistic silently re-drawn).
+3. **sensitivity** -- the noiseless statistics handed to the sampler in the two runs, matched by
+   (replicate, stream, mechanism, footprint, node, occurrence), may differ by at most the declared
+   sensitivity (Dwork & Roth Def. 3.1 with the neighbouring tapes as inputs).
+4. **footprint** -- every release whose statistic changed must include the changed record: all of
+   them lie in one stream and their declared footprints [lo, hi) share a record.
+5. **noise law** -- the residual (released value - statistic) / declared scale of every release,
+   grouped by (mechanism, family, footprint-length octave), against the declared family (Laplace(1)
+   or N(0, 1)) with the DKW-Massart bound: reject when sup |F_n - F| > sqrt(ln(2/a)/(2n)), a Bonferroni
+   share of ``alpha`` per group. DKW-Massart gives level a exactly (no asymptotics) and a power lower
+   bound against any alternative G: P(reject) >= 1 - 2 exp(-2n (D(F, G) - c)^2) when D(F, G) > c. The
+   result states that bound against a factor-2 scale error (the "half the declared noise" bug), per
+   group.
+
+Checks 1-4 are exact (a violation is a deterministic witness, reproducible from the seed). Check 5
+is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+from scipy import stats as sps
+
+from privbandit.audit.tracing import ReleaseTracer
+from privbandit.ledger import Ledger
+from privbandit.mechanisms.sampling import GRID
+from privbandit.policies.base import Policy
+
+SENS_TOL = 1e-9
+"""Relative slack on declared sensitivities (float sums of up to a few hundred terms in [0, 1])."""
+CHANGE_TOL = 1e-12
+"""A statistic 'changed' between the coupled runs when it moved by more than this."""
+MIN_GROUP = 40
+"""Residual groups smaller than this are not tested (too little power to matter)."""
+
+
+@dataclasses.dataclass
+class Finding:
+    check: str  # decisions | unreported | sensitivity | footprint | redraw | noise_law
+    detail: str
+
+
+@dataclasses.dataclass
+class NoiseGroup:
+    mechanism: str
+    family: str
+    octave: int
+    n: int
+    dkw: float
+    critical: float
+    power_factor2: float
+    rejected: bool
+    reused: int = 0  # residuals equal to another one (the same noise value used twice)
+
+
+@dataclasses.dataclass
+class WhiteBoxResult:
+    policy: str
+    horizon: int
+    n_arms: int
+    replicates: int
+    seed: int
+    alpha: float
+    releases: int
+    findings: list[Finding]
+    groups: list[NoiseGroup]
+    notes: list[str]
+    seconds: float
+
+    @property
+    def verdict(self) -> str:
+        if self.findings:
+            return "VIOLATION"
+        return "CONSISTENT" if self.releases else "INCONCLUSIVE"
+
+    @property
+    def checks(self) -> list[str]:
+        return sorted({f.check for f in self.findings})
+
+    def power(self) -> str:
+        """The power statement: the weakest noise-law group's guaranteed power against a factor 2."""
+        tested = [g for g in self.groups if g.n >= MIN_GROUP]
+        if not tested:
+            return "noise law: no group large enough to test"
+        worst = min(tested, key=lambda g: g.power_factor2)
+        return (f"noise law: {len(tested)} groups, power >= {worst.power_factor2:.3f} against a factor-2 scale "
+                f"error in the weakest ({worst.mechanism}, n={worst.n}); decisions/unreported/sensitivity/"
+                f"footprint checks are exact on {self.replicates} coupled replicates")
+
+    def summary(self) -> str:
+        head = (f"white-box audit of {self.policy}: T={self.horizon}, K={self.n_arms}, {self.replicates} coupled "
+                f"replicate pairs, {self.releases} traced releases, seed {self.seed}, {self.seconds:.1f} s")
+        if not self.findings:
+            return f"{head}: {self.verdict} ({self.power()})"
+        first = "; ".join(f"[{f.check}] {f.detail}" for f in self.findings[:4])
+        return f"{head}: VIOLATION (checks {self.checks}; {first})"
+
+    def table(self) -> str:
+        lines = ["| mechanism | family | footprint octave | n | DKW sup | critical | power vs x2 | rejected |",
+                 "|---|---|---:|---:|---:|---:|---:|---|"]
+        for g in self.groups:
+            lines.append(f"| {g.mechanism} | {g.family} | {g.octave} | {g.n} | {g.dkw:.4f} | {g.critical:.4f} | "
+                         f"{g.power_factor2:.3f} | {'**yes**' if g.rejected else 'no'} |")
+        return "\n".join(lines)
+
+
+def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Generator, first: int = 0,
+                    window: int = 6) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """R pairs of neighbouring tapes (R, K, pulls): a quarter each uniform [0, 1], Bernoulli(p_k),
+    constant per arm from {0, 0.5, 1}, and constant 0.5. Replicate r changes arm ``r mod K`` at a pull
+    in [first, first + window): 0 on D, 1 on D'. Returns (tape, tape_prime, arm, pull)."""
+    R, K = replicates, n_arms
+    kind = np.arange(R) % 4
+    tape = np.empty((R, K, pulls))
+    u = rng.random((R, K, pulls))
+    p = rng.random((R, K, 1))
+    const = rng.choice([0.0, 0.5, 1.0], size=(R, K, 1))
+    tape[kind == 0] = u[kind == 0]
+    tape[kind == 1] = (u < p)[kind == 1]
+    tape[kind == 2] = np.broadcast_to(const, (R, K, pulls))[kind == 2]
+    tape[kind == 3] = 0.5
+    arm = np.arange(R) % K
+    pull = np.minimum(first + rng.integers(0, window, R), pulls - 1)
+    tape[np.arange(R), arm, pull] = 0.0
+    tape_prime = tape.copy()
+    tape_prime[np.arange(R), arm, pull] = 1.0
+    return tape, tape_prime, arm, pull
+
+
+def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None):
+    R, K, _ = tapes.shape
+    ledger = Ledger(R, K, tight=True, capacity=max(1, horizon))
+    with ReleaseTracer(ledger, replay) as tracer:
+        run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=ledger)
+        pulls = np.zeros((R, K), dtype=np.int64)
+        rows = np.arange(R)
+        actions = np.empty((R, horizon), dtype=np.int64)
+        for t in range(1, horizon + 1):
+            arms = np.asarray(run.select(t)).astype(np.int64)
+            j = pulls[rows, arms]
+            pulls[rows, arms] += 1
+            run.update(t, arms, tapes[rows, arms, j])
+            actions[:, t - 1] = arms
+    return actions, tracer
+
+
+def probe_horizon(policy: Policy, n_arms: int, *, minimum: int = 200, cap: int = 20_000) -> int:
+    """A horizon long enough for the white-box audit: ``minimum``, the pre-pulls plus 100 rounds, and
+    a quarter more than the round by which one run (on a constant 0.5 tape) has released at least one
+    statistic per arm (elimination policies release only at the end of long epochs)."""
+    b = int(getattr(policy, "b", 0) or 0)
+    base = max(int(minimum), n_arms * b + 100)
+    ledger = Ledger(1, n_arms, track_replicates=0)
+    run = policy.start(n_arms, 1, cap, np.random.default_rng(0), ledger=ledger)
+    half = np.array([0.5])
+    for t in range(1, cap + 1):
+        arms = np.asarray(run.select(t))
+        run.update(t, arms, half)
+        if int(ledger.draws.sum()) >= n_arms:
+            return max(base, min(cap, int(1.25 * t) + 50))
+    return cap
+
+
+def _law_distance(family: str, factor: float) -> float:
+    """sup_x |F(x) - F(x / factor)| for the standard Laplace or normal CDF F."""
+    x = np.linspace(1e-4, 12.0, 120_001)
+    cdf = sps.laplace.cdf if family == "laplace" else sps.norm.cdf
+    return float(np.max(np.abs(cdf(x) - cdf(x / factor))))
+
+
+_DIST2 = {}
+
+
+def _power(family: str, n: int, critical: float) -> float:
+    if family not in _DIST2:
+        _DIST2[family] = min(_law_distance(family, 2.0), _law_distance(family, 0.5))
+    gap = _DIST2[family] - critical
+    return 0.0 if gap <= 0 else max(0.0, 1.0 - 2.0 * math.exp(-2.0 * n * gap * gap))
+
+
+def _noise_law(rel: dict, alpha: float) -> list[NoiseGroup]:
+    ok = np.isfinite(rel["out"]) & (rel["param"] > 0)
+    fam = np.where(rel["kind"] == "laplace", "laplace", "gaussian")
+    length = np.maximum(rel["hi"] - rel["lo"], 1)
+    octave = np.floor(np.log2(length)).astype(np.int64)
+    keys = {}
+    for i in np.flatnonzero(ok):
+        keys.setdefault((rel["mechanism"][i], fam[i], int(octave[i])), []).append(i)
+    groups = [(k, np.asarray(v)) for k, v in keys.items() if len(v) >= MIN_GROUP]
+    out = []
+    for (mech, family, octv), idx in sorted(groups):
+        resid = rel["out"][idx] - rel["stat"][idx]
+        u = np.sort(resid / rel["param"][idx])
+        n = u.size
+        # continuous noise never repeats: equal residuals off the exact-mode grid are re-used noise
+        continuous = resid[rel["exact"][idx] == 0]
+        off_grid = continuous[np.abs(continuous / GRID - np.round(continuous / GRID)) > 1e-6]
+        reused = off_grid.size - np.unique(off_grid).size
+        if reused > 0:
+            out.append(NoiseGroup(str(mech), family, octv, n, 1.0, 0.0, 1.0, True, reused))
+            continue
+        cdf = sps.laplace.cdf(u) if family == "laplace" else sps.norm.cdf(u)
+        grid = np.arange(1, n + 1) / n
+        dkw = float(max(np.max(grid - cdf), np.max(cdf - (grid - 1.0 / n))))
+        a = alpha / len(groups)
+        crit = math.sqrt(math.log(2.0 / a) / (2.0 * n))
+        out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit), dkw > crit, 0))
+    return out
+
+
+def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
+    """Per element, a key (rep, st, mech, lo, hi, node, occurrence) as an int64 matrix."""
+    mech = np.array([mech_ids.setdefault(m, len(mech_ids)) for m in rel["mechanism"]], dtype=np.int64)
+    base = np.stack([rel["rep"], rel["st"], mech, rel["lo"], rel["hi"], rel["node"]], axis=1).astype(np.int64)
+    # lexsort sorts by its last key first: pass the columns reversed so rep is the primary key
+    order = np.lexsort(base.T[::-1]) if base.size else np.zeros(0, dtype=np.int64)
+    occ = np.zeros(base.shape[0], dtype=np.int64)
+    if base.shape[0]:
+        sb = base[order]
+        new = np.ones(sb.shape[0], dtype=bool)
+        new[1:] = np.any(sb[1:] != sb[:-1], axis=1)
+        start = np.maximum.accumulate(np.where(new, np.arange(sb.shape[0]), 0))
+        occ[order] = np.arange(sb.shape[0]) - start
+    return np.concatenate([base, occ[:, None]], axis=1)
+
+
+def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
+                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
+    """Coupled-run white-box audit of ``policy`` (see the module docstring)."""
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
+    if not policy.private:
+        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
+    for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
+                        ("window", window, 1)):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    started = time.perf_counter()
+    horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
+    seq = np.random.SeedSequence(seed)
+    tape_seq, run_seq = seq.spawn(2)
+    # the changed pull: anywhere in the pre-pulls (if any) and the first ``window`` pulls after them
+    span = int(getattr(policy, "b", 0) or 0) + window
+    tape, tape_prime, arm, pull = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq),
+                                                  first=0, window=span)
+    act_d, tr_d = _run(policy, tape, horizon, run_seq)
+    act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws)
+    findings: list[Finding] = []
+    notes: list[str] = []
+
+    # 1. decisions
+    diverged = np.any(act_d != act_p, axis=1)
+    if diverged.any():
+        r = int(np.flatnonzero(diverged)[0])
+        t = int(np.flatnonzero(act_d[r] != act_p[r])[0]) + 1
+        findings.append(Finding("decisions", (
+            f"{int(diverged.sum())} of {replicates} replicates act differently on D and D' although every traced "
+            f"release was identical: e.g. replicate {r} (arm {arm[r]} pull #{pull[r]}: 0 vs 1) first differs at "
+            f"round {t} ({act_d[r, t - 1]} vs {act_p[r, t - 1]}); the decisions read the data outside the releases")))
+    elif tr_p.replay_broken:
+        findings.append(Finding("decisions", f"the release pattern differs on D and D' with identical releases "
+                                             f"and actions ({tr_p.replay_broken})"))
+
+    # 2. unreported releases (either run)
+    for label, tr in (("D", tr_d), ("D'", tr_p)):
+        missing = tr.unreported()
+        if missing:
+            n_el = sum(int(np.count_nonzero(~(d.paired | d.exempt))) for d in missing)
+            findings.append(Finding("unreported", (
+                f"run on {label}: {n_el} released values in {len(missing)} draws reached no ledger report "
+                f"(first: draw {missing[0].index}, {missing[0].family}, {missing[0].stat.size} values)")))
+            break
+    if tr_d.orphans:
+        notes.append(f"{len(tr_d.orphans)} ledger reports had no traced draw (noise drawn outside the sampler); "
+                     "their noise law cannot be checked")
+
+    rel_d, rel_p = tr_d.released(), tr_p.released()
+    n_rel = int(rel_d["stat"].size)
+
+    # 3-4. sensitivity and footprint, on replicates whose runs stayed coupled
+    if n_rel and rel_p["stat"].size:
+        ids: dict = {}
+        kd, kp = _keyed(rel_d, ids), _keyed(rel_p, ids)
+        keep_d = ~diverged[rel_d["rep"]]
+        keep_p = ~diverged[rel_p["rep"]]
+        kd_i, kp_i = np.flatnonzero(keep_d), np.flatnonzero(keep_p)
+        # match rows by key (a sort-merge over the packed keys)
+        both = np.concatenate([kd[kd_i], kp[kp_i]])
+        _, inv = np.unique(both, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        inv_d, inv_p = inv[: kd_i.size], inv[kd_i.size:]
+        pos_p = np.full(inv.max() + 1 if inv.size else 0, -1)
+        pos_p[inv_p] = kp_i
+        mate = pos_p[inv_d] if inv_d.size else np.zeros(0, int)
+        has = mate >= 0
+        di, pi = kd_i[has], mate[has]
+        unmatched = int((~has).sum())
+        if unmatched:
+            notes.append(f"{unmatched} releases on D had no counterpart on D' (same key)")
+        delta = np.abs(rel_d["stat"][di] - rel_p["stat"][pi])
+        sens = np.minimum(rel_d["sens"][di], rel_p["sens"][pi])
+        over = delta > sens * (1 + SENS_TOL) + 1e-12
+        if over.any():
+            worst = int(np.argmax(np.where(over, delta / sens, 0)))
+            i = di[worst]
+            findings.append(Finding("sensitivity", (
+                f"{int(over.sum())} releases moved by more than their declared sensitivity between neighbouring "
+                f"tapes: worst {rel_d['mechanism'][i]} (replicate {rel_d['rep'][i]}, stream {rel_d['st'][i]}, "
+                f"footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})) moved {delta[worst]:.6g} > declared "
+                f"{sens[worst]:.6g} (ratio {delta[worst] / sens[worst]:.3g})")))
+        changed = delta > CHANGE_TOL
+        bad_reps = []
+        for r in np.unique(rel_d["rep"][di[changed]]):
+            sel = di[changed][rel_d["rep"][di[changed]] == r]
+            streams = np.unique(rel_d["st"][sel])
+            if streams.size > 1 or rel_d["lo"][sel].max() >= rel_d["hi"][sel].min():
+                bad_reps.append(int(r))
+        if bad_reps:
+            r = bad_reps[0]
+            sel = di[changed][rel_d["rep"][di[changed]] == r]
+            shown = ", ".join(f"{rel_d['mechanism'][i]} s{rel_d['st'][i]} [{rel_d['lo'][i]}, {rel_d['hi'][i]})"
+                              for i in sel[:6])
+            findings.append(Finding("footprint", (
+                f"{len(bad_reps)} replicates: the releases that changed with one record share no record in their "
+                f"declared footprints (replicate {r}, arm {arm[r]} pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
+
+    # 4b. one statistic released twice with fresh noise (releases that name the statistic by a node id)
+    if n_rel:
+        has = rel_d["node"] >= 0
+        if has.any():
+            ids2: dict = {}
+            key = _keyed({k: v[has] for k, v in rel_d.items()}, ids2)
+            dup = key[:, -1] > 0  # a second occurrence of (rep, stream, mechanism, footprint, node)
+            if dup.any():
+                i = np.flatnonzero(has)[np.flatnonzero(dup)[0]]
+                findings.append(Finding("redraw", (
+                    f"{int(dup.sum())} releases repeat a statistic already released (same replicate, stream, "
+                    f"mechanism, footprint and node) with fresh noise: e.g. {rel_d['mechanism'][i]} replicate "
+                    f"{rel_d['rep'][i]}, stream {rel_d['st'][i]}, footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})")))
+
+    # 5. noise law
+    groups = _noise_law(rel_d, alpha)
+    bad = [g for g in groups if g.rejected]
+    if bad:
+        g = max(bad, key=lambda g: g.dkw / max(g.critical, 1e-300))
+        if g.reused:
+            findings.append(Finding("noise_law", (
+                f"{g.reused} residuals of {g.mechanism} ({g.family}, footprint octave {g.octave}, n={g.n}) repeat an "
+                f"earlier residual exactly: one noise value was used for several releases")))
+        else:
+            findings.append(Finding("noise_law", (
+                f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
+                f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
+                f"(family-wise alpha {alpha:g})")))
+    if not n_rel:
+        notes.append("no traced release was paired with a ledger report: nothing to check")
+    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
+                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
+                          time.perf_counter() - started)

@@ -1,0 +1,109 @@
+"""Small planted bugs for the white-box checks: one per check, each a subclass of a real policy that
+keeps its parent's claim (the bench suite, bench/audit_planted_bugs.py, holds the larger zoo)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.policies import AnytimeLazyUCB, DPUCBInt, GaussianTS, PrivateUCB
+
+
+class PeeksAtMean(PrivateUCB):
+    """decisions: the index adds a tenth of the exact empirical mean."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sums = np.zeros((replicates, n_arms))
+        update, rows = run.update, np.arange(replicates)
+
+        def upd(t, arms, rewards):
+            sums[rows, arms] += rewards
+            update(t, arms, rewards)
+
+        def select(t):
+            if t <= n_arms:
+                return np.full(replicates, t - 1, dtype=np.intp)
+            n = run.counts
+            index = (run.tree.noisy_sum + run.relaxation) / n + np.sqrt(2 * np.log(t) / n) + 0.1 * sums / n
+            return np.argmax(index, axis=1)
+
+        run.update, run.select = upd, select
+        return run
+
+
+class SilentPosterior(GaussianTS):
+    """unreported: the posterior draws are never reported to the ledger."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.posterior._record = None
+        return run
+
+
+class TripledRewards(GaussianTS):
+    """sensitivity: rewards scaled by 3 before the posterior (declared sensitivity stays 1/(k+1))."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        update = run.update
+        run.update = lambda t, arms, rewards: update(t, arms, 3.0 * np.asarray(rewards))
+        return run
+
+
+class NewestRecordOnly(PrivateUCB):
+    """footprint: every tree node declares only its newest record as its footprint."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.tree._record
+        run.tree._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, hi - 1, hi, scale, m, node)
+        return run
+
+
+class ReReleases(DPUCBInt):
+    """redraw: every select re-releases (and reports) the interval means already released."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im, select = run.interval, run.select
+
+        def sel(t):
+            rr, kk = np.nonzero((im.released_count > 0) & (im.count == im.released_count))
+            im.released_count[rr, kk] = 0
+            im._release(rr, kk)
+            return select(t)
+
+        run.select = sel
+        return run
+
+
+class OverDeclaredScale(AnytimeLazyUCB):
+    """noise law: the ledger is told twice the scale the batch noise uses."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        record = fb._record
+        fb._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, lo, hi, 2.0 * scale, m, node)
+        return run
+
+
+class FrozenNoise(GaussianTS):
+    """noise law (re-use): one standard normal block for every round."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        z = run.posterior._standard_normals().copy()
+        run.posterior._standard_normals = lambda: z
+        return run
+
+
+class HandNoiseHalved(AnytimeLazyUCB):
+    """noise law: the batch release is assembled by hand, statistic + sampler.laplace(scale / 2)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+        sampler.laplace_release = lambda stat, scale, **kw: np.asarray(stat) + sampler.laplace(
+            scale / 2.0, size=np.shape(stat))
+        return run
