@@ -86,6 +86,26 @@ class StreamMechanism:
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
         # np.nonzero of an all-True mask, copied per insert (cheaper than recomputing it)
         self._all_rows, self._all_cols = np.nonzero(np.ones((self.replicates, self.streams), dtype=bool))
+        # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
+        self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
+        self._pulled_rows.flags.writeable = False
+        self._row_offsets = self._pulled_rows * self.streams
+
+    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
+        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
+        self._insert(*self._select(values, mask))
+
+    def insert_pulled(self, arms: np.ndarray, values: np.ndarray) -> None:
+        """Append ``values[r]`` to stream ``arms[r]`` of every replicate r (values in [0, 1]).
+
+        The same as ``insert`` with the one-hot (values, mask) of (arms, values) -- a bandit round,
+        where each replicate observes its pulled arm -- without building and scanning the (R, K)
+        arrays: the same entries in the same order, so the same releases and noise draws."""
+        self._insert(*self._select_pulled(arms, values))
+
+    # Each mechanism defines ``_insert(v, f, rr, kk)``: insert the validated entries (quantized values,
+    # flat index into the (R*K,) state views, rows, cols) -- the one implementation behind both
+    # ``insert`` and ``insert_pulled``.
 
     @property
     def exact(self) -> bool:
@@ -127,6 +147,25 @@ class StreamMechanism:
         if v.size and not (v.min() >= 0.0 and v.max() <= 1.0):
             raise ValueError("values must lie in [0, 1] where mask is True (clip rewards before inserting)")
         return self.sampler.quantize(v), f, rr, kk
+
+    def _select_pulled(self, arms, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_select` for one entry per replicate (stream ``arms[r]`` of replicate r): the entries
+        np.nonzero would give for the one-hot mask, in the same (row-major) order, at a fraction of
+        the numpy calls. ``kk`` is a fresh int copy of ``arms`` (the ledger stages it uncopied)."""
+        arms = np.asarray(arms)
+        values = np.asarray(values, dtype=float)
+        shape = (self.replicates,)
+        if arms.shape != shape or arms.dtype.kind not in "iu":
+            raise ValueError(f"arms must be an integer array of shape {shape}, got {arms.dtype} {arms.shape}")
+        if values.shape != shape:
+            raise ValueError(f"values must have shape (replicates,) = {shape}, got {values.shape}")
+        kk = arms.astype(np.intp)
+        if not (kk.min() >= 0 and kk.max() < self.streams):
+            raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
+        # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
+        if not (values.min() >= 0.0 and values.max() <= 1.0):
+            raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
+        return self.sampler.quantize(values), self._row_offsets + kk, self._pulled_rows, kk
 
 
 def flat(a: np.ndarray) -> np.ndarray:

@@ -33,7 +33,6 @@ from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
 from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
                                      check_unit)
-from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
@@ -78,6 +77,7 @@ class _HybridRun(PolicyRun):
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       name=policy.name + "/hybrid", exact=policy.exact)
@@ -99,9 +99,8 @@ class _DPUCBBoundRun(_HybridRun):
         return self._ucb(t) + nu / self.counts
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        self.hybrid.insert(values, mask)
-        self.counts[mask] += 1
+        self.hybrid.insert_pulled(arms, rewards)
+        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class _DPUCBRun(_HybridRun):
@@ -113,9 +112,11 @@ class _DPUCBRun(_HybridRun):
         return self._ucb(t)
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        flat = self.offsets + arms
+        values = np.zeros((self.replicates, self.n_arms))
+        values.ravel()[flat] = rewards
         self.hybrid.insert(values, self._all)  # fake zero rewards for the arms not played
-        self.counts[mask] += 1
+        self.counts.ravel()[flat] += 1
 
 
 class _HybridPolicy(PureEpsilonPolicy):
@@ -306,6 +307,7 @@ class _DPUCBIntRun(PolicyRun):
         self.n_arms, self.replicates = n_arms, replicates
         self.first = policy.first_interval
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         fixed = policy.decay == 0.0
         self.interval = IntervalMean(replicates, n_arms, v=policy.v, rng=rng,
                                      ledger=ledger,
@@ -323,12 +325,14 @@ class _DPUCBIntRun(PolicyRun):
         return np.argmax(index, axis=1)
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        self.interval.insert(values, mask)  # fixed interval: releases at multiples of f itself
-        self.counts[mask] += 1
+        self.interval.insert_pulled(arms, rewards)  # fixed interval: releases at multiples of f itself
+        flat = self.offsets + arms
+        self.counts.ravel()[flat] += 1
         if self.due is not None:
-            release = mask & self.due[self.counts]
-            if release.any():
+            due = self.due[self.counts.ravel()[flat]]
+            if due.any():
+                release = np.zeros(self.counts.shape, dtype=bool)
+                release.ravel()[flat[due]] = True
                 self.interval.release(release)
 
 

@@ -114,8 +114,6 @@ class _DPTSRun(PolicyRun):
         self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                     ledger=ledger, name="dp_ts/split",
                                     exact=policy.exact)
-        self._values = np.zeros((replicates, n_arms))
-        self._mask = np.zeros((replicates, n_arms), dtype=bool)
 
     def select(self, t):
         if t <= self.n_arms:
@@ -126,10 +124,7 @@ class _DPTSRun(PolicyRun):
         return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
 
     def update(self, t, arms, rewards):
-        self._mask[:] = False
-        self._mask[self.rows, arms] = True
-        self._values[self.rows, arms] = rewards
-        self.split.insert(self._values, self._mask)
+        self.split.insert_pulled(arms, rewards)
 
 
 class DPTS(PureEpsilonPolicy):
@@ -183,8 +178,6 @@ class _LazyDPTSRun(PolicyRun):
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
-        self._values = np.zeros((replicates, n_arms))
-        self._mask = np.zeros((replicates, n_arms), dtype=bool)
 
     def select(self, t):
         if t <= self.n_arms:
@@ -195,10 +188,7 @@ class _LazyDPTSRun(PolicyRun):
         return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
 
     def update(self, t, arms, rewards):
-        self._mask[:] = False
-        self._mask[self.rows, arms] = True
-        self._values[self.rows, arms] = rewards
-        self.batches.insert(self._values, self._mask)
+        self.batches.insert_pulled(arms, rewards)
 
 
 class LazyDPTS(PureEpsilonPolicy):
