@@ -196,6 +196,8 @@ def floor_log2(x: np.ndarray) -> np.ndarray:
 
 _SEQUENTIAL_MAX = 7
 """numpy sums a row of at most 7 float64 elements strictly left to right (pairwise beyond)."""
+_PAIRWISE_BLOCK = 128
+"""numpy's pairwise summation handles up to this many elements with its 8 running sums (no split)."""
 
 
 def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, top: int) -> np.ndarray:
@@ -203,15 +205,32 @@ def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, t
     ``np.where(lower, nodes[:, :top], 0.0).sum(axis=1)`` with ``lower[r, j] = j < level[r]`` and
     ``top = level.max() + 1`` (``lower`` None: every level equals top - 1).
 
-    numpy reduces a row of fewer than 8 float64 elements as ((0.0 + a0) + a1) + ...: here the same
-    additions run column by column, far cheaper than a per-row reduction on ~100 short rows. A
-    masked term adds +0.0, which is the identity because the running sum (started at 0.0 + a0) is
-    never -0.0. From 8 columns on numpy sums pairwise: the reference expression itself is used.
-    (tests/privbandit/mechanisms/test_bit_identical.py checks the equality.)"""
+    numpy reduces each row with its pairwise summation; here the same additions run column by
+    column, far cheaper than a per-row reduction on ~100-1000 short rows:
+
+    * a row of n < 8 elements is summed as ((0.0 + a0) + a1) + ...; a masked term adds +0.0, which
+      is the identity because the running sum (started at 0.0 + a0) is never -0.0;
+    * a row of 8 <= n <= 128 elements keeps 8 running sums r_j = a_j + a_(j+8) + ... over the first
+      n - n % 8 elements, combines them as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)) and adds
+      the last n % 8 elements in order. The masked terms are added as the +0.0 they are in the
+      reference (they can turn a -0.0 running sum into +0.0).
+
+    (tests/privbandit/mechanisms/test_bit_identical.py and tests/privbandit/mechanisms/test_lower_sums.py
+    check the equality.)"""
     if top > _SEQUENTIAL_MAX:
         if lower is None:
             lower = np.arange(top) < level[:, None]
-        return np.where(lower, nodes[:, :top], 0.0).sum(axis=1)
+        cols = np.where(lower, nodes[:, :top], 0.0)
+        if top > _PAIRWISE_BLOCK:  # beyond the levels any core holds (MAX_LEVELS): numpy's own sum
+            return cols.sum(axis=1)
+        acc = [cols[:, j] + cols[:, j + 8] if j + 8 < top - top % 8 else cols[:, j] for j in range(8)]
+        for i in range(16, top - top % 8, 8):
+            for j in range(8):
+                acc[j] += cols[:, i + j]
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+        for i in range(top - top % 8, top):
+            total += cols[:, i]
+        return total
     used = top - 1  # column top - 1 is masked in every row
     cols = nodes[:, :used] if lower is None else np.where(lower[:, :used], nodes[:, :used], 0.0)
     total = cols[:, 0] + 0.0
@@ -299,8 +318,8 @@ class BinaryCore:
                 ex[:, : top - 1] = 0.0
                 nz[:, : top - 1] = 0.0
             else:
-                ex[:, :top][lower] = 0.0
-                nz[:, :top][lower] = 0.0
+                np.copyto(ex[:, :top], 0.0, where=lower)
+                np.copyto(nz[:, :top], 0.0, where=lower)
         noisy = mech.sampler._sum_release(new, scale)
         if uniform:
             ex[:, top - 1] = new
