@@ -201,7 +201,7 @@ _PAIRWISE_BLOCK = 128
 
 
 def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, top: int) -> np.ndarray:
-    """Per row r, the sum of ``nodes[r, :level[r]]``, bit-identical to the reference expression
+    """Per row r, the sum of ``nodes[r, :level[r]]`` (``level`` unused when ``lower`` is None), bit-identical to the reference expression
     ``np.where(lower, nodes[:, :top], 0.0).sum(axis=1)`` with ``lower[r, j] = j < level[r]`` and
     ``top = level.max() + 1`` (``lower`` None: every level equals top - 1).
 
@@ -218,8 +218,8 @@ def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, t
     (tests/privbandit/mechanisms/test_bit_identical.py and tests/privbandit/mechanisms/test_lower_sums.py
     check the equality.)"""
     if top > _SEQUENTIAL_MAX:
-        if lower is None:
-            lower = np.arange(top) < level[:, None]
+        if lower is None:  # every row at level top - 1: one mask row, broadcast
+            lower = np.arange(top) < top - 1
         cols = np.where(lower, nodes[:, :top], 0.0)
         if top > _PAIRWISE_BLOCK:  # beyond the levels any core holds (MAX_LEVELS): numpy's own sum
             return cols.sum(axis=1)
@@ -257,6 +257,14 @@ class BinaryCore:
         self.noisy_nodes = np.zeros((replicates, streams, levels))
         self.total = np.zeros((replicates, streams))
         self.tau = np.zeros((replicates, streams), dtype=np.int64)
+        self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
+        self._views()
+
+    def _views(self) -> None:
+        """(R*K, levels) views of the node arrays (renewed when they grow)."""
+        n_rows = self.tau.size
+        self._exact_rows = self.exact_nodes.reshape(n_rows, self.levels)
+        self._noisy_rows = self.noisy_nodes.reshape(n_rows, self.levels)
 
     def _grow(self, needed: int) -> None:
         if needed > self.max_levels:
@@ -266,17 +274,17 @@ class BinaryCore:
         self.exact_nodes = np.pad(self.exact_nodes, pad)
         self.noisy_nodes = np.pad(self.noisy_nodes, pad)
         self.levels = new_levels
+        self._views()
 
     def reset(self, rr: np.ndarray, kk: np.ndarray) -> None:
         self.reset_flat(rr * self.tau.shape[1] + kk)
 
     def reset_flat(self, f: np.ndarray | slice) -> None:
         """Empty the streams at flat index ``f`` (a new block starts)."""
-        n_rows = self.tau.size
-        self.exact_nodes.reshape(n_rows, self.levels)[f] = 0.0
-        self.noisy_nodes.reshape(n_rows, self.levels)[f] = 0.0
-        flat(self.total)[f] = 0.0
-        flat(self.tau)[f] = 0
+        self._exact_rows[f] = 0.0
+        self._noisy_rows[f] = 0.0
+        self._total_flat[f] = 0.0
+        self._tau_flat[f] = 0
 
     def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
         """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by
@@ -293,24 +301,28 @@ class BinaryCore:
         calling mechanism (not re-validated)."""
         if rr.size == 0:
             return np.zeros(0)
-        tau = flat(self.tau)[f] + 1
-        low = tau & -tau
-        level = exact_log2(low)
-        top = int(level.max()) + 1
+        tau_v, total_v = self._tau_flat, self._total_flat
+        tau = tau_v[f] + 1
+        low = tau & -tau  # 2^level: the completed node is at the lowest set bit of tau
+        high = int(low.max())
+        top = high.bit_length()
         if top > self.levels:
             self._grow(top)
-        # every completed node at the same level (lock-stepped streams): slices, no per-row masks
-        uniform = int(level.min()) == top - 1
-        n_rows = self.tau.size
-        ex_all = self.exact_nodes.reshape(n_rows, self.levels)
-        nz_all = self.noisy_nodes.reshape(n_rows, self.levels)
+        # every completed node at the same level (lock-stepped streams, or one replicate): slices, no
+        # per-row masks, and a scalar level
+        uniform = int(low.min()) == high
+        level = top - 1 if uniform else exact_log2(low)
+        ex_all, nz_all = self._exact_rows, self._noisy_rows
         gathered = not isinstance(f, slice)
-        # rows of the inserted streams: views of the state, or copies written back at the end
-        ex = ex_all.take(f, axis=0) if gathered else ex_all
-        nz = nz_all.take(f, axis=0) if gathered else nz_all
-        if top == 1:  # every completed node is a leaf: nothing to merge
-            new, dropped = v, 0.0
+        if top == 1:  # every completed node is a leaf: nothing to merge, only column 0 changes
+            noisy = mech.sampler._sum_release(v, scale)
+            ex_all[f, 0] = v
+            nz_all[f, 0] = noisy
+            out = total_v[f] + noisy  # (noisy - 0.0 is noisy, bit for bit)
         else:
+            # rows of the inserted streams: views of the state, or copies written back at the end
+            ex = ex_all.take(f, axis=0) if gathered else ex_all
+            nz = nz_all.take(f, axis=0) if gathered else nz_all
             lower = None if uniform else np.arange(top) < level[:, None]
             new = lower_sums(ex, level, lower, top) + v
             dropped = lower_sums(nz, level, lower, top)
@@ -320,23 +332,23 @@ class BinaryCore:
             else:
                 np.copyto(ex[:, :top], 0.0, where=lower)
                 np.copyto(nz[:, :top], 0.0, where=lower)
-        noisy = mech.sampler._sum_release(new, scale)
-        if uniform:
-            ex[:, top - 1] = new
-            nz[:, top - 1] = noisy
-        else:
-            rows = np.arange(rr.size)
-            ex[rows, level] = new
-            nz[rows, level] = noisy
-        if gathered:
-            ex_all[f] = ex
-            nz_all[f] = nz
-        total_v = flat(self.total)
-        out = total_v[f] + (noisy - dropped)
+            noisy = mech.sampler._sum_release(new, scale)
+            if uniform:
+                ex[:, top - 1] = new
+                nz[:, top - 1] = noisy
+            else:
+                rows = np.arange(rr.size)
+                ex[rows, level] = new
+                nz[rows, level] = noisy
+            if gathered:
+                ex_all[f] = ex
+                nz_all[f] = nz
+            out = total_v[f] + (noisy - dropped)
         total_v[f] = out
-        flat(self.tau)[f] = tau
-        lo = offset + tau - low
-        mech._record(rr, kk, lo, offset + tau, scale, mechanism, lo * 64 + level)
+        tau_v[f] = tau
+        hi = offset + tau
+        lo = hi - low
+        mech._record(rr, kk, lo, hi, scale, mechanism, lo * 64 + level)
         return out
 
 
