@@ -140,22 +140,35 @@ def policy_draws(name, horizon, replicates):
     return rng.counts, rng.beta_params
 
 
-def raw_policy_rate(counts, beta_params, horizon, replicates):
+def raw_policy_rate(counts, beta_params, horizon, replicates, chunk=2**18):
     """Pulls/s if a run cost only drawing its variates in bulk: the policy's counted draws (Beta at the
-    parameters of its last draw, broadcast) plus one reward uniform per replicate per round."""
+    parameters of its last draw, broadcast) plus one reward uniform per replicate per round. Drawn in
+    chunks of ``chunk`` variates (as a run draws them, in blocks), so the figure is the samplers' cost,
+    not that of allocating one huge array."""
     rng = np.random.default_rng(0)
+
+    def chunks(n):
+        for start in range(0, n, chunk):
+            yield min(chunk, n - start)
+
     start = CLOCK()
-    if counts["laplace"]:
-        rng.laplace(0.0, 1.0, counts["laplace"])
-    if counts["normal"]:
-        rng.standard_normal(counts["normal"])
+    for m in chunks(counts["laplace"]):
+        rng.laplace(0.0, 1.0, m)
+    for m in chunks(counts["normal"]):
+        rng.standard_normal(m)
     if counts["beta"]:
         a, b = beta_params
-        reps = -(-counts["beta"] // a.size)
-        rng.beta(np.broadcast_to(a, (reps,) + a.shape), np.broadcast_to(b, (reps,) + b.shape))
-    if counts["integers"]:
-        rng.integers(0, 2**20, counts["integers"])
-    rng.random(counts["random"] + horizon * replicates)
+        per = max(1, chunk // a.size)
+        done = 0
+        total = -(-counts["beta"] // a.size)
+        while done < total:
+            m = min(per, total - done)
+            rng.beta(np.broadcast_to(a, (m,) + a.shape), np.broadcast_to(b, (m,) + b.shape))
+            done += m
+    for m in chunks(counts["integers"]):
+        rng.integers(0, 2**20, m)
+    for m in chunks(counts["random"] + horizon * replicates):
+        rng.random(m)
     return horizon * replicates / (CLOCK() - start)
 
 
