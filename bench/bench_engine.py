@@ -11,7 +11,18 @@ For Beta-TS and UCB1 on the 5-arm instance [0.75, 0.625, 0.5, 0.375, 0.25] with 
   (which imports ``scipy.special.btdtri``, removed from SciPy; this script aliases it to the
   identical ``betaincinv`` before importing it, and says so).
 
-Usage: ``python bench/bench_engine.py [--horizon 20000] [--replicates 100]``.
+Per private policy (issue 19, item 6; ``--policies``): pulls/s at 100 and 1000 replicates with the
+ledger on (default tracking) and off, the ledger's extra time, the policy's *own* raw RNG limit
+(drawing, in bulk with numpy, exactly the random numbers that policy consumed in the measured run:
+its Laplace / normal / Beta / uniform draws counted by a counting Generator, plus one reward
+uniform per replicate per round), the fraction of that limit, and pulls/s and microseconds per
+round at 1 replicate (deployment decides one round at a time). Every figure is the best of
+``--repeats`` runs, and the runs being compared (ledger on/off, engine/raw) are interleaved, so a
+slow spell on a shared machine lands on both sides; report ratios from one run.
+
+Usage: ``python bench/bench_engine.py [--horizon 20000] [--horizon-1000 5000] [--horizon-1 5000]
+[--repeats 3] [--policies a,b] [--clock wall|cpu] [--peers]`` (``--peers``: also the Beta-TS / UCB1 comparison with a
+plain loop and peer libraries, and the Gaussian-TS ledger table, at ``--replicates``).
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ from privbandit.policies import REGISTRY, BetaTS, GaussianTS, UCB1
 from privbandit.testing import reference
 
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
+PRIVATE = ["private_ucb", "dp_ucb_bound", "dp_ucb", "dp_ucb_int", "dp_se", "anytime_lazy_ucb", "dp_ts",
+           "private_ts", "lazy_dp_ts", "gaussian_ts"]
 
 
 def best_interleaved(measures, repeats):
@@ -39,10 +52,13 @@ def best_interleaved(measures, repeats):
     return best
 
 
+CLOCK = time.perf_counter  # --clock cpu: time.process_time (robust to other processes on a busy machine)
+
+
 def engine_rate(policy, horizon, replicates, **kwargs):
-    start = time.perf_counter()
+    start = CLOCK()
     simulate(policy, Bernoulli(MEANS), horizon, replicates, seed=0, progress=False, **kwargs)
-    return horizon * replicates / (time.perf_counter() - start)
+    return horizon * replicates / (CLOCK() - start)
 
 
 def plain_rate(fn, horizon, runs):
@@ -74,6 +90,135 @@ def raw_rng_rate(kind, horizon, replicates, state=None):
             rng.standard_normal((block, replicates, len(MEANS)))
         rng.random((block, replicates))
     return (horizon // block) * block * replicates / (time.perf_counter() - start)
+
+
+class CountingGenerator(np.random.Generator):
+    """A Generator that counts the variates drawn by each sampler (and keeps the last Beta parameters)."""
+
+    def __init__(self, seed):
+        super().__init__(np.random.PCG64(seed))
+        self.counts = {"laplace": 0, "normal": 0, "beta": 0, "random": 0, "integers": 0}
+        self.beta_params = None
+
+    def _count(self, kind, out):
+        self.counts[kind] += np.size(out)
+        return out
+
+    def laplace(self, *args, **kwargs):
+        return self._count("laplace", super().laplace(*args, **kwargs))
+
+    def normal(self, *args, **kwargs):
+        return self._count("normal", super().normal(*args, **kwargs))
+
+    def standard_normal(self, *args, **kwargs):
+        return self._count("normal", super().standard_normal(*args, **kwargs))
+
+    def beta(self, a, b, size=None):
+        self.beta_params = (np.array(a, dtype=float), np.array(b, dtype=float))
+        return self._count("beta", super().beta(a, b, size))
+
+    def random(self, *args, **kwargs):
+        return self._count("random", super().random(*args, **kwargs))
+
+    def integers(self, *args, **kwargs):
+        return self._count("integers", super().integers(*args, **kwargs))
+
+
+def make(name):
+    return GaussianTS(b=10, c=4.0) if name == "gaussian_ts" else REGISTRY[name]()
+
+
+def policy_draws(name, horizon, replicates):
+    """The variates the policy draws in one run (its own Generator, run outside the engine)."""
+    policy, env = make(name), Bernoulli(MEANS)
+    rng = CountingGenerator(1)
+    run = policy.start(env.n_arms, replicates, horizon, rng, ledger=None)
+    env_run = env.start(replicates, np.random.default_rng(2))
+    for t in range(1, horizon + 1):
+        arms = run.select(t)
+        run.update(t, arms, env_run.rewards(t, arms))
+    return rng.counts, rng.beta_params
+
+
+def raw_policy_rate(counts, beta_params, horizon, replicates, chunk=2**18):
+    """Pulls/s if a run cost only drawing its variates in bulk: the policy's counted draws (Beta at the
+    parameters of its last draw, broadcast) plus one reward uniform per replicate per round. Drawn in
+    chunks of ``chunk`` variates (as a run draws them, in blocks), so the figure is the samplers' cost,
+    not that of allocating one huge array."""
+    rng = np.random.default_rng(0)
+
+    def chunks(n):
+        for start in range(0, n, chunk):
+            yield min(chunk, n - start)
+
+    start = CLOCK()
+    for m in chunks(counts["laplace"]):
+        rng.laplace(0.0, 1.0, m)
+    for m in chunks(counts["normal"]):
+        rng.standard_normal(m)
+    if counts["beta"]:
+        a, b = beta_params
+        per = max(1, chunk // a.size)
+        done = 0
+        total = -(-counts["beta"] // a.size)
+        while done < total:
+            m = min(per, total - done)
+            rng.beta(np.broadcast_to(a, (m,) + a.shape), np.broadcast_to(b, (m,) + b.shape))
+            done += m
+    for m in chunks(counts["integers"]):
+        rng.integers(0, 2**20, m)
+    for m in chunks(counts["random"] + horizon * replicates):
+        rng.random(m)
+    return horizon * replicates / (CLOCK() - start)
+
+
+def loop_seconds(policy, horizon):
+    """The engine's round loop for 1 replicate with the default ledger, timed on ``CLOCK`` (the
+    engine's own ``seconds`` is wall-clock)."""
+    from privbandit.ledger import Ledger
+
+    env = Bernoulli(MEANS)
+    book = Ledger(1, env.n_arms, track_replicates=1, capacity=horizon)
+    run = policy.start(env.n_arms, 1, horizon, np.random.default_rng(1), ledger=book)
+    env_run = env.start(1, np.random.default_rng(2))
+    start = CLOCK()
+    for t in range(1, horizon + 1):
+        arms = run.select(t)
+        run.update(t, arms, env_run.rewards(t, arms))
+    return CLOCK() - start
+
+
+def policy_table(names, horizons, repeats):
+    """One row per private policy: see the module docstring."""
+    print("Per private policy, 5 Bernoulli arms; pulls/s (best of %d interleaved runs)\n" % repeats)
+    print("| policy | R | T | ledger on | ledger off | ledger extra time | own raw RNG limit | fraction (on) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    single = {}
+    for name in names:
+        pol = make(name)
+        for replicates in (100, 1000):
+            T = horizons[replicates]
+            counts, beta_params = policy_draws(name, T, replicates)
+            on, off, raw = best_interleaved(
+                [lambda: engine_rate(pol, T, replicates, ledger=True),
+                 lambda: engine_rate(pol, T, replicates, ledger=False),
+                 lambda: raw_policy_rate(counts, beta_params, T, replicates)], repeats)
+            print(f"| {name} | {replicates} | {T} | {on:.3g} | {off:.3g} | {off / on - 1:+.0%} | {raw:.3g} | "
+                  f"{on / raw:.1%} |", flush=True)
+        T = horizons[1]
+        whole, loop = 0.0, 0.0
+        for _ in range(repeats):
+            start = CLOCK()
+            res = simulate(pol, Bernoulli(MEANS), T, 1, seed=0, progress=False)
+            whole = max(whole, T / (CLOCK() - start))
+            loop = max(loop, T / loop_seconds(pol, T))
+        single[name] = whole, loop
+    print(f"\n1 replicate, T = {horizons[1]}, ledger on: the whole simulate call (certificate included) and "
+          "the round loop alone\n")
+    print("| policy | pulls/s (whole simulate) | pulls/s (round loop) | us per round |")
+    print("|---|---:|---:|---:|")
+    for name, (whole, loop) in single.items():
+        print(f"| {name} | {whole:.3g} | {loop:.3g} | {1e6 / loop:.0f} |")
 
 
 def mabwiser_rate(kind, pulls):
@@ -121,8 +266,26 @@ def final_ts_state(horizon, replicates):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--horizon", type=int, default=20_000)
-    parser.add_argument("--replicates", type=int, default=100)
+    parser.add_argument("--horizon-1000", type=int, default=5_000, help="horizon at 1000 replicates")
+    parser.add_argument("--horizon-1", type=int, default=5_000, help="horizon at 1 replicate")
+    parser.add_argument("--replicates", type=int, default=100, help="replicates of the --peers tables")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--policies", default=",".join(PRIVATE))
+    parser.add_argument("--peers", action="store_true", help="also the Beta-TS/UCB1 peer and Gaussian-TS tables")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: process time, for a machine shared with other work (ratios stay meaningful)")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"clock: {args.clock}\n")
+    names = [n for n in args.policies.split(",") if n]
+    unknown = sorted(set(names) - set(PRIVATE))
+    if unknown:
+        parser.error(f"--policies: unknown private policies {unknown}; known: {', '.join(PRIVATE)}")
+    policy_table(names, {100: args.horizon, 1000: args.horizon_1000, 1: args.horizon_1}, args.repeats)
+    if not args.peers:
+        return
+    print()
     T, R = args.horizon, args.replicates
     state = final_ts_state(T, R)
     rows = []

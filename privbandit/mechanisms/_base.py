@@ -97,6 +97,26 @@ class StreamMechanism:
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
         # np.nonzero of an all-True mask, copied per insert (cheaper than recomputing it)
         self._all_rows, self._all_cols = np.nonzero(np.ones((self.replicates, self.streams), dtype=bool))
+        # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
+        self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
+        self._pulled_rows.flags.writeable = False
+        self._row_offsets = self._pulled_rows * self.streams
+
+    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
+        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
+        self._insert(*self._select(values, mask))
+
+    def insert_pulled(self, arms: np.ndarray, values: np.ndarray) -> None:
+        """Append ``values[r]`` to stream ``arms[r]`` of every replicate r (values in [0, 1]).
+
+        The same as ``insert`` with the one-hot (values, mask) of (arms, values) -- a bandit round,
+        where each replicate observes its pulled arm -- without building and scanning the (R, K)
+        arrays: the same entries in the same order, so the same releases and noise draws."""
+        self._insert(*self._select_pulled(arms, values))
+
+    # Each mechanism defines ``_insert(v, f, rr, kk)``: insert the validated entries (quantized values,
+    # flat index into the (R*K,) state views, rows, cols) -- the one implementation behind both
+    # ``insert`` and ``insert_pulled``.
 
     @property
     def exact(self) -> bool:
@@ -139,6 +159,25 @@ class StreamMechanism:
             raise ValueError("values must lie in [0, 1] where mask is True (clip rewards before inserting)")
         return self.sampler.quantize(v), f, rr, kk
 
+    def _select_pulled(self, arms, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_select` for one entry per replicate (stream ``arms[r]`` of replicate r): the entries
+        np.nonzero would give for the one-hot mask, in the same (row-major) order, at a fraction of
+        the numpy calls. ``kk`` is a fresh int copy of ``arms`` (the ledger stages it uncopied)."""
+        arms = np.asarray(arms)
+        values = np.asarray(values, dtype=float)
+        shape = (self.replicates,)
+        if arms.shape != shape or arms.dtype.kind not in "iu":
+            raise ValueError(f"arms must be an integer array of shape {shape}, got {arms.dtype} {arms.shape}")
+        if values.shape != shape:
+            raise ValueError(f"values must have shape (replicates,) = {shape}, got {values.shape}")
+        kk = arms.astype(np.intp)
+        if not (kk.min() >= 0 and kk.max() < self.streams):
+            raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
+        # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
+        if not (values.min() >= 0.0 and values.max() <= 1.0):
+            raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
+        return self.sampler.quantize(values), self._row_offsets + kk, self._pulled_rows, kk
+
 
 def flat(a: np.ndarray) -> np.ndarray:
     """A 1-D view of the C-contiguous state array ``a``: writes through it update ``a`` (raises
@@ -168,22 +207,44 @@ def floor_log2(x: np.ndarray) -> np.ndarray:
 
 _SEQUENTIAL_MAX = 7
 """numpy sums a row of at most 7 float64 elements strictly left to right (pairwise beyond)."""
+_COLUMNWISE_ROWS, _COLUMNWISE_TOP = 512, 12
+"""From 8 levels on, the column-by-column emulation of numpy's pairwise sum (top + 7 column operations)
+beats numpy's per-row reduction only on many rows and few levels (measured: ~30% at 1000 rows and 9-13
+levels, slower below ~400 rows); both give the same bits, so the choice is speed alone. (numpy's
+8-running-sum scheme holds up to 128 elements, far above any core's 62 levels.)"""
 
 
 def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, top: int) -> np.ndarray:
-    """Per row r, the sum of ``nodes[r, :level[r]]``, bit-identical to the reference expression
+    """Per row r, the sum of ``nodes[r, :level[r]]`` (``level`` unused when ``lower`` is None), bit-identical to the reference expression
     ``np.where(lower, nodes[:, :top], 0.0).sum(axis=1)`` with ``lower[r, j] = j < level[r]`` and
     ``top = level.max() + 1`` (``lower`` None: every level equals top - 1).
 
-    numpy reduces a row of fewer than 8 float64 elements as ((0.0 + a0) + a1) + ...: here the same
-    additions run column by column, far cheaper than a per-row reduction on ~100 short rows. A
-    masked term adds +0.0, which is the identity because the running sum (started at 0.0 + a0) is
-    never -0.0. From 8 columns on numpy sums pairwise: the reference expression itself is used.
-    (tests/privbandit/mechanisms/test_bit_identical.py checks the equality.)"""
+    numpy reduces each row with its pairwise summation; here the same additions run column by
+    column, far cheaper than a per-row reduction on ~100-1000 short rows:
+
+    * a row of n < 8 elements is summed as ((0.0 + a0) + a1) + ...; a masked term adds +0.0, which
+      is the identity because the running sum (started at 0.0 + a0) is never -0.0;
+    * a row of 8 <= n <= 128 elements (emulated on >= 512 rows of <= 12 levels) keeps 8 running sums r_j = a_j + a_(j+8) + ... over the first
+      n - n % 8 elements, combines them as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)) and adds
+      the last n % 8 elements in order. The masked terms are added as the +0.0 they are in the
+      reference (they can turn a -0.0 running sum into +0.0).
+
+    (tests/privbandit/mechanisms/test_bit_identical.py and tests/privbandit/mechanisms/test_lower_sums.py
+    check the equality.)"""
     if top > _SEQUENTIAL_MAX:
-        if lower is None:
-            lower = np.arange(top) < level[:, None]
-        return np.where(lower, nodes[:, :top], 0.0).sum(axis=1)
+        if lower is None:  # every row at level top - 1: one mask row, broadcast
+            lower = np.arange(top) < top - 1
+        cols = np.where(lower, nodes[:, :top], 0.0)
+        if nodes.shape[0] < _COLUMNWISE_ROWS or top > _COLUMNWISE_TOP:  # numpy's own per-row sum
+            return cols.sum(axis=1)
+        acc = [cols[:, j] + cols[:, j + 8] if j + 8 < top - top % 8 else cols[:, j] for j in range(8)]
+        for i in range(16, top - top % 8, 8):
+            for j in range(8):
+                acc[j] += cols[:, i + j]
+        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+        for i in range(top - top % 8, top):
+            total += cols[:, i]
+        return total
     used = top - 1  # column top - 1 is masked in every row
     cols = nodes[:, :used] if lower is None else np.where(lower[:, :used], nodes[:, :used], 0.0)
     total = cols[:, 0] + 0.0
@@ -210,6 +271,14 @@ class BinaryCore:
         self.noisy_nodes = np.zeros((replicates, streams, levels))
         self.total = np.zeros((replicates, streams))
         self.tau = np.zeros((replicates, streams), dtype=np.int64)
+        self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
+        self._views()
+
+    def _views(self) -> None:
+        """(R*K, levels) views of the node arrays (renewed when they grow)."""
+        n_rows = self.tau.size
+        self._exact_rows = self.exact_nodes.reshape(n_rows, self.levels)
+        self._noisy_rows = self.noisy_nodes.reshape(n_rows, self.levels)
 
     def _grow(self, needed: int) -> None:
         if needed > self.max_levels:
@@ -219,17 +288,17 @@ class BinaryCore:
         self.exact_nodes = np.pad(self.exact_nodes, pad)
         self.noisy_nodes = np.pad(self.noisy_nodes, pad)
         self.levels = new_levels
+        self._views()
 
     def reset(self, rr: np.ndarray, kk: np.ndarray) -> None:
         self.reset_flat(rr * self.tau.shape[1] + kk)
 
     def reset_flat(self, f: np.ndarray | slice) -> None:
         """Empty the streams at flat index ``f`` (a new block starts)."""
-        n_rows = self.tau.size
-        self.exact_nodes.reshape(n_rows, self.levels)[f] = 0.0
-        self.noisy_nodes.reshape(n_rows, self.levels)[f] = 0.0
-        flat(self.total)[f] = 0.0
-        flat(self.tau)[f] = 0
+        self._exact_rows[f] = 0.0
+        self._noisy_rows[f] = 0.0
+        self._total_flat[f] = 0.0
+        self._tau_flat[f] = 0
 
     def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
         """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by
@@ -246,24 +315,28 @@ class BinaryCore:
         calling mechanism (not re-validated)."""
         if rr.size == 0:
             return np.zeros(0)
-        tau = flat(self.tau)[f] + 1
-        low = tau & -tau
-        level = exact_log2(low)
-        top = int(level.max()) + 1
+        tau_v, total_v = self._tau_flat, self._total_flat
+        tau = tau_v[f] + 1
+        low = tau & -tau  # 2^level: the completed node is at the lowest set bit of tau
+        high = int(low.max())
+        top = high.bit_length()
         if top > self.levels:
             self._grow(top)
-        # every completed node at the same level (lock-stepped streams): slices, no per-row masks
-        uniform = int(level.min()) == top - 1
-        n_rows = self.tau.size
-        ex_all = self.exact_nodes.reshape(n_rows, self.levels)
-        nz_all = self.noisy_nodes.reshape(n_rows, self.levels)
+        # every completed node at the same level (lock-stepped streams, or one replicate): slices, no
+        # per-row masks, and a scalar level
+        uniform = int(low.min()) == high
+        level = top - 1 if uniform else exact_log2(low)
+        ex_all, nz_all = self._exact_rows, self._noisy_rows
         gathered = not isinstance(f, slice)
-        # rows of the inserted streams: views of the state, or copies written back at the end
-        ex = ex_all.take(f, axis=0) if gathered else ex_all
-        nz = nz_all.take(f, axis=0) if gathered else nz_all
-        if top == 1:  # every completed node is a leaf: nothing to merge
-            new, dropped = v, 0.0
+        if top == 1:  # every completed node is a leaf: nothing to merge, only column 0 changes
+            noisy = mech.sampler._sum_release(v, scale)
+            ex_all[f, 0] = v
+            nz_all[f, 0] = noisy
+            out = total_v[f] + noisy  # (noisy - 0.0 is noisy, bit for bit)
         else:
+            # rows of the inserted streams: views of the state, or copies written back at the end
+            ex = ex_all.take(f, axis=0) if gathered else ex_all
+            nz = nz_all.take(f, axis=0) if gathered else nz_all
             lower = None if uniform else np.arange(top) < level[:, None]
             new = lower_sums(ex, level, lower, top) + v
             dropped = lower_sums(nz, level, lower, top)
@@ -271,25 +344,25 @@ class BinaryCore:
                 ex[:, : top - 1] = 0.0
                 nz[:, : top - 1] = 0.0
             else:
-                ex[:, :top][lower] = 0.0
-                nz[:, :top][lower] = 0.0
-        noisy = mech.sampler._sum_release(new, scale)
-        if uniform:
-            ex[:, top - 1] = new
-            nz[:, top - 1] = noisy
-        else:
-            rows = np.arange(rr.size)
-            ex[rows, level] = new
-            nz[rows, level] = noisy
-        if gathered:
-            ex_all[f] = ex
-            nz_all[f] = nz
-        total_v = flat(self.total)
-        out = total_v[f] + (noisy - dropped)
+                np.copyto(ex[:, :top], 0.0, where=lower)
+                np.copyto(nz[:, :top], 0.0, where=lower)
+            noisy = mech.sampler._sum_release(new, scale)
+            if uniform:
+                ex[:, top - 1] = new
+                nz[:, top - 1] = noisy
+            else:
+                rows = np.arange(rr.size)
+                ex[rows, level] = new
+                nz[rows, level] = noisy
+            if gathered:
+                ex_all[f] = ex
+                nz_all[f] = nz
+            out = total_v[f] + (noisy - dropped)
         total_v[f] = out
-        flat(self.tau)[f] = tau
-        lo = offset + tau - low
-        mech._record(rr, kk, lo, offset + tau, scale, mechanism, lo * 64 + level)
+        tau_v[f] = tau
+        hi = offset + tau
+        lo = hi - low
+        mech._record(rr, kk, lo, hi, scale, mechanism, lo * 64 + level)
         return out
 
 

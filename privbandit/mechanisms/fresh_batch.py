@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from accountants.events import Event
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
+from privbandit.mechanisms._base import StreamMechanism, flat, positive, probability, single_release_schedule, whole
 
 
 class FreshBatchMean(StreamMechanism):
@@ -51,6 +51,9 @@ class FreshBatchMean(StreamMechanism):
         self.n_batches = np.zeros(shape, dtype=np.int64)
         self._target = np.zeros(shape, dtype=np.int64)  # manual mode; 0 = no automatic close
         self._open_sum = np.zeros(shape)
+        #: Number of calls that released a batch: state derived from the released values (a policy's
+        #: cached index terms) is stale exactly when this changed.
+        self.version = 0
 
     @property
     def noisy_mean(self) -> np.ndarray:
@@ -72,18 +75,20 @@ class FreshBatchMean(StreamMechanism):
         self._target = sizes.astype(np.int64).copy()
         self._close(np.nonzero((self._target > 0) & (self.pending == self._target)))
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` to the open batch of stream (r, k) wherever ``mask`` is True."""
-        v, rr, kk = self._prepare(values, mask)
-        self._open_sum[rr, kk] += v
-        self.pending[rr, kk] += 1
-        self.count[rr, kk] += 1
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` (append to the open batches) of the validated entries."""
+        flat(self._open_sum)[f] += v
+        pending = flat(self.pending)
+        p = pending[f] + 1
+        pending[f] = p
+        flat(self.count)[f] += 1
         if self.batches == "doubling":
-            full = self.pending[rr, kk] == np.left_shift(1, self.n_batches[rr, kk])
+            full = p == np.left_shift(1, flat(self.n_batches)[f])
         else:
-            tgt = self._target[rr, kk]
-            full = (tgt > 0) & (self.pending[rr, kk] == tgt)
-        self._close((rr[full], kk[full]))
+            tgt = flat(self._target)[f]
+            full = (tgt > 0) & (p == tgt)
+        if full.any():
+            self._close((rr[full], kk[full]))
 
     def close_batch(self, mask: np.ndarray) -> None:
         """Manual mode: release the open batch of every masked stream that holds at least one item."""
@@ -98,7 +103,8 @@ class FreshBatchMean(StreamMechanism):
         rr, kk = idx
         if rr.size == 0:
             return
-        self.noisy_sum[rr, kk] = self.sampler.laplace_release(self._open_sum[rr, kk], self.scale, on_grid=True)
+        self.version += 1
+        self.noisy_sum[rr, kk] = self.sampler._sum_release(self._open_sum[rr, kk], self.scale)
         self._record(rr, kk, self.count[rr, kk] - self.pending[rr, kk], self.count[rr, kk], self.scale,
                      self.name, self.n_batches[rr, kk])
         self.batch_size[rr, kk] = self.pending[rr, kk]

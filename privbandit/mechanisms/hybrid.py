@@ -70,9 +70,8 @@ class HybridMechanism(StreamMechanism):
         """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k."""
         return 2.0 * np.asarray(k, dtype=float) / self.epsilon
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, f, rr, kk = self._select(values, mask)
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         count = flat(self.count)
         t = count[f] + 1
         count[f] = t

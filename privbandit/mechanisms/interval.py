@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from accountants.events import NO_EVENT, Composed, Event, LeafEvent
-from privbandit.mechanisms._base import laplace_event, StreamMechanism, positive, probability, whole
+from privbandit.mechanisms._base import StreamMechanism, flat, laplace_event, positive, probability, whole
 
 
 class IntervalMean(StreamMechanism):
@@ -49,12 +49,13 @@ class IntervalMean(StreamMechanism):
             self.v = positive("v", v)
             # a bound method, not a lambda: the mechanism's state can then be pickled (deployments
             # persist it, privbandit.deploy)
-            self.scale_fn = self._power_scale
+            self.scale_fn = self._default_scale
         else:
             if not callable(scale_fn):
                 raise ValueError("scale_fn must be callable: counts (int array) -> scales in (0, inf)")
             self.v = None if v is None else positive("v", v)
             self.scale_fn = scale_fn
+        self._default = scale_fn is None
         if interval is not None and epsilon is not None:
             raise ValueError("give at most one of interval and epsilon (epsilon sets interval = ceil(1/epsilon))")
         if epsilon is not None:
@@ -64,9 +65,11 @@ class IntervalMean(StreamMechanism):
         self.sum = np.zeros(shape)
         self.noisy_mean = np.full(shape, np.nan)
         self.released_count = np.zeros(shape, dtype=np.int64)
+        #: Number of calls that released something (cached derived state is stale when it changed).
+        self.version = 0
 
-    def _power_scale(self, n) -> np.ndarray:
-        """The default scale n^(v/2 - 1) (ALGORITHMS.md 4.4)."""
+    def _default_scale(self, n: np.ndarray) -> np.ndarray:
+        """n^(v/2 - 1): eps_n = n^(-v/2) for a mean of sensitivity 1/n (ALGORITHMS.md 4.4)."""
         return np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
 
     def _scales(self, n: np.ndarray) -> np.ndarray:
@@ -75,14 +78,18 @@ class IntervalMean(StreamMechanism):
             raise ValueError("scale_fn must return finite scales in (0, inf), one per count")
         return s
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` wherever ``mask`` is True; release where the interval is reached."""
-        v, rr, kk = self._prepare(values, mask)
-        self.sum[rr, kk] += v
-        self.count[rr, kk] += 1
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` of the validated entries; release where the interval is reached."""
+        flat(self.sum)[f] += v
+        count = flat(self.count)
+        n = count[f] + 1
+        count[f] = n
         if self.interval is not None:
-            due = self.count[rr, kk] % self.interval == 0
-            self._release(rr[due], kk[due])
+            due = n % self.interval == 0
+            if due.all():
+                self._release(rr, kk)
+            elif due.any():
+                self._release(rr[due], kk[due])
 
     def release(self, mask: np.ndarray) -> np.ndarray:
         """Release (or return the cached release of) the current mean of every masked stream with
@@ -100,18 +107,26 @@ class IntervalMean(StreamMechanism):
         return self.noisy_mean
 
     def _release(self, rr: np.ndarray, kk: np.ndarray) -> None:
-        n = self.count[rr, kk]
-        fresh = n != self.released_count[rr, kk]  # once per statistic: cached otherwise
-        rr, kk, n = rr[fresh], kk[fresh], n[fresh]
         if rr.size == 0:
             return
-        scale = self._scales(n)
+        g = rr * self.streams + kk
+        count, released = flat(self.count), flat(self.released_count)
+        n = count[g]
+        fresh = n != released[g]  # once per statistic: cached otherwise
+        if not fresh.all():
+            rr, kk, g, n = rr[fresh], kk[fresh], g[fresh], n[fresh]
+            if rr.size == 0:
+                return
+        self.version += 1
+        # the default scale n^(v/2 - 1) is finite and positive for every count n >= 1: no re-validation
+        scale = self._default_scale(n) if self._default else self._scales(n)
         sens = 1.0 / n
-        self.noisy_mean[rr, kk] = self.sampler.laplace_release(self.sum[rr, kk] / n, scale)
-        self.ledger._record_from_mechanism(rr, kk, 0, n, self.sampler.effective_scale(scale),
-                                           self.sampler.effective_sensitivity(sens), self.name, n,
+        flat(self.noisy_mean)[g] = self.sampler._sum_release(flat(self.sum)[g] / n, scale, on_grid=False)
+        if self.sampler.exact:
+            scale, sens = self.sampler.effective_scale(scale), self.sampler.effective_sensitivity(sens)
+        self.ledger._record_from_mechanism(rr, kk, 0, n, scale, sens, self.name, n,
                                            discrete=self.sampler.exact)
-        self.released_count[rr, kk] = n
+        released[g] = n
 
     def release_leaf(self, n: int) -> LeafEvent:
         """The event of the release of the mean of n items: Lap(scale(n)) with sensitivity 1/n."""

@@ -72,5 +72,5 @@ class LaplaceRelease(_Release):
         if self.ledger is not None:
             self.ledger._record_from_mechanism(
                 replicate, stream, position, position + 1, float(self.sampler.effective_scale(scale)),
-                float(self.sampler.effective_sensitivity(1.0)), self.name, None)
+                float(self.sampler.effective_sensitivity(1.0)), self.name, None, discrete=self.sampler.exact)
         return noisy

@@ -37,9 +37,8 @@ class LogarithmicMechanism(StreamMechanism):
         self.released_count = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._pending = np.zeros((self.replicates, self.streams))
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, f, rr, kk = self._select(values, mask)
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         pending, count = flat(self._pending), flat(self.count)
         pending[f] += v
         c = count[f] + 1

@@ -66,7 +66,10 @@ class GaussianPosteriorRelease:
         if self.sampler.exact:
             theta = self.sampler.gaussian_release(sums / denom, sigma)
         else:
-            theta = sums / denom + sigma * self._standard_normals() * self.sampler._noise_scale_factor
+            noise = sigma * self._standard_normals()
+            if self.sampler._noise_scale_factor != 1.0:  # x * 1.0 == x bit for bit: skip it
+                noise = noise * self.sampler._noise_scale_factor
+            theta = sums / denom + noise
         if self._record is not None:
             self._record(counts)
         return theta

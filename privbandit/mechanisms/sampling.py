@@ -267,14 +267,15 @@ class NoiseSampler:
             return statistic + self.laplace(scale, size=statistic.shape)
         return statistic + self.laplace(scale)
 
-    def _sum_release(self, statistic: np.ndarray, scale) -> np.ndarray:
-        """``laplace_release(statistic, scale, on_grid=True)`` for the counting mechanisms' internal
-        path: ``statistic`` is a float array they built (on the grid in exact mode, as their inputs are
-        quantized) and ``scale`` a positive float, or a float array of its shape, derived from
-        validated parameters, so there is nothing to re-validate. Float mode draws the same values in
-        the same order with the same arithmetic; exact mode takes the public path unchanged."""
+    def _sum_release(self, statistic: np.ndarray, scale, on_grid: bool = True) -> np.ndarray:
+        """``laplace_release(statistic, scale, on_grid=on_grid)`` for the mechanisms' internal path:
+        ``statistic`` is a float array they built (with ``on_grid``, the default, on the grid in exact
+        mode, as the counting mechanisms' inputs are quantized) and ``scale`` a positive float, or a
+        float array of its shape, derived from validated parameters, so there is nothing to
+        re-validate. Float mode draws the same values in the same order with the same arithmetic;
+        exact mode takes the public path unchanged."""
         if self.exact:
-            return self.laplace_release(statistic, scale, on_grid=True)
+            return self.laplace_release(statistic, scale, on_grid=on_grid)
         if np.ndim(scale) == 0:
             noise = self.rng.laplace(0.0, float(scale), statistic.shape)
         else:

@@ -52,9 +52,8 @@ class SplitMechanism(StreamMechanism):
         """Node noise scale of block r's binary mechanism: (r + 1) / (eps / 2)."""
         return 2.0 * (np.asarray(r, dtype=float) + 1.0) / self.epsilon
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, f, rr, kk = self._select(values, mask)
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         count = flat(self.count)
         o = count[f] + 1
         count[f] = o

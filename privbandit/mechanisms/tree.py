@@ -43,9 +43,8 @@ class TreeMechanism(StreamMechanism):
         self._core = BinaryCore(self.replicates, self.streams, self.levels)
         self.noisy_sum = np.zeros((self.replicates, self.streams))
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        """Append ``values[r, k]`` to stream (r, k) wherever ``mask`` is True (values in [0, 1])."""
-        v, f, rr, kk = self._select(values, mask)
+    def _insert(self, v, f, rr, kk) -> None:
+        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         count = flat(self.count)
         if rr.size and int(count[f].max()) >= self.horizon:
             raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "

@@ -34,7 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Composed, Event, Laplace, PureDP, SelfComposed
+from accountants.events import NO_EVENT, Composed, Event, PureDP, SelfComposed
 from privbandit.mechanisms.laplace import LaplaceRelease
 from privbandit.policies.base import Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_positive
 from privbandit.schedule import EventSchedule, PrivacySchedule
@@ -287,10 +287,12 @@ class PrivateEXP3(PureEpsilonPolicy):
 def _one_laplace_per_record(epsilon: float, exact: bool) -> PrivacySchedule:
     """Each record in one Lap(1/eps) release of sensitivity 1, as ``LaplaceRelease.release_records``
     reports it: the grid-rounded scale, and in exact mode the sensitivity of the grid-rounded value."""
+    from privbandit.mechanisms._base import laplace_event
     from privbandit.mechanisms.sampling import NoiseSampler
 
     sampler = NoiseSampler(np.random.default_rng(0), exact=exact)
-    leaf = Laplace(float(sampler.effective_scale(1.0 / epsilon)), float(sampler.effective_sensitivity(1.0)))
+    # exact mode: a discrete-Laplace event, as the ledger records it (its own, slightly worse curve)
+    leaf = laplace_event(sampler, 1.0 / epsilon, 1.0)
     return EventSchedule(lambda rounds: leaf)
 
 

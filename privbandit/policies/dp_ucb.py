@@ -34,10 +34,10 @@ from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
 from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
                                      check_unit)
-from privbandit.policies.private_ucb import one_hot
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
+_TERMS_TABLE_MAX = 2**17  # DP-UCB-Bound looks its error-bound factors up for counts below this (3 MB)
 
 
 def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsilon: float) -> np.ndarray:
@@ -48,12 +48,27 @@ def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsil
     """
     n = np.asarray(n, dtype=np.int64)
     lg = np.asarray(log4_over_gamma, dtype=float)
-    safe = np.maximum(n, 1)
+    return np.where(n > 0, _bound_from_terms(count_terms(n), lg, epsilon), 0.0)
+
+
+def count_terms(n: np.ndarray) -> np.ndarray:
+    """The count-dependent factors of :func:`hybrid_error_bound`, stacked on a new first axis:
+    k + 1, [tau > 0] k and popcount(tau) (as floats; k = floor(log2 n), tau = n - 2^k, n >= 1 assumed,
+    0 treated as 1). They change only when a count does, so a run can look them up by count."""
+    safe = np.maximum(np.asarray(n, dtype=np.int64), 1)
     k = np.frexp(safe.astype(float))[1].astype(np.int64) - 1  # floor(log2 n), exact for n < 2^53
     tau = safe - np.left_shift(np.int64(1), k)
-    total = np.maximum(lg, np.sqrt((k + 1) * lg))
-    total = total + np.where(tau > 0, k * np.maximum(lg, np.sqrt(np.bitwise_count(tau) * lg)), 0.0)
-    return np.where(n > 0, 2.0 * _SQRT8 / epsilon * total, 0.0)
+    return np.stack([k + 1, np.where(tau > 0, k, 0), np.bitwise_count(tau)]).astype(float)
+
+
+def _bound_from_terms(terms: np.ndarray, lg, epsilon: float) -> np.ndarray:
+    """(2 sqrt 8 / eps) (max(l, sqrt((k+1) l)) + [tau > 0] k max(l, sqrt(popcount(tau) l))) from
+    :func:`count_terms`. The integer factors are exact as floats, so each product is the one the
+    integer expression gives; [tau > 0] k is 0.0 where tau = 0, and 0.0 times the (finite) max adds
+    +0.0, exactly the reference's ``np.where(tau > 0, ..., 0.0)``."""
+    total = np.maximum(lg, np.sqrt(terms[0] * lg))
+    total = total + terms[1] * np.maximum(lg, np.sqrt(terms[2] * lg))
+    return 2.0 * _SQRT8 / epsilon * total
 
 
 class HybridSchedule(PrivacySchedule):
@@ -79,6 +94,7 @@ class _HybridRun(PolicyRun):
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       name=policy.name + "/hybrid", exact=policy.exact)
@@ -94,15 +110,27 @@ class _HybridRun(PolicyRun):
 
 
 class _DPUCBBoundRun(_HybridRun):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._terms = count_terms(np.arange(64))  # count_terms of every count below its length
+
     def index(self, t):
-        # gamma = t^-4: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
-        nu = hybrid_error_bound(self.counts, math.log(4.0) + 4.0 * math.log(t), self.epsilon)
+        # gamma = t^-4: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2). index(t) is called for
+        # t > K only, when every count is >= 1: the bound's n = 0 branch never applies. Its
+        # count-dependent factors are looked up (a count is at most t).
+        if t < self._terms.shape[1]:
+            terms = self._terms.take(self.counts, axis=1)
+        elif t < _TERMS_TABLE_MAX:
+            self._terms = count_terms(np.arange(2 * t))
+            terms = self._terms.take(self.counts, axis=1)
+        else:  # a table as long as the horizon would cost memory: compute them (the same function)
+            terms = count_terms(self.counts)
+        nu = _bound_from_terms(terms, np.asarray(math.log(4.0) + 4.0 * math.log(t)), self.epsilon)
         return self._ucb(t) + nu / self.counts
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        self.hybrid.insert(values, mask)
-        self.counts[mask] += 1
+        self.hybrid.insert_pulled(arms, rewards)
+        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class _DPUCBRun(_HybridRun):
@@ -114,9 +142,11 @@ class _DPUCBRun(_HybridRun):
         return self._ucb(t)
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+        flat = self.offsets + arms
+        values = np.zeros((self.replicates, self.n_arms))
+        values.ravel()[flat] = rewards
         self.hybrid.insert(values, self._all)  # fake zero rewards for the arms not played
-        self.counts[mask] += 1
+        self.counts.ravel()[flat] += 1
 
 
 class _HybridPolicy(PureEpsilonPolicy):
@@ -317,6 +347,7 @@ class _DPUCBIntRun(PolicyRun):
         self.n_arms, self.replicates = n_arms, replicates
         self.first = policy.first_interval
         self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         fixed = policy.decay == 0.0
         self.interval = IntervalMean(replicates, n_arms, v=policy.v, rng=rng,
                                      ledger=ledger,
@@ -334,12 +365,14 @@ class _DPUCBIntRun(PolicyRun):
         return np.argmax(index, axis=1)
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        self.interval.insert(values, mask)  # fixed interval: releases at multiples of f itself
-        self.counts[mask] += 1
+        self.interval.insert_pulled(arms, rewards)  # fixed interval: releases at multiples of f itself
+        flat = self.offsets + arms
+        self.counts.ravel()[flat] += 1
         if self.due is not None:
-            release = mask & self.due[self.counts]
-            if release.any():
+            due = self.due[self.counts.ravel()[flat]]
+            if due.any():
+                release = np.zeros(self.counts.shape, dtype=bool)
+                release.ravel()[flat[due]] = True
                 self.interval.release(release)
 
 

@@ -68,6 +68,8 @@ class _DPSERun(PolicyRun):
         self.epoch = np.ones(replicates, dtype=np.int64)
         self.size = epoch_size(self.epoch, n_arms, self.epsilon, self.beta)  # R_e per replicate
         self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)  # this epoch's pulls
+        self.offsets = self.rows * n_arms  # flat index of (replicate, arm 0)
+        self._refresh()
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       batches="manual", name="dp_se/batch", exact=policy.exact)
@@ -75,27 +77,48 @@ class _DPSERun(PolicyRun):
     def select(self, t):
         # Within an epoch every active arm is pulled R_e times, round robin (fewest pulls first);
         # once one arm is left (exploit) it is played until the horizon.
+        if not self.exploring.any():  # every replicate exploits: its arm is fixed
+            return self.exploit_arm.copy()
         need = self.active & (self.pulls < self.size[:, None])
         key = np.where(need, self.pulls, np.iinfo(np.int64).max)
         arms = np.argmin(key, axis=1)
-        done = self.active.sum(axis=1) == 1
-        if done.any():
-            arms[done] = np.argmax(self.active[done], axis=1)
+        if self.n_done:
+            arms[self.done] = self.exploit_arm[self.done]
         return arms
 
+    def _refresh(self) -> None:
+        """Quantities that change only at eliminations: who explores, and the exploiting arms."""
+        n_active = self.active.sum(axis=1)
+        self.exploring = n_active > 1
+        self.done = n_active == 1
+        self.n_done = int(np.count_nonzero(self.done))
+        self.exploit_arm = np.argmax(self.active, axis=1)
+
     def update(self, t, arms, rewards):
-        exploring = self.active.sum(axis=1) > 1
+        exploring = self.exploring
         if not exploring.any():
             return  # every replicate exploits: rewards are no longer used (nor released)
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        mask &= exploring[:, None]
-        self.batches.insert(values, mask)
-        self.pulls[mask] += 1
+        flat = self.offsets + arms
+        if exploring.all():
+            self.batches.insert_pulled(arms, rewards)
+        else:
+            values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
+            mask &= exploring[:, None]
+            self.batches.insert(values, mask)
+            flat = flat[exploring]
+        pulls = self.pulls.ravel()
+        pulls[flat] += 1
         # an arm's batch of R_e fresh rewards is complete: release its noisy mean (once)
-        self.batches.close_batch(mask & (self.pulls == self.size[:, None]))
+        full = pulls[flat] == self.size.ravel()[flat // self.n_arms]
+        if not full.any():
+            return  # an epoch ends only in a round where one of its batches closes
+        closing = np.zeros(self.pulls.shape, dtype=bool)
+        closing.ravel()[flat[full]] = True
+        self.batches.close_batch(closing)
         finished = exploring & np.all(~self.active | (self.pulls >= self.size[:, None]), axis=1)
         if finished.any():
             self._eliminate(np.nonzero(finished)[0])
+            self._refresh()
 
     def _eliminate(self, rows: np.ndarray) -> None:
         act = self.active[rows]
@@ -160,17 +183,21 @@ class _AnytimeLazyUCBRun(PolicyRun):
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       batches="doubling", name="anytime_lazy_ucb/batch", exact=policy.exact)
+        self._version = -1  # the batches' version the cached index terms were computed at
 
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.replicates, t - 1, dtype=np.intp)
-        o = self.batches.batch_size  # >= 1: the first batch (one reward) closes at an arm's first pull
+        if self._version != self.batches.version:  # a batch closed: refresh the terms built on it
+            o = self.batches.batch_size  # >= 1: the first batch (one reward) closes at an arm's first pull
+            self._mean, self._two_o, self._eps_o = self.batches.noisy_sum / o, 2.0 * o, self.epsilon * o
+            self._version = self.batches.version
         a_ln_t = self.alpha * math.log(t)
-        index = self.batches.noisy_sum / o + np.sqrt(a_ln_t / (2.0 * o)) + a_ln_t / (self.epsilon * o)
+        index = self._mean + np.sqrt(a_ln_t / self._two_o) + a_ln_t / self._eps_o
         return np.argmax(index, axis=1)
 
     def update(self, t, arms, rewards):
-        self.batches.insert(*one_hot(self.replicates, self.n_arms, arms, rewards))
+        self.batches.insert_pulled(arms, rewards)
 
 
 class AnytimeLazyUCB(PureEpsilonPolicy):

@@ -114,8 +114,6 @@ class _DPTSRun(PolicyRun):
         self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                     ledger=ledger, name="dp_ts/split",
                                     exact=policy.exact)
-        self._values = np.zeros((replicates, n_arms))
-        self._mask = np.zeros((replicates, n_arms), dtype=bool)
 
     def select(self, t):
         if t <= self.n_arms:
@@ -126,10 +124,7 @@ class _DPTSRun(PolicyRun):
         return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
 
     def update(self, t, arms, rewards):
-        self._mask[:] = False
-        self._mask[self.rows, arms] = True
-        self._values[self.rows, arms] = rewards
-        self.split.insert(self._values, self._mask)
+        self.split.insert_pulled(arms, rewards)
 
 
 class DPTS(PureEpsilonPolicy):
@@ -183,22 +178,21 @@ class _LazyDPTSRun(PolicyRun):
         self.batches = FreshBatchMean(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
-        self._values = np.zeros((replicates, n_arms))
-        self._mask = np.zeros((replicates, n_arms), dtype=bool)
+        self._version = -1  # the batches' version the cached terms (O, eps O, noisy mean) were computed at
 
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.rows.size, t - 1, dtype=np.intp)
-        o = self.batches.batch_size.astype(float)  # 2^r >= 1 after the initial pulls
-        shift = LAZY_SHIFT * math.log2(t) / (self.eps * o)
-        mubar = np.clip(self.batches.noisy_sum / o + shift, 0.0, 1.0)
-        return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
+        if self._version != self.batches.version:  # a batch closed: refresh the terms built on it
+            o = self.batches.batch_size.astype(float)  # 2^r >= 1 after the initial pulls
+            self._o, self._eps_o, self._mean = o, self.eps * o, self.batches.noisy_sum / o
+            self._version = self.batches.version
+        shift = LAZY_SHIFT * math.log2(t) / self._eps_o
+        mubar = np.clip(self._mean + shift, 0.0, 1.0)
+        return np.argmax(beta_draw(self.rng, mubar, self._o), axis=1)
 
     def update(self, t, arms, rewards):
-        self._mask[:] = False
-        self._mask[self.rows, arms] = True
-        self._values[self.rows, arms] = rewards
-        self.batches.insert(self._values, self._mask)
+        self.batches.insert_pulled(arms, rewards)
 
 
 class LazyDPTS(PureEpsilonPolicy):

@@ -51,6 +51,7 @@ import numpy as np
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
+from privbandit.mechanisms._base import flat
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -78,13 +79,14 @@ class _OffsetTree(TreeMechanism):
         super().__init__(*args, **kwargs)
         self.offset = np.zeros((self.replicates, self.streams), dtype=np.int64)
 
-    def insert(self, values: np.ndarray, mask: np.ndarray) -> None:
-        v, rr, kk = self._prepare(values, mask)
-        if rr.size and int(self.count[rr, kk].max()) >= self.horizon:
+    def _insert(self, v, f, rr, kk) -> None:
+        count = flat(self.count)
+        if rr.size and int(count[f].max()) >= self.horizon:
             raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
                              f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        self.noisy_sum[rr, kk] = self._core.insert(self, rr, kk, v, self.scale, self.offset[rr, kk], self.name)
-        self.count[rr, kk] += 1
+        flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, flat(self.offset)[f],
+                                                         self.name)
+        count[f] += 1
 
 
 class PrivateTSSchedule(CachedSchedule):
@@ -196,7 +198,9 @@ class _PrivateTSRun(PolicyRun):
         if gap.any():
             self.batch_sum[self.rows[gap], arms[gap]] += rewards[gap]
         into_tree = ~gap
-        if into_tree.any():
+        if into_tree.all():  # every replicate past gap estimation: its pulled arm's tree
+            self.tree.insert_pulled(arms, rewards)
+        elif into_tree.any():
             self._mask[:] = False
             self._mask[self.rows[into_tree], arms[into_tree]] = True
             self._values[self.rows, arms] = rewards

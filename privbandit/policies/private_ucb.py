@@ -72,6 +72,7 @@ class _PrivateUCBRun(PolicyRun):
     def __init__(self, policy: "PrivateUCB", n_arms, replicates, horizon, rng, ledger):
         self.n_arms, self.replicates = n_arms, replicates
         self.counts = np.zeros((replicates, n_arms))
+        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.tree = TreeMechanism(replicates, n_arms, epsilon=policy.epsilon / n_arms, horizon=horizon, rng=rng,
                                   ledger=ledger,
                                   name="private_ucb/tree", exact=policy.exact)
@@ -85,9 +86,8 @@ class _PrivateUCBRun(PolicyRun):
         return np.argmax(index, axis=1)
 
     def update(self, t, arms, rewards):
-        values, mask = one_hot(self.replicates, self.n_arms, arms, rewards)
-        self.tree.insert(values, mask)
-        self.counts[mask] += 1
+        self.tree.insert_pulled(arms, rewards)
+        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class PrivateUCB(PureEpsilonPolicy):
