@@ -96,7 +96,10 @@ class StreamMechanism:
         self.name = check_name(name)
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
         # np.nonzero of an all-True mask, copied per insert (cheaper than recomputing it)
-        self._all_rows, self._all_cols = np.nonzero(np.ones((self.replicates, self.streams), dtype=bool))
+        # contiguous copies: np.nonzero returns strided views, whose pickles differ from their reloaded
+        # selves (deployments digest the pickled state, privbandit.deploy)
+        self._all_rows, self._all_cols = (np.ascontiguousarray(a) for a in
+                                          np.nonzero(np.ones((self.replicates, self.streams), dtype=bool)))
         # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
         self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
         self._pulled_rows.flags.writeable = False

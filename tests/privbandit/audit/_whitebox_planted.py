@@ -41,12 +41,13 @@ class SilentPosterior(GaussianTS):
 
 
 class TripledRewards(GaussianTS):
-    """sensitivity: rewards scaled by 3 before the posterior (declared sensitivity stays 1/(k+1))."""
+    """sensitivity: the posterior is released on 3x the reward sums (declared sensitivity stays
+    1/(k+1)). Planted below ``update``, which validates its rewards and would refuse 3x a reward."""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        update = run.update
-        run.update = lambda t, arms, rewards: update(t, arms, 3.0 * np.asarray(rewards))
+        release = run.posterior.release
+        run.posterior.release = lambda sums, counts: release(3.0 * np.asarray(sums), counts)
         return run
 
 
@@ -104,6 +105,9 @@ class HandNoiseHalved(AnytimeLazyUCB):
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
         sampler = run.batches.sampler
-        sampler.laplace_release = lambda stat, scale, **kw: np.asarray(stat) + sampler.laplace(
-            scale / 2.0, size=np.shape(stat))
+        def by_hand(stat, scale, **kw):
+            return np.asarray(stat) + sampler.laplace(scale / 2.0, size=np.shape(stat))
+
+        # both release paths: the public one and the mechanisms' internal one
+        sampler.laplace_release = sampler._sum_release = by_hand
         return run

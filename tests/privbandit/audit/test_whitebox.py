@@ -21,7 +21,7 @@ CASES = [
     (SilentPosterior(b=2), GaussianTS(b=2), "unreported", 40, 64),
     (TripledRewards(b=2), GaussianTS(b=2), "sensitivity", 40, 64),
     (NewestRecordOnly(), PrivateUCB(), "footprint", 60, 64),
-    (ReReleases(), DPUCBInt(), "redraw", 60, 64),
+    (ReReleases(interval=3), DPUCBInt(interval=3), "redraw", 60, 64),
     (OverDeclaredScale(), AnytimeLazyUCB(), "noise_law", 100, 256),
     (FrozenNoise(b=2), GaussianTS(b=2), "noise_law", 40, 64),
     (HandNoiseHalved(), AnytimeLazyUCB(), "noise_law", 100, 256),

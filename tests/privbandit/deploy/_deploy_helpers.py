@@ -15,7 +15,7 @@ WORKER = Path(__file__).with_name("_deploy_worker.py")
 
 # Every private policy of the registry, with parameters that make it release within a few dozen rounds.
 PRIVATE_POLICIES = {
-    "private_ucb": {}, "private_ts": {}, "dp_ucb_bound": {}, "dp_ucb": {}, "dp_ucb_int": {"epsilon": 0.5},
+    "private_ucb": {}, "private_ts": {}, "dp_ucb_bound": {}, "dp_ucb": {}, "dp_ucb_int": {"rate": 0.5},
     "gaussian_ts": {"b": 2, "c": 50.0}, "dp_ts": {}, "lazy_dp_ts": {}, "dp_se": {}, "anytime_lazy_ucb": {},
 }
 MEANS = (0.2, 0.5, 0.8)

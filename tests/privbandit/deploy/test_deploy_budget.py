@@ -10,7 +10,7 @@ from privbandit.deploy.odometer import Odometer
 from privbandit.policies import make_policy
 
 # dp_ucb_int releases at update time (interval releases), gaussian_ts at select time (posterior draws)
-CASES = [("dp_ucb_int", {"epsilon": 0.5}, 5.0), ("gaussian_ts", {"b": 2, "c": 50.0}, 2.0)]
+CASES = [("dp_ucb_int", {"rate": 0.5}, 5.0), ("gaussian_ts", {"b": 2, "c": 50.0}, 2.0)]
 
 
 @pytest.mark.parametrize("policy,params,budget", CASES)
@@ -56,10 +56,10 @@ def test_budget_stops_releases_exactly_at_the_next_round_that_would_exceed_it(tm
 
 
 def test_anytime_horizon_is_the_longest_the_budget_affords(tmp_path):
-    dep = Deployment.create(tmp_path / "a.db", "dp_ucb_int", params={"epsilon": 0.5}, n_arms=3, budget=5.0,
+    dep = Deployment.create(tmp_path / "a.db", "dp_ucb_int", params={"rate": 0.5}, n_arms=3, budget=5.0,
                             delta=1e-6, seed=1)
     T = dep.horizon
-    policy = make_policy("dp_ucb_int", epsilon=0.5)
+    policy = make_policy("dp_ucb_int", rate=0.5)
     assert dep.config["anytime"] and dep.stop_round == T
     assert Odometer(policy, T, 3, 1e-6).epsilon(T) <= 5.0 < Odometer(policy, T + 1, 3, 1e-6).epsilon(T + 1)
     dep.close()

@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
 
 def test_exhausted_budget_with_stop_exits_3(tmp_path, capsys):
     store = tmp_path / "x.db"
-    code, out, _ = _run(capsys, "deploy", "init", str(store), "--policy", "dp_ucb_int", "--param", "epsilon=0.5",
+    code, out, _ = _run(capsys, "deploy", "init", str(store), "--policy", "dp_ucb_int", "--param", "rate=0.5",
                         "--n-arms", "3", "--budget", "1", "--delta", "1e-6", "--horizon", "50", "--seed", "1",
                         "--on-exhausted", "stop")
     stop = json.loads(out)["stop_round"]

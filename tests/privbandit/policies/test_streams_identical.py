@@ -8,6 +8,9 @@ The digests were recorded with the code as it was BEFORE the per-round overhead 
 (commit c551e4f); a change of any arm, noise value, floating-point operation on a noisy statistic
 or ledger release makes one differ.
 
+The exact-mode digests were re-recorded when exact mode began recording discrete-Laplace releases
+(equal to the earlier ones with that release kind mapped back to Laplace, checked then).
+
 Regenerate after an INTENTIONAL stream change: ``python tests/privbandit/policies/test_streams_identical.py``.
 """
 
@@ -69,6 +72,8 @@ def _policy(name: str, exact: bool):
         return make_policy(name, epsilon=4.0, beta=0.5, exact=exact)
     if name == "private_ts":
         return make_policy(name, epsilon=1.0, batch_constant=0.05, random_pulls=3, exact=exact)
+    if name == "dp_ucb_int":  # interval 1 (the digests' configuration, recorded as epsilon=1 before the
+        return make_policy(name, rate=1.0, exact=exact)  # parameter was renamed rate; epsilon is now certified)
     return make_policy(name, epsilon=1.0, exact=exact)
 
 
@@ -112,40 +117,40 @@ def simulate_digest(name: str, exact: bool, replicates: int) -> str:
 GOLDEN_LEDGER = {
     ('private_ucb', False, 1): '59647f17c8f54541050999fc95d6ec96a4d6b18e87a2a60096c110fd8c4df7ad',
     ('private_ucb', False, 7): '329bd20828a7708c30e3b0a9c5071b08c670bfcbbfa386e1c61ee702bedf8e93',
-    ('private_ucb', True, 1): '9e77f5da8390b3d36e4d732e0f449b1a3d5548fae5159e10a1f25967d95856f8',
-    ('private_ucb', True, 7): '646179e1811b19037646880389fad437b74434183b3b61682baea36df0289b0a',
+    ('private_ucb', True, 1): 'e06901f4ef4d8f872d832ed3ef1a6f003845a781a61e3e72fb9addb0dea9150e',
+    ('private_ucb', True, 7): 'b5334f5b93c670a826ed52ff1502ad3b68f49df6065211a9169f3aa806ce7c3e',
     ('dp_ucb_bound', False, 1): 'ce641144b1a96471e1f8045fc16b39be01273680b35ef5a08fba76a2d9e4fa92',
     ('dp_ucb_bound', False, 7): '426fe388daec5473010115ac0b38d4dd1707423560af2f7783089c5c48e0fefb',
-    ('dp_ucb_bound', True, 1): '837bdbd95128917983362550ac0c3d8af4dbb758f8f088c72dedbb854e7dec38',
-    ('dp_ucb_bound', True, 7): '4dfd6de3e521def0aa19b196ac927157aa107e500869d007339ac947f65b19da',
+    ('dp_ucb_bound', True, 1): '8d68a3fbb1685991cd2f4cfa597a7943979e59e804a8f6332add89b6e6ba5e13',
+    ('dp_ucb_bound', True, 7): '6ab3dcbd68b13bac7002b6692930ebc41be035aecd2c6829dd11d76986d4e6ca',
     ('dp_ucb', False, 1): 'e347945bced12546b722f794327fd25a9d4c1762a99a40a8068fb47b5a33cfe7',
     ('dp_ucb', False, 7): '0a367c70fd436938a3ef81f3b1fc8d7b9a5ae65bb236cb4a8550335c098cf9a5',
-    ('dp_ucb', True, 1): 'eb569a6860974d137f6772d88c36c8ef8e78d64205b1099d7ebe296e2e1fc19f',
-    ('dp_ucb', True, 7): 'd92b4bc003872900a15ee8214c760388dfb515c6e6df1a99731ab70a4d2d62fb',
+    ('dp_ucb', True, 1): '03fd6f63644de540a3e5b3ba4c9fef925cc523717aeda4483570cec8af7aefd7',
+    ('dp_ucb', True, 7): '6adcdd64ef5368339d5f9c0298e2e82c06494e9671fe61b3b6473ef40aa138ac',
     ('dp_ucb_int', False, 1): 'bb24707a64d4effa35b559b67c8d324650c79b31ab88a229d8cacd204ee29da3',
     ('dp_ucb_int', False, 7): 'eb539916f2bfd6ba89fbef42db05c41ad8d0e05684b8936887801a7d7b4b2006',
-    ('dp_ucb_int', True, 1): 'a3667bbb15ff672427a300008d0f6f3445a7515bb90e8535a440c354df2e5526',
-    ('dp_ucb_int', True, 7): '7f6504f7b005d5338bbc486a382bed5a5c47d8435b5cfdc2d801bfa970c90880',
+    ('dp_ucb_int', True, 1): '019e1bffcaf1033ed3fcd518af1f30868cc3d51d591d4b4c4e3b26bfeadc245e',
+    ('dp_ucb_int', True, 7): '92715922fe157a84cfae89851f215d627b7cc646207c102f8665c7986af1f27c',
     ('dp_se', False, 1): '039cea845de56ee609941e4f72b1504622099550d7c6204ac8fc9d95c1d4f293',
     ('dp_se', False, 7): '807e7e878f629ba8102b9e5c6aa1ac7621f505cb366df8bf2e5d0ef87b7f2604',
-    ('dp_se', True, 1): '039cea845de56ee609941e4f72b1504622099550d7c6204ac8fc9d95c1d4f293',
-    ('dp_se', True, 7): '807e7e878f629ba8102b9e5c6aa1ac7621f505cb366df8bf2e5d0ef87b7f2604',
+    ('dp_se', True, 1): 'd00e9afc20ca1d3987d8a6bc909210a85e4462e3085297b6fc40c63db80f727c',
+    ('dp_se', True, 7): '9aeb2e4e3853a1a2712804e0b0fcf08f9ba3e708a13ea8550a69ebfdefc758c4',
     ('anytime_lazy_ucb', False, 1): '884cb9273bf48099d55b33db7415d2608f17a6fb2e7d975a2aa166b467f9a031',
     ('anytime_lazy_ucb', False, 7): '54b7a326a66ffef44bfe724bb365a54932395edd4709a931bccf8e2d753c690d',
-    ('anytime_lazy_ucb', True, 1): '1b3cca2c03af352ca0e40b1755f5cb50e2315393f4fb8ff7ec6137f65f424bab',
-    ('anytime_lazy_ucb', True, 7): '21f86964cbfcdfbc40dfb4289470525df568a1b1be6cd0c580170cbba735097e',
+    ('anytime_lazy_ucb', True, 1): '45eed7a828ea439f49bf90de2a580fdbba7f80a2aa5bd3581135121827630c1e',
+    ('anytime_lazy_ucb', True, 7): '121176cb32af52d41a5ca5f7afc3f79ae114b34e1b6fe13f697971a7fca701d6',
     ('dp_ts', False, 1): '904f422f7934a49b96ae4bd63dd9685557b920f2b1c161e09df3634642875a14',
     ('dp_ts', False, 7): '4de75eb8d9601ff6529a6fb8e518f11d1f017d2089e59676a5b2fed5cdc668b1',
-    ('dp_ts', True, 1): '779075c1fd80a2076177e7d914085be3a9afa135d75b5347b1f5ecc110d10674',
-    ('dp_ts', True, 7): '702d3824d2445000456b0cd34fb932cdd4fa95ebccfb04dac3162834b19618e1',
+    ('dp_ts', True, 1): 'd2da07d04d611703d0bcc8b1c9ce4cce7a3332d2f03c7dadea7e959aa493c31b',
+    ('dp_ts', True, 7): '03dd257feb6384fa5c5bfd93871551036325fc72ee1face597a7197a6296f97f',
     ('private_ts', False, 1): '676e3fe17a14b3f313cdcba943a2605d58b2b046c795d7d00428445c984c898e',
     ('private_ts', False, 7): 'd7d6c4f7f14b364dba2377c11d55a48f2cab37b4f58db7dc215b657a01e7c787',
-    ('private_ts', True, 1): '32110aa29cec1ecd98a7fa0a89f1de4157ff646c56dca700c7a04c1470429d5e',
-    ('private_ts', True, 7): 'be8707a46ddaabc293c96de4178aaff9f46e135584301af3f4bac771bfad6682',
+    ('private_ts', True, 1): '5343f709c61dce2f8c8d81171cb992249010d689f6ec224a6ae541f896ac11ec',
+    ('private_ts', True, 7): '5ca674a0e707d72aa8b2b2de3511f23ea2f1d52b648b24f846f2550cc12401f6',
     ('lazy_dp_ts', False, 1): '1b955a2b0ada12cdc8b4eb4ce740700c740ff8629da4cdadb94df88425c7ee14',
     ('lazy_dp_ts', False, 7): '469470c1ceaf28551f6e880b60c67ae6e1ddc295a79c64dd2fc26e7fc0fc8f99',
-    ('lazy_dp_ts', True, 1): '81f89088d0330193dcd3bcd1303487f51fa05a7b1a9eaa83fec7af06202c0a14',
-    ('lazy_dp_ts', True, 7): '39fa917828b2e254135912a14a8ef2333e3a7dc8b61a00f146322f46cd82a5b8',
+    ('lazy_dp_ts', True, 1): 'ba1000d6a44acc8cac0b897ec9f99340588b03bd2d5ca82a385f7df4f1e45254',
+    ('lazy_dp_ts', True, 7): 'e5162ea009238d059b134f614dc3cb65df7c64d17b6c215fc490456faa77c77b',
     ('gaussian_ts', False, 1): '09bbfdcc696dc346e8a1207bf0dee1e332de75db830289809cc8f1e50a4222a4',
     ('gaussian_ts', False, 7): 'a34b129614fc699a386cf209709be8ba419079c1bef839a05f181df446fad3da',
 }
