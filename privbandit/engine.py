@@ -12,6 +12,15 @@ cluster (``sweep``) stay independent.
 Rewards are clipped to [0, 1] before the policy (and so any mechanism) sees them — the sensitivity
 analyses of every private policy rely on it. ``strict_rewards=True`` makes an out-of-range reward an
 error instead.
+
+The feedback contract (privbandit/feedback.py, docs/feedback.md): per round, ``env_run.offer(t)``,
+``run.select(t[, offer])``, ``env_run.feedback(t, arms)``, then ``run.update`` (bandit feedback) or
+``run.observe`` (side observations). Environments that override none of ``offer``/``feedback`` take
+the original fast path (``rewards`` and ``update`` only), with the same calls and random streams.
+
+Memory is O(T + R K) (plus a bounded block): regret accumulates online -- per-replicate cumulative
+regret carried across blocks of rounds, the per-round mean and band written as each block completes
+-- and the (T, R) arms array exists only with ``keep_arms=True``.
 """
 
 from __future__ import annotations
@@ -23,11 +32,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from privbandit.envs.base import Environment
-from privbandit.policies.base import Policy
+from privbandit.envs.base import Environment, EnvironmentRun
+from privbandit.feedback import Feedback, check_relation
+from privbandit.policies.base import Policy, schedule_for
 from privbandit.results import SimulationResult
 
 _Z95 = 1.959963984540054
+#: Regret is computed in blocks of about this many (round, replicate) cells (arms int16 + regret
+#: float64: ~2.5 MB), so memory does not grow with horizon x replicates.
+_BLOCK_CELLS = 2**18
 
 
 def default_checkpoints(horizon: int, points: int = 48) -> np.ndarray:
@@ -58,6 +71,63 @@ def _validate(policy, env, horizon, replicates, delta):
         raise ValueError(f"replicates must be a whole number >= 1, got {replicates!r}")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+
+
+def _check_capabilities(policy, env) -> None:
+    missing = frozenset(getattr(policy, "requires", frozenset())) - frozenset(env.offers)
+    if missing:
+        raise ValueError(f"policy {policy.name!r} requires {sorted(missing)}, which environment "
+                         f"{env.name!r} does not offer (it offers {sorted(env.offers)})")
+
+
+def _clip(x: np.ndarray, t: int, strict: bool, what: str) -> np.ndarray:
+    if strict:
+        bad = (x < 0) | (x > 1) | np.isnan(x)
+        if bad.any():
+            raise ValueError(f"{what} {x[bad][0]!r} in round {t} lies outside [0, 1] (strict_rewards=True)")
+        return x
+    return np.clip(x, 0.0, 1.0)
+
+
+def _overrides(run, name: str) -> bool:
+    return getattr(type(run), name) is not getattr(EnvironmentRun, name)
+
+
+class _RegretAccumulator:
+    """Cumulative pseudo-regret per replicate and its per-round mean and 95% band, block by block.
+
+    Each block holds the instantaneous regret of up to ``block`` rounds (filled from the arms played
+    by ``env.best - env.expected``, vectorised, or row by row from ``env_run.regret``); the first
+    row gets the carried cumulative regret added and the block is cumsum'd in place. Row by row this
+    is the same sequential float accumulation as one cumsum over the whole (T, R) array, and each
+    row's mean / std are the same reductions, so the results are bit-identical to it.
+    """
+
+    def __init__(self, env, horizon: int, replicates: int, block: int) -> None:
+        self.env, self.replicates = env, replicates
+        self.block = block
+        self.carry = np.zeros(replicates)
+        self.mean = np.empty(horizon)
+        self.half = np.zeros(horizon)
+        self.pulls = np.zeros(replicates * env.n_arms, dtype=np.int64)
+        self._cells = np.arange(replicates, dtype=np.int64) * env.n_arms
+
+    def flush(self, first: int, arms: np.ndarray, increments: np.ndarray | None) -> None:
+        """Rounds ``first`` .. ``first + len(arms) - 1``: ``arms`` (n, R); ``increments`` (n, R) or None
+        (computed here from the environment's expected rewards)."""
+        n = arms.shape[0]
+        if increments is None:
+            rounds = np.arange(first, first + n)
+            increments = self.env.best(rounds)[:, None] - self.env.expected(rounds[:, None], arms)
+            increments = np.asarray(increments, dtype=float)
+        increments[0] += self.carry
+        np.cumsum(increments, axis=0, out=increments)
+        self.carry = increments[-1].copy()
+        sl = slice(first - 1, first - 1 + n)
+        self.mean[sl] = increments.mean(axis=1)
+        if self.replicates > 1:
+            self.half[sl] = _Z95 * increments.std(axis=1, ddof=1) / math.sqrt(self.replicates)
+        self.pulls += np.bincount((arms + self._cells).ravel(), minlength=self.pulls.size)
 
 
 def _progress(total: int, enabled: bool | None):
@@ -94,7 +164,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
              delta: float = 1e-6, checkpoints: Sequence[int] | None = None, ledger: bool | str = True,
              strict_rewards: bool = False, keep_arms: bool = False, progress: bool | None = None,
              max_tracked_bytes: int = 256 * 2**20, realized_points: int = 8,
-             ledger_replicates: int | None = 8) -> SimulationResult:
+             ledger_replicates: int | None = 8, relation: str = "entry") -> SimulationResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds in ``replicates`` lock-stepped replicates.
 
     Args:
@@ -104,15 +174,20 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         ledger: True to record every noise draw in a per-record ledger, ``"tight"`` to also keep the
             full release list (audits), False to skip it (the certificate does not depend on it).
         strict_rewards: reject rewards outside [0, 1] instead of clipping them.
-        keep_arms: keep the (horizon, replicates) array of arms played in the result.
+        keep_arms: keep the (horizon, replicates) array of arms played in the result (otherwise the
+            run's memory is O(horizon + replicates x arms)).
         progress: show a progress bar (default: only when stderr is a terminal and tqdm is installed).
         realized_points: how many checkpoints (a geometric subset, always with the horizon) query the
             ledger's realized spend; the others hold NaN. Each query scans every tracked record.
         ledger_replicates: how many replicates (the first ones) keep per-record tracking in the
             ledger (None: as many as ``max_tracked_bytes`` allows). Recording costs time in
             proportion to the tracked streams; the others report NaN realized spend.
+        relation: the neighbouring relation certified and realized, "entry" or "round"
+            (``privbandit.feedback.RELATIONS``; the same for K-armed bandit feedback).
     """
     _validate(policy, env, horizon, replicates, delta)
+    check_relation(relation)
+    _check_capabilities(policy, env)
     horizon, replicates = int(horizon), int(replicates)
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     policy_seq, env_seq = seed_seq.spawn(2)
@@ -124,6 +199,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     checkpoints = np.union1d(checkpoints, [horizon])
 
     n_arms = env.n_arms
+    # The schedule first: a policy without a schedule for this structure fails before the run.
+    schedule = schedule_for(policy, horizon, n_arms, env.structure(), relation)
     book = None
     if ledger and policy.private:
         from privbandit.ledger import Ledger
@@ -134,7 +211,12 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     env_run = env.start(replicates, env_rng)
 
     arms_dtype = np.int16 if n_arms < 2**15 else np.int32
-    arms_played = np.empty((horizon, replicates), dtype=arms_dtype)
+    block = horizon if keep_arms else max(1, min(horizon, _BLOCK_CELLS // replicates))
+    arms_played = np.empty((block, replicates), dtype=arms_dtype)
+    kept = arms_played if keep_arms else None
+    per_round_regret = _overrides(env_run, "regret")
+    increments = np.empty((block, replicates)) if per_round_regret else None
+    acc = _RegretAccumulator(env, horizon, replicates, block)
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
     queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, int(realized_points))))
     query = set(checkpoints[queried].tolist())
@@ -142,38 +224,54 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     bar = _progress(horizon, progress)
     started = time.perf_counter()
     must_check = not env.rewards_in_unit_interval
+    # The original contract (rewards, update) unless the environment offers or observes more.
+    plain = not (_overrides(env_run, "offer") or _overrides(env_run, "feedback"))
+    with_offer = bool(getattr(policy, "requires", None))
+    row, first = 0, 1
     for t in range(1, horizon + 1):
-        arms = run.select(t)
-        rewards = env_run.rewards(t, arms)
-        if not must_check:
-            pass  # the environment guarantees [0, 1]: clipping would be the identity
-        elif strict_rewards:
-            bad = (rewards < 0) | (rewards > 1) | np.isnan(rewards)
-            if bad.any():
-                raise ValueError(f"reward {rewards[bad][0]!r} in round {t} lies outside [0, 1] (strict_rewards=True)")
+        if plain:
+            arms = run.select(t)
+            rewards = env_run.rewards(t, arms)
+            if must_check:
+                rewards = _clip(rewards, t, strict_rewards, "reward")
+            run.update(t, arms, rewards)
         else:
-            rewards = np.clip(rewards, 0.0, 1.0)
-        run.update(t, arms, rewards)
-        arms_played[t - 1] = arms
+            offer = env_run.offer(t)
+            arms = run.select(t, offer) if (with_offer and offer is not None) else run.select(t)
+            fb = env_run.feedback(t, arms)
+            rewards, values = fb.rewards, fb.values
+            if must_check:
+                rewards = _clip(rewards, t, strict_rewards, "reward")
+                if values is not None:
+                    values = _clip(values, t, strict_rewards, "side-observation value")
+            if fb.observed is None:
+                run.update(t, fb.arms, rewards)
+            else:
+                run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
+        arms_played[row] = arms
+        if per_round_regret:
+            increments[row] = env_run.regret(t, arms)
+        row += 1
+        if row == block:
+            acc.flush(first, arms_played, increments)
+            first += row
+            row = 0
         if t == cp_rounds[next_cp]:
             if book is not None and t in query:
-                realized[next_cp] = book.realized_epsilon(delta)
+                realized[next_cp] = book.realized_epsilon(delta, relation) if relation != "entry" \
+                    else book.realized_epsilon(delta)
             next_cp += 1
         if bar is not None and t % 1000 == 0:
             bar.update(1000)
+    if row:
+        acc.flush(first, arms_played[:row], None if increments is None else increments[:row])
     seconds = time.perf_counter() - started
     if bar is not None:
         bar.close()
 
-    # Pseudo-regret from the arms played, vectorised once at the end.
-    rounds = np.arange(1, horizon + 1)
-    increments = env.best(rounds)[:, None] - env.expected(rounds[:, None], arms_played)
-    cumulative = np.cumsum(increments, axis=0)
-    mean = cumulative.mean(axis=1)
-    half = _Z95 * cumulative.std(axis=1, ddof=1) / math.sqrt(replicates) if replicates > 1 else np.zeros(horizon)
-    pulls = np.stack([np.bincount(arms_played[:, r], minlength=n_arms) for r in range(replicates)])
+    mean, half = acc.mean, acc.half
+    pulls = acc.pulls.reshape(replicates, n_arms)
 
-    schedule = policy.privacy_schedule(horizon, n_arms)
     certified, by = schedule.live_certificates(checkpoints, delta)
     # The cheap ledger composes each record with the closed-form accountants only (pure, KOV, GDP);
     # the certificate in that same currency is what its realized spend must stay below.
@@ -185,9 +283,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         policy=policy.params(), environment=env.params(), horizon=horizon, replicates=replicates,
         seed=seed if not isinstance(seed, np.random.SeedSequence) else seed_seq, delta=float(delta),
         regret_mean=mean, regret_lower=mean - half, regret_upper=mean + half,
-        final_regret=cumulative[-1].copy(), pulls=pulls, checkpoints=checkpoints,
+        final_regret=acc.carry.copy(), pulls=pulls, checkpoints=checkpoints,
         certified_epsilon=certified, certified_by=by, realized_epsilon=realized,
         certified_closed_form=closed_form,
         claimed_epsilon=policy.claimed_epsilon(horizon, n_arms, delta),
-        arms=arms_played if keep_arms else None, seconds=seconds,
+        arms=kept, seconds=seconds, relation=relation,
     )

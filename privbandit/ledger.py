@@ -31,6 +31,14 @@ kept for every replicate. Growth happens when a footprint reaches past the capac
 drop replicates from tracking at that point (their earlier sums are discarded, never truncated
 silently: they become NaN).
 
+Rounds (the feedback contract's record model, docs/feedback.md). A record is one revealed (round,
+arm) entry. Policies that insert several records in one round (side observations) tell the ledger
+each record's round with :meth:`Ledger.note_rounds`; ``realized_epsilon(delta, relation="round")``
+then composes, for each round, every release touching any record of that round (releases are per
+stream and a round has at most one record per stream, so the per-record sums of the round's records
+add up to exactly that composition). A record never noted is its own round, exact for bandit
+feedback. The default ``relation="entry"`` is the per-record accounting above, at the same cost.
+
 Tight mode (``tight=True``) additionally keeps every release (replicate, stream, footprint, kind,
 scale, sensitivity, mechanism, node) so that the exact multiset of releases of the worst record can
 be returned as an accountants ``Event`` (``worst_record_event``), composed with every accountant
@@ -142,6 +150,10 @@ class Ledger:
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
+        # Round of each tracked record, (capacity, R_tracked, K) int64, -1 = never noted; created by
+        # the first note_rounds (tight mode keeps every noted record in _round_chunks instead).
+        self._rounds: np.ndarray | None = None
+        self._round_chunks: list[np.ndarray] = []
 
     # --- bookkeeping --------------------------------------------------------------------------
     @property
@@ -176,6 +188,10 @@ class Ledger:
             # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
             new[: self._capacity + 1] = old[:, :n_tracked]
             self._diff[stat] = new
+        if self._rounds is not None:
+            tags = np.full((cap, n_tracked, self.streams), -1, dtype=np.int64)
+            tags[: self._capacity] = self._rounds[:, :n_tracked]
+            self._rounds = tags
         self._capacity = cap
         self._n_tracked = n_tracked
 
@@ -464,6 +480,60 @@ class Ledger:
         """Record Gaussian releases: N(0, sigma^2) on a statistic of L2 ``sensitivity`` (see record_laplace)."""
         self._record(_KIND_GAUSSIAN, replicate, stream, lo, hi, sigma, sensitivity, mechanism, node, "sigma")
 
+    def note_rounds(self, replicate, stream, position, t: int) -> None:
+        """Tag records with their round: record ``position[i]`` of stream ``stream[i]`` in replicate
+        ``replicate[i]`` was revealed in round ``t`` (1-D int arrays or scalars that broadcast).
+
+        Only needed when a round inserts more than one record (side observations); see the module
+        docstring. Positions beyond the current capacity grow it (as a release would).
+        """
+        t = _whole("t", t, 1)
+        rep, st, pos = (np.atleast_1d(np.asarray(a)) for a in (replicate, stream, position))
+        if any(a.ndim > 1 or (a.size and not np.issubdtype(a.dtype, np.integer)) for a in (rep, st, pos)):
+            raise ValueError("replicate, stream and position must be 1-D integer arrays or scalars")
+        rep, st, pos = (a.astype(np.int64) for a in np.broadcast_arrays(rep, st, pos))
+        if rep.size == 0:
+            return
+        if rep.min() < 0 or rep.max() >= self.replicates:
+            raise ValueError(f"replicate must lie in [0, {self.replicates})")
+        if st.min() < 0 or st.max() >= self.streams:
+            raise ValueError(f"stream must lie in [0, {self.streams})")
+        if pos.min() < 0:
+            raise ValueError(f"position must lie in [0, inf), got {pos.min()}")
+        if self.tight:
+            self._round_chunks.append(np.stack([rep, st, pos, np.full(rep.size, t, np.int64)]))
+        self._settle()
+        if int(pos.max()) >= self._capacity:
+            self._grow(int(pos.max()) + 1)
+        if self._n_tracked == 0:
+            return
+        if self._rounds is None:
+            self._rounds = np.full((self._capacity, self._n_tracked, self.streams), -1, dtype=np.int64)
+        keep = rep < self._n_tracked
+        self._rounds[pos[keep], rep[keep], st[keep]] = t
+
+    def _round_units(self, n_pos: int) -> np.ndarray:
+        """(R_tracked, K, n_pos) privacy unit of every tracked record under relation "round": its
+        noted round, or a unique id above every round for a record never noted (its own round)."""
+        shape = (self._n_tracked, self.streams, n_pos)
+        if self._rounds is None:
+            return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        tags = np.moveaxis(self._rounds[:n_pos], 0, 2)
+        own = tags.max(initial=0) + 1 + np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        return np.where(tags >= 0, tags, own)
+
+    def _by_round(self, totals: list[np.ndarray]) -> list[np.ndarray]:
+        """Sum per-record totals (each (R_tracked, K, top)) over the records of each round, per
+        replicate: a list of (R_tracked, U) arrays (U units; absent units of a replicate are 0)."""
+        top = totals[0].shape[2]
+        units = self._round_units(top).reshape(self._n_tracked, -1)
+        _, inverse = np.unique(units, return_inverse=True)
+        inverse = inverse.reshape(units.shape)
+        n_units = int(inverse.max()) + 1 if inverse.size else 0
+        offset = (np.arange(self._n_tracked)[:, None] * n_units + inverse).ravel()
+        return [np.bincount(offset, weights=x.reshape(-1), minlength=self._n_tracked * n_units)
+                .reshape(self._n_tracked, n_units) for x in totals]
+
     # --- cheap-mode queries -------------------------------------------------------------------
     def _totals(self, *stats: int) -> list[np.ndarray]:
         """Per-record totals of ``stats``, each of shape (R_tracked, K, top).
@@ -504,17 +574,20 @@ class Ledger:
         mu2 = np.where(rho > 0, np.inf, np.maximum(mu2, 0.0))
         return self._per_replicate(np.sqrt(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0)))
 
-    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray, delta: float) -> np.ndarray:
+    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray, delta: float, more=None) -> np.ndarray:
         """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
 
         Kairouz, Oh & Viswanath (2017, Thm 3.5) with delta_l = 0: for every delta in (0, 1],
         eps = min{ sum eps, S + sqrt(2 Q ln(e + sqrt(Q)/delta)), S + sqrt(2 Q ln(1/delta)) }, where
         S = sum eps tanh(eps/2) and Q = sum eps^2. It dominates Dwork-Rothblum-Vadhan's
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
+
+        ``more``: the (sum eps, Q, S, Gaussian count) totals matching ``mu2`` and ``rho`` (default:
+        the per-record totals).
         """
         if _S_EPS not in self._diff and _S_RHO not in self._diff:
             return np.full(mu2.shape, np.inf)  # only Gaussian releases: GDP alone applies
-        s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS)
+        s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS) if more is None else more
         s_eps, q, s = np.maximum(s_eps, 0.0), np.maximum(q, 0.0), np.maximum(s, 0.0)
         kov1 = s + np.sqrt(2.0 * q * np.log(math.e + np.sqrt(q) / delta))
         kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
@@ -530,8 +603,11 @@ class Ledger:
         zcdp = (rho_total + 2.0 * np.sqrt(rho_total * math.log(1.0 / delta))) * (1.0 + 1e-12)
         return np.where(rho > 0, zcdp, c)
 
-    def realized_epsilon(self, delta: float) -> np.ndarray:
+    def realized_epsilon(self, delta: float, relation: str = "entry") -> np.ndarray:
         """(R,) worst record's epsilon at ``delta`` (NaN for untracked replicates).
+
+        ``relation="round"``: the worst round's, composing every release touching any of its
+        records (see the module docstring); "entry" (default): the worst record's.
 
         Cheap mode: per record, the minimum of the accountants computable from the tracked sums --
         pure (sum eps), KOV heterogeneous advanced composition (which dominates DRV's), and GDP
@@ -544,15 +620,19 @@ class Ledger:
         if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         delta = float(delta)
+        if relation not in ("entry", "round"):
+            raise ValueError(f"relation must be 'entry' or 'round', got {relation!r}")
         if self.tight:
             out = np.full(self.replicates, np.nan)
             for r in range(self.replicates):
-                multisets = self.maximal_record_events(r)
+                multisets = self.maximal_record_events(r, relation=relation)
                 out[r] = max((self._event_epsilon(ev, delta) for ev in multisets), default=0.0)
             return out
         out = np.full(self.replicates, np.nan)
         if self._n_tracked == 0:
             return out
+        if relation == "round" and self._rounds is not None:
+            return self._realized_by_round(delta, out)
         if not {_S_EPS, _S_RHO} & self._diff.keys():  # Gaussian releases only: GDP, worst = largest mu
             (mu2,) = self._totals(_S_MU2)
             worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
@@ -563,6 +643,19 @@ class Ledger:
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
         mu = np.where(rho > 0, np.inf, np.sqrt(np.maximum(mu2, 0.0)))
         mu = mu.reshape(self._n_tracked, -1)
+        for r in range(self._n_tracked):
+            out[r] = self._worst_min(closed[r], mu[r], delta)
+        return out
+
+    def _realized_by_round(self, delta: float, out: np.ndarray) -> np.ndarray:
+        """realized_epsilon for relation "round": the closed forms on per-round sums of the records'
+        additive statistics (exact composition: a round has at most one record per stream)."""
+        if self._top == 0:
+            out[: self._n_tracked] = 0.0
+            return out
+        mu2, rho, s_eps, q, s, gauss = self._by_round(self._totals(_S_MU2, _S_RHO, _S_EPS, _S_EPS2, _S_TANH, _S_GAUSS))
+        closed = self._closed_form_epsilon(mu2, rho, delta, more=(s_eps, q, s, gauss))
+        mu = np.where(rho > 0, np.inf, np.sqrt(np.maximum(mu2, 0.0)))
         for r in range(self._n_tracked):
             out[r] = self._worst_min(closed[r], mu[r], delta)
         return out
@@ -620,9 +713,10 @@ class Ledger:
                     mechanism=np.array([names[int(m)] for m in rel["mech"]], dtype=object),
                     node=rel["node"])
 
-    def record_multisets(self, replicate: int) -> tuple[list, np.ndarray]:
+    def record_multisets(self, replicate: int, relation: str = "entry") -> tuple[list, np.ndarray]:
         """Tight mode: (leaves, counts) with counts[j, i] = copies of leaves[i] in the j-th distinct
-        per-record multiset of ``replicate`` (records that no release touched are omitted)."""
+        per-record multiset of ``replicate`` (records that no release touched are omitted).
+        ``relation="round"``: per-round multisets, the union of the releases of a round's records."""
         self._require_tight("record_multisets()")
         replicate = _whole("replicate", replicate, 0)
         if replicate >= self.replicates:
@@ -643,13 +737,28 @@ class Ledger:
         np.add.at(diff, (st, lo, leaf_idx), 1)
         np.add.at(diff, (st, hi, leaf_idx), -1)
         counts = np.cumsum(diff, axis=1)[:, :-1, :].reshape(-1, len(leaves))
+        if relation == "round":
+            counts = self._tight_by_round(replicate, counts, n_pos - 1)
         counts = counts[counts.sum(axis=1) > 0]
         return leaves, np.unique(counts, axis=0)
 
-    def maximal_record_events(self, replicate: int) -> list[Event]:
-        """Tight mode: the per-record release multisets of ``replicate`` not contained in another
-        record's, as events -- the candidates for the worst record under any accountant."""
-        leaves, counts = self.record_multisets(replicate)
+    def _tight_by_round(self, replicate: int, counts: np.ndarray, n_pos: int) -> np.ndarray:
+        """Sum per-record counts ((K * n_pos, L), stream-major) over the records of each noted round."""
+        units = np.arange(counts.shape[0], dtype=np.int64) + 1  # own unit per record, ids > 0 ...
+        if self._round_chunks:
+            rep, st, pos, t = np.concatenate(self._round_chunks, axis=1)
+            sel = (rep == replicate) & (pos < n_pos)
+            units[st[sel] * n_pos + pos[sel]] = -t[sel]  # ... noted rounds map to ids <= -1
+        _, inverse = np.unique(units, return_inverse=True)
+        out = np.zeros((int(inverse.max()) + 1, counts.shape[1]), dtype=np.int64)
+        np.add.at(out, inverse.ravel(), counts)
+        return out
+
+    def maximal_record_events(self, replicate: int, relation: str = "entry") -> list[Event]:
+        """Tight mode: the per-record (``relation="round"``: per-round) release multisets of
+        ``replicate`` not contained in another's, as events -- the candidates for the worst record
+        (round) under any accountant."""
+        leaves, counts = self.record_multisets(replicate, relation)
         if counts.shape[0] == 0:
             return []
         keep = []
@@ -664,7 +773,7 @@ class Ledger:
     def _event_epsilon(event: Event, delta: float) -> float:
         return best_epsilon(event, delta).value
 
-    def worst_record_event(self, replicate: int, *, delta: float = 1e-6) -> Event:
+    def worst_record_event(self, replicate: int, *, delta: float = 1e-6, relation: str = "entry") -> Event:
         """Tight mode: the exact multiset of releases of the worst record of ``replicate``.
 
         Records whose multiset is contained in another's are never worse; among the maximal ones
@@ -672,7 +781,7 @@ class Ledger:
         Returns ``NO_EVENT`` when no release touched the replicate. Cheap mode raises ValueError.
         """
         self._require_tight("worst_record_event()")
-        events = self.maximal_record_events(replicate)
+        events = self.maximal_record_events(replicate, relation)
         if not events:
             return NO_EVENT
         if len(events) == 1:

@@ -39,6 +39,8 @@ class SimulationResult:
             composition. None with a tight ledger (compare with ``certified_epsilon``) or none.
         claimed_epsilon: the source paper's claimed epsilon for this configuration, if any.
         arms: the arm played by each replicate in each round, shape (horizon, replicates), if kept.
+        relation: the neighbouring relation the certified and realized epsilons are for, "entry"
+            or "round" (``privbandit.feedback.RELATIONS``; they coincide for bandit feedback).
     """
 
     policy: dict[str, Any]
@@ -60,6 +62,7 @@ class SimulationResult:
     arms: np.ndarray | None = None
     certified_closed_form: np.ndarray | None = None
     seconds: float = math.nan
+    relation: str = "entry"
 
     @property
     def name(self) -> str:
@@ -102,6 +105,7 @@ class SimulationResult:
             "realized_within_certificate": (None if self.realized_epsilon is None
                                             else self.realized_within_certificate()),
             "delta": self.delta,
+            "relation": self.relation,
             "horizon": self.horizon,
             "replicates": self.replicates,
         }
@@ -134,6 +138,7 @@ class SimulationResult:
         return {
             "policy": self.policy, "environment": self.environment, "horizon": self.horizon,
             "replicates": self.replicates, "seed": _jsonable(self.seed), "delta": self.delta,
+            "relation": self.relation,
             "claimed_epsilon": self.claimed_epsilon, "seconds": self.seconds,
         }
 

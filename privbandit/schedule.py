@@ -24,7 +24,14 @@ from accountants.events import NO_EVENT
 
 
 class PrivacySchedule(abc.ABC):
-    """Worst-case per-record composition as a function of the number of rounds."""
+    """Worst-case per-record composition as a function of the number of rounds.
+
+    ``relation`` says which neighbours it bounds (``privbandit.feedback.RELATIONS``): "entry" (one
+    revealed (round, arm) entry differs; with bandit feedback the same as "round") or "round" (one
+    round's whole reward vector and context differ).
+    """
+
+    relation: str = "entry"
 
     @abc.abstractmethod
     def events(self, rounds: int) -> Event:
@@ -128,6 +135,7 @@ class EventSchedule(PrivacySchedule):
     """A schedule given by a function ``rounds -> Event``."""
 
     function: Callable[[int], Event]
+    relation: str = "entry"
 
     def events(self, rounds: int) -> Event:
         return self.function(rounds) if rounds > 0 else NO_EVENT

@@ -4,6 +4,13 @@ An :class:`Environment` is an immutable, validated configuration; :meth:`Environ
 :class:`EnvironmentRun` bound to a number of replicates and a ``numpy.random.Generator``. A run
 answers ``rewards(t, arms)`` with one reward per replicate for the arm that replicate pulled in round
 ``t`` (1-based), and the engine computes pseudo-regret from ``expected(t, arms)`` and ``best(t)``.
+
+The feedback contract (privbandit/feedback.py, docs/feedback.md) extends this without changing it:
+``offer(t)`` (contexts, a feedback graph; None by default), ``feedback(t, arms)`` (the played arm's
+reward and any side observations; wraps ``rewards`` by default) and ``regret(t, arms)`` (for
+environments whose instantaneous regret is not ``best(t) - expected(t, arms)``, e.g. contexts drawn
+per run, or an adaptive adversary). The engine calls the defaults' fast path when a run does not
+override them, so K-armed environments pay nothing for the extension.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 import abc
 
 import numpy as np
+
+from privbandit.feedback import Feedback, Offer
 
 
 class EnvironmentRun(abc.ABC):
@@ -20,6 +29,30 @@ class EnvironmentRun(abc.ABC):
     def rewards(self, t: int, arms: np.ndarray) -> np.ndarray:
         """Rewards (shape ``(replicates,)``) of ``arms[r]`` in round ``t`` for every replicate r."""
 
+    def offer(self, t: int) -> Offer | None:
+        """What the learner sees in round ``t`` before choosing; None (the default) for nothing."""
+        return None
+
+    def feedback(self, t: int, arms: np.ndarray) -> Feedback:
+        """What the learner observes after playing ``arms`` in round ``t``.
+
+        The default is bandit feedback, ``Feedback(arms, self.rewards(t, arms))``: the same calls
+        and random streams as ``rewards``. Environments with side observations override it and fill
+        ``observed`` / ``values``.
+        """
+        return Feedback(arms, self.rewards(t, arms))
+
+    def regret(self, t: int, arms: np.ndarray) -> np.ndarray:
+        """Instantaneous (pseudo-)regret of round ``t``, shape (replicates,), called after ``feedback``.
+
+        Override it only where regret depends on the run's state (contexts drawn per run, an
+        adaptive adversary's memory). A run that does not override it leaves the computation to the
+        engine, which evaluates ``env.best(t) - env.expected(t, arms)`` vectorised over blocks of
+        rounds (bit-identical to doing it round by round); calling this default raises ValueError.
+        """
+        raise ValueError(f"{type(self).__name__} does not define a per-round regret: the engine computes "
+                         "env.best(t) - env.expected(t, arms) for it")
+
 
 class Environment(abc.ABC):
     """A bandit instance: ``n_arms`` arms and their expected rewards."""
@@ -27,6 +60,14 @@ class Environment(abc.ABC):
     name: str = "environment"
     #: True when every reward lies in [0, 1] by construction, so the engine need not clip.
     rewards_in_unit_interval: bool = False
+    #: What its runs' ``offer`` provides, a subset of ``privbandit.feedback.CAPABILITIES``
+    #: ({"contexts", "graph"}); the engine refuses a policy requiring something not offered.
+    offers: frozenset = frozenset()
+
+    def structure(self) -> dict:
+        """Keywords for ``Policy.privacy_schedule`` describing this instance's feedback structure
+        (e.g. ``{"max_degree": 3}`` for a feedback graph); empty for K-armed bandit feedback."""
+        return {}
 
     @property
     @abc.abstractmethod

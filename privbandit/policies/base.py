@@ -8,6 +8,16 @@ replicates in lock-step:
 * ``select(t)`` returns the arm of every replicate for round ``t`` (1-based), shape (replicates,);
 * ``update(t, arms, rewards)`` feeds back the rewards, already clipped to [0, 1] by the engine.
 
+The feedback contract (privbandit/feedback.py, docs/feedback.md) adds, without changing the above:
+
+* ``requires`` (class attribute): the offers a policy needs, a subset of {"contexts", "graph"}; a
+  policy with a non-empty ``requires`` is called as ``select(t, offer)``, every other as ``select(t)``;
+* ``observe(t, feedback)``: called instead of ``update`` when the environment reveals side
+  observations; the default passes the played arms' rewards to ``update``;
+* ``privacy_schedule(horizon, n_arms, **structure)``: structure keywords (``relation=``,
+  ``max_degree=``, ...) are passed only to policies that take them;
+* :func:`note_rounds`: tells the ledger the round of inserted records (round-level accounting).
+
 Every noise draw of a private policy happens inside a mechanism of ``privbandit.mechanisms`` that
 reports it to the ledger the run was started with.
 """
@@ -20,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from accountants import _validate
+from privbandit.feedback import Feedback, check_relation
 from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
 
 
@@ -27,10 +38,20 @@ class PolicyRun(abc.ABC):
     """The state of one policy across lock-stepped replicates."""
 
     @abc.abstractmethod
-    def select(self, t: int) -> np.ndarray: ...
+    def select(self, t: int) -> np.ndarray:
+        """Arms of every replicate for round ``t``, shape (R,). Policies with a non-empty
+        ``requires`` define ``select(self, t, offer)`` and receive the round's ``Offer``."""
 
     @abc.abstractmethod
     def update(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None: ...
+
+    def observe(self, t: int, feedback: Feedback) -> None:
+        """Learn from a round with side observations (``feedback.observed`` is not None).
+
+        The default ignores the side observations and learns from the played arms only, so
+        policies that have no use for them need not change.
+        """
+        self.update(t, feedback.arms, feedback.rewards)
 
 
 class Policy(abc.ABC):
@@ -38,6 +59,8 @@ class Policy(abc.ABC):
 
     name: ClassVar[str] = "policy"
     private: ClassVar[bool] = False
+    #: Offers this policy needs from the environment (subset of {"contexts", "graph"}).
+    requires: ClassVar[frozenset] = frozenset()
 
     @abc.abstractmethod
     def start(self, n_arms: int, replicates: int, horizon: int, rng: np.random.Generator,
@@ -45,7 +68,12 @@ class Policy(abc.ABC):
         """A fresh run; ``ledger`` (a ``privbandit.ledger.Ledger`` or None) receives every noise draw."""
 
     def privacy_schedule(self, horizon: int, n_arms: int) -> PrivacySchedule:
-        """The worst-case per-record releases over ``horizon`` rounds; non-private by default."""
+        """The worst-case per-record releases over ``horizon`` rounds; non-private by default.
+
+        Policies for structured feedback extend the signature with keywords (``relation="entry"``
+        or ``"round"``, ``max_degree=`` for graphs, ...); :func:`schedule_for` passes them only
+        when the environment has structure.
+        """
         return NonPrivateSchedule()
 
     def claimed_epsilon(self, horizon: int, n_arms: int, delta: float) -> float | None:
@@ -108,3 +136,37 @@ def check_arms(n_arms: int, horizon: int) -> None:
         raise ValueError(f"n_arms must be >= 2, got {n_arms}")
     if horizon < n_arms:
         raise ValueError(f"horizon must be >= n_arms ({n_arms}), got {horizon}")
+
+
+def note_rounds(ledger, t: int, observed: np.ndarray, positions: np.ndarray) -> None:
+    """Tell ``ledger`` (or nothing, when it is None) that the records inserted in round ``t`` at
+    ``positions[r, k]`` of stream k for every ``observed[r, k]`` belong to that round.
+
+    Needed only by policies that insert more than one record per round (side observations): the
+    ledger then composes, for ``relation="round"``, every release touching any record of a round.
+    A record never noted is its own round (exact for bandit feedback).
+    """
+    if ledger is None:
+        return
+    rows, cols = np.nonzero(observed)
+    if rows.size:
+        ledger.note_rounds(rows, cols, np.asarray(positions)[rows, cols], t)
+
+
+def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,
+                 relation: str = "entry") -> PrivacySchedule:
+    """``policy``'s schedule for an environment with ``structure`` under ``relation``.
+
+    Without structure (K-armed bandit feedback: one revealed entry per round) entry- and
+    round-level neighbours coincide (the round's only record is its revealed entry), so the plain
+    ``privacy_schedule(horizon, n_arms)`` serves both. With structure the keywords and the relation
+    are passed on; a policy whose schedule does not take them gets a ValueError naming them.
+    """
+    check_relation(relation)
+    if not structure:
+        return policy.privacy_schedule(horizon, n_arms)
+    try:
+        return policy.privacy_schedule(horizon, n_arms, relation=relation, **structure)
+    except TypeError as exc:
+        raise ValueError(f"policy {policy.name!r} has no privacy schedule for the structure "
+                         f"{ {**structure, 'relation': relation} } ({exc})") from None
