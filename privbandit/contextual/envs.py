@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from privbandit.contextual.contract import Feedback, Offer
+from privbandit.feedback import Feedback, Offer
 from privbandit.envs.base import Environment, EnvironmentRun
 
 DATASETS = ("digits", "wine", "breast_cancer", "iris")
