@@ -11,6 +11,7 @@ from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
 from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
+from privbandit.policies.linear import JointDPLinUCB, LinTS, LinUCB, PrivateLinTS, PrivateLinUCB
 from privbandit.policies.private_ts import PrivateTS
 from privbandit.policies.private_ucb import PrivateUCB
 from privbandit.policies.thompson import BetaTS
@@ -30,6 +31,11 @@ REGISTRY: dict[str, type[Policy]] = {
     DPUCBInt.name: DPUCBInt,
     DPSE.name: DPSE,
     AnytimeLazyUCB.name: AnytimeLazyUCB,
+    LinUCB.name: LinUCB,
+    LinTS.name: LinTS,
+    PrivateLinUCB.name: PrivateLinUCB,
+    PrivateLinTS.name: PrivateLinTS,
+    JointDPLinUCB.name: JointDPLinUCB,
 }
 
 
@@ -51,4 +57,4 @@ def make_policy(name: str, **params) -> Policy:
 
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
-           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "REGISTRY", "register", "make_policy"]
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "LinUCB", "LinTS", "PrivateLinUCB", "PrivateLinTS", "JointDPLinUCB", "REGISTRY", "register", "make_policy"]
