@@ -276,17 +276,18 @@ class PrivateLinearPolicy(LinearPolicy):
     """Mishra & Thakurta's private LinUCB (Alg. 3) / linear TS (Alg. 4), reconstructed (module docstring).
 
     ``epsilon`` is the paper's total (``S eps0``, ``S = d(d+1)/2 + d`` streams per arm); ``dim`` (d)
-    and ``bound`` (L) are required by the privacy analysis; ``shift`` the ridge added to the noisy
-    ``A`` (default: the data-independent ``d sqrt(2 levels) levels L^2 / eps0``, about the Frobenius
-    norm of the noise matrix; the appendix's choice was not recovered, ALGORITHMS.md 3.5 [?])."""
+    and ``bound`` (L) are required by the privacy analysis; ``shift`` an extra ridge added to the
+    noisy ``A`` (default 0: the appendix's choice was not recovered, ALGORITHMS.md 3.5 [?]; the noisy
+    ``A + lambda I`` has its spectrum floored at ``lambda``, which measured better than a shift of
+    the noise's Frobenius scale, :meth:`noise_scale_shift`, see docs/policies_contextual.md)."""
 
     private = True
 
     def __init__(self, epsilon: float = 1.0, dim: int = 5, bound: float = 1.0, alpha: float = 1.0,
-                 regularization: float = 1.0, shift: float | None = None, contexts: str = "clip") -> None:
+                 regularization: float = 1.0, shift: float = 0.0, contexts: str = "clip") -> None:
         super().__init__(alpha, regularization, "disjoint", _check_dim(dim), bound, contexts)
         self.epsilon = check_positive("epsilon", epsilon)
-        self.shift = None if shift is None else float(check_positive("shift", shift)) if shift != 0 else 0.0
+        self.shift = 0.0 if shift == 0 else check_positive("shift", shift)
 
     @property
     def streams_per_arm(self) -> int:
@@ -313,16 +314,17 @@ class PrivateLinearPolicy(LinearPolicy):
                                    scale=levels / self.eps0, sensitivity=self.sensitivity(), weights=self.weights(),
                                    rng=rng, ledger=ledger, name=f"{self.name}/tree")
 
-    def default_shift(self, horizon: int) -> float:
+    def noise_scale_shift(self, horizon: int) -> float:
+        """``d sqrt(2 levels) levels L^2 / eps0``: about the Frobenius norm of the noise on ``A`` (a
+        data-independent ridge one may pass as ``shift``)."""
         levels = int(horizon).bit_length()
         return self.dim * math.sqrt(2.0 * levels) * levels * self.bound ** 2 / self.eps0
 
     def _statistics(self, n_groups, replicates, horizon, rng, ledger, dim):
         if dim != self.dim:
             raise ValueError(f"contexts have dimension {dim}, but the policy declares dim={self.dim}")
-        shift = self.default_shift(horizon) if self.shift is None else self.shift
         return _NoisyStatistics(self.tree(n_groups, replicates, horizon, rng, ledger), n_groups, replicates,
-                                dim, self.regularization, shift, with_r2=False)
+                                dim, self.regularization, self.shift, with_r2=False)
 
     def privacy_schedule(self, horizon, n_arms):
         return MishraSchedule(self.tree(1, 1, horizon, np.random.default_rng(0), None), horizon)
@@ -349,7 +351,7 @@ class PrivateLinTS(PrivateLinearPolicy):
     index_kind = "ts"
 
     def __init__(self, epsilon: float = 1.0, dim: int = 5, bound: float = 1.0, v: float = 0.5,
-                 regularization: float = 1.0, shift: float | None = None, contexts: str = "clip") -> None:
+                 regularization: float = 1.0, shift: float = 0.0, contexts: str = "clip") -> None:
         super().__init__(epsilon, dim, bound, 1.0, regularization, shift, contexts)
         self.v = check_positive("v", v)
 
