@@ -184,8 +184,8 @@ class _ExactStatistics:
 
 
 class _NoisyStatistics:
-    """Per-group statistics released by a vector tree; ``A~ = noisy A + (lambda + shift) I`` with its
-    spectrum floored at ``lambda`` (post-processing), ``theta = A~^-1 b~``."""
+    """Per-group statistics released by a vector tree; ``A~ = noisy A + (lambda + shift) I``, shifted
+    further until its smallest eigenvalue is at least ``lambda`` (post-processing), ``theta = A~^-1 b~``."""
 
     def __init__(self, tree: VectorTreeMechanism, n_groups, replicates, dim, regularization, shift, with_r2):
         self.tree, self.dim, self.with_r2 = tree, dim, with_r2
@@ -278,8 +278,9 @@ class PrivateLinearPolicy(LinearPolicy):
     ``epsilon`` is the paper's total (``S eps0``, ``S = d(d+1)/2 + d`` streams per arm); ``dim`` (d)
     and ``bound`` (L) are required by the privacy analysis; ``shift`` an extra ridge added to the
     noisy ``A`` (default 0: the appendix's choice was not recovered, ALGORITHMS.md 3.5 [?]; the noisy
-    ``A + lambda I`` has its spectrum floored at ``lambda``, which measured better than a shift of
-    the noise's Frobenius scale, :meth:`noise_scale_shift`, see docs/policies_contextual.md)."""
+    ``A + lambda I`` is shifted just enough that its smallest eigenvalue is at least ``lambda``, which
+    measured better than a shift of the noise's Frobenius scale, :meth:`noise_scale_shift`; see
+    docs/policies_contextual.md)."""
 
     private = True
 

@@ -31,9 +31,11 @@ def test_sherman_morrison_matches_inverse():
     np.testing.assert_allclose(linalg.sherman_morrison(np.linalg.inv(a), z), expected, rtol=1e-9, atol=1e-12)
 
 
-def test_regularized_inverse_floors_the_spectrum():
-    a = np.array([[[2.0, 0.0], [0.0, -5.0]]])  # not positive definite (a noisy Gram matrix can be)
-    np.testing.assert_allclose(linalg.regularized_inverse(a, 1.0)[0], np.diag([0.5, 1.0]))
+def test_regularized_inverse_shifts_the_spectrum_to_the_floor():
+    a = np.array([[[2.0, 0.0], [0.0, -5.0]], [[3.0, 0.0], [0.0, 2.0]]])  # the first is not PD
+    out = linalg.regularized_inverse(a, 1.0)
+    np.testing.assert_allclose(out[0], np.diag([1 / 8, 1.0]))  # shifted by 6: eigenvalues 8 and 1
+    np.testing.assert_allclose(out[1], np.diag([1 / 3, 1 / 2]))  # already above the floor
 
 
 def test_bound_contexts_clip_and_reject():
@@ -66,3 +68,12 @@ def test_indices_match_direct_formulas():
 
 def test_lin_ucb_alpha():
     assert linalg.lin_ucb_alpha(0.05) == pytest.approx(1 + math.sqrt(math.log(40) / 2))
+
+
+def test_regularized_inverse_is_the_inverse_above_the_floor():
+    rng = np.random.default_rng(4)
+    m = rng.standard_normal((3, 4, 4))
+    a = m @ m.transpose(0, 2, 1) + 2.0 * np.eye(4)  # every eigenvalue > 1: no shift
+    w, v = np.linalg.eigh(a)
+    np.testing.assert_allclose(linalg.regularized_inverse(a, 1.0), np.einsum("bij,bj,bkj->bik", v, 1 / w, v),
+                               rtol=1e-10)
