@@ -4,5 +4,7 @@ the linear policies (``privbandit.policies.linear``). Contextual runs use the en
 contract (docs/feedback.md): ``privbandit.simulate(policy, env, ...)``."""
 
 from privbandit.contextual.envs import DATASETS, ClassificationBandit, LinearContextual, load_dataset
+from privbandit.contextual.replay import LoggedData, ReplayResult, ips_value, load_log, replay, uniform_log
 
-__all__ = ["ClassificationBandit", "DATASETS", "LinearContextual", "load_dataset"]
+__all__ = ["ClassificationBandit", "DATASETS", "LinearContextual", "LoggedData", "ReplayResult", "ips_value",
+           "load_dataset", "load_log", "replay", "uniform_log"]
