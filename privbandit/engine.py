@@ -202,7 +202,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # The schedule first: a policy without a schedule for this structure fails before the run.
     schedule = schedule_for(policy, horizon, n_arms, env.structure(), relation)
     book = None
-    if ledger and policy.private:
+    if ledger and policy.private and getattr(policy, "records_releases", True):
         from privbandit.ledger import Ledger
 
         book = Ledger(replicates, n_arms, tight=(ledger == "tight"), max_tracked_bytes=max_tracked_bytes,

@@ -15,10 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from privbandit.contextual import ClassificationBandit, LinearContextual
-from privbandit.envs import Bernoulli, TruncatedExponential
+from privbandit.envs import (Bernoulli, OneMemoryAdversary, TruncatedExponential, auer_lower_bound,
+                             shifted_stochastic, switching_best_arm)
 from privbandit.policies import (
     DPSE,
     DPTS,
+    EXP3,
+    DPEXP3Lap,
+    EXP3Tau,
+    PrivateEXP3,
     UCB1,
     AnytimeLazyUCB,
     BetaTS,
@@ -140,6 +145,27 @@ def chowdhury2022_linear(horizon: int):
     return policies, {"linear shared d=5 K=100": LinearContextual(5, 100, noise=0.1, model="shared")}
 
 
+def tossou2017_adversarial(horizon: int):
+    """Tossou & Dimitrakakis (AAAI 2017; seed 002 section 3.2): EXP3, DP-EXP3-Lap at eps in
+    {0.1, 1, 10}, Agarwal & Singh's private EXP3 at the same eps, and EXP3-tau (tau = ceil(T^(1/3))) on the hard sequences (docs/policies_adversarial.md):
+    a best arm switching every T/4 rounds, a stochastic instance whose best arm shifts at T/2, the
+    Auer et al. lower-bound construction, and a 1-memory adaptive adversary (switching cost 1/2 on
+    the switching sequence; policy regret). The tables are drawn from fixed seeds (oblivious)."""
+    policies = {"EXP3": EXP3(), "EXP3-tau": EXP3Tau()}
+    for eps in (0.1, 1.0, 10.0):
+        policies[f"DP-EXP3-Lap eps={eps:g}"] = DPEXP3Lap(epsilon=eps)
+        policies[f"Private EXP3 (Agarwal-Singh) eps={eps:g}"] = PrivateEXP3(epsilon=eps)
+    switching = switching_best_arm(horizon, 5, 4, seed=2017)
+    envs = {
+        "switching best arm (m=4)": switching,
+        "shifted stochastic": shifted_stochastic(horizon, [0.7, 0.5, 0.5, 0.5, 0.3], [0.3, 0.5, 0.5, 0.5, 0.7],
+                                                 seed=2017),
+        "Auer et al. lower bound": auer_lower_bound(horizon, 5, seed=2017),
+        "1-memory adversary (cost 1/2)": OneMemoryAdversary(switching.table, cost=0.5),
+    }
+    return policies, envs
+
+
 EXPERIMENTS: dict[str, Callable] = {
     "tossou2016-2arm": tossou2016([0.9, 0.6]),
     "tossou2016-10arm": tossou2016([0.1] * 8 + [0.55, 0.2]),
@@ -148,6 +174,7 @@ EXPERIMENTS: dict[str, Callable] = {
     "mishra2015": mishra2015,
     "mishra2015-contextual": mishra2015_contextual,
     "chowdhury2022-linear": chowdhury2022_linear,
+    "tossou2017-adversarial": tossou2017_adversarial,
 }
 
 

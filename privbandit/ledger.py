@@ -150,8 +150,9 @@ class Ledger:
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
         self._mu_cache: dict[float, float] = {}
-        # Round of each tracked record, (capacity, R_tracked, K) int64, -1 = never noted; created by
-        # the first note_rounds (tight mode keeps every noted record in _round_chunks instead).
+        # Round of each tracked record, (capacity, R_tracked, K) int32, 0 = never noted; created by
+        # the first note_rounds (zeroed, so only the pages written cost memory; tight mode also keeps
+        # every noted record in _round_chunks).
         self._rounds: np.ndarray | None = None
         self._round_chunks: list[np.ndarray] = []
 
@@ -189,7 +190,7 @@ class Ledger:
             new[: self._capacity + 1] = old[:, :n_tracked]
             self._diff[stat] = new
         if self._rounds is not None:
-            tags = np.full((cap, n_tracked, self.streams), -1, dtype=np.int64)
+            tags = np.zeros((cap, n_tracked, self.streams), dtype=np.int32)
             tags[: self._capacity] = self._rounds[:, :n_tracked]
             self._rounds = tags
         self._capacity = cap
@@ -488,6 +489,8 @@ class Ledger:
         docstring. Positions beyond the current capacity grow it (as a release would).
         """
         t = _whole("t", t, 1)
+        if t >= 2**31:
+            raise ValueError(f"t must lie in [1, 2^31), got {t}")
         rep, st, pos = (np.atleast_1d(np.asarray(a)) for a in (replicate, stream, position))
         if any(a.ndim > 1 or (a.size and not np.issubdtype(a.dtype, np.integer)) for a in (rep, st, pos)):
             raise ValueError("replicate, stream and position must be 1-D integer arrays or scalars")
@@ -508,7 +511,7 @@ class Ledger:
         if self._n_tracked == 0:
             return
         if self._rounds is None:
-            self._rounds = np.full((self._capacity, self._n_tracked, self.streams), -1, dtype=np.int64)
+            self._rounds = np.zeros((self._capacity, self._n_tracked, self.streams), dtype=np.int32)
         keep = rep < self._n_tracked
         self._rounds[pos[keep], rep[keep], st[keep]] = t
 
@@ -518,9 +521,9 @@ class Ledger:
         shape = (self._n_tracked, self.streams, n_pos)
         if self._rounds is None:
             return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
-        tags = np.moveaxis(self._rounds[:n_pos], 0, 2)
+        tags = np.moveaxis(self._rounds[:n_pos], 0, 2).astype(np.int64)
         own = tags.max(initial=0) + 1 + np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
-        return np.where(tags >= 0, tags, own)
+        return np.where(tags > 0, tags, own)
 
     def _by_round(self, totals: list[np.ndarray]) -> list[np.ndarray]:
         """Sum per-record totals (each (R_tracked, K, top)) over the records of each round, per

@@ -57,3 +57,20 @@ class LaplaceRelease(_Release):
                                        self.sampler.effective_sensitivity(sensitivity),
                                        mechanism=self.name, node=node)
         return noisy
+
+    def release_records(self, values: np.ndarray, scale: float, replicate: np.ndarray, stream: np.ndarray,
+                        position: np.ndarray) -> np.ndarray:
+        """One release per record: ``values[i] + Lap(scale)``, where ``values[i]`` is record
+        ``position[i]`` of stream ``stream[i]`` of replicate ``replicate[i]`` (a reward in [0, 1]:
+        sensitivity 1; footprint [position, position + 1)). Equivalent to :meth:`release` with those
+        arguments, for a policy's internal path: ``values`` is a float array, ``scale`` a validated
+        float, and the index arrays are fresh (never modified afterwards; staged uncopied)."""
+        if self.sampler.exact:  # rewards are not on the grid: the public path rounds them
+            noisy = self.sampler.laplace_release(values, scale)
+        else:
+            noisy = self.sampler._sum_release(values, scale)
+        if self.ledger is not None:
+            self.ledger._record_from_mechanism(
+                replicate, stream, position, position + 1, float(self.sampler.effective_scale(scale)),
+                float(self.sampler.effective_sensitivity(1.0)), self.name, None)
+        return noisy

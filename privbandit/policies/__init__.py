@@ -6,6 +6,7 @@ from keyword parameters (the class validates them).
 
 from __future__ import annotations
 
+from privbandit.policies.adversarial import DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
@@ -36,6 +37,10 @@ REGISTRY: dict[str, type[Policy]] = {
     PrivateLinUCB.name: PrivateLinUCB,
     PrivateLinTS.name: PrivateLinTS,
     JointDPLinUCB.name: JointDPLinUCB,
+    EXP3.name: EXP3,
+    DPEXP3Lap.name: DPEXP3Lap,
+    EXP3Tau.name: EXP3Tau,
+    PrivateEXP3.name: PrivateEXP3,
 }
 
 
@@ -57,4 +62,6 @@ def make_policy(name: str, **params) -> Policy:
 
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
-           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "LinUCB", "LinTS", "PrivateLinUCB", "PrivateLinTS", "JointDPLinUCB", "REGISTRY", "register", "make_policy"]
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau",
+           "PrivateEXP3", "LinUCB", "LinTS", "PrivateLinUCB", "PrivateLinTS", "JointDPLinUCB", "REGISTRY", "register",
+           "make_policy"]

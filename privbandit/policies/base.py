@@ -59,6 +59,9 @@ class Policy(abc.ABC):
 
     name: ClassVar[str] = "policy"
     private: ClassVar[bool] = False
+    #: False for private policies whose randomness is not noise draws (e.g. EXP3's arm sampling):
+    #: their certificate is a proof about the sampling, and the engine keeps no ledger for them.
+    records_releases: ClassVar[bool] = True
     #: Offers this policy needs from the environment (subset of {"contexts", "graph"}).
     requires: ClassVar[frozenset] = frozenset()
 

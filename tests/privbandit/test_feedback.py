@@ -216,3 +216,12 @@ def test_unnoted_records_are_their_own_round():
         led.realized_epsilon(1e-6, "rows")
     with pytest.raises(ValueError, match="stream"):
         led.note_rounds(0, 3, 0, 1)
+
+
+def test_round_tags_survive_growth():
+    led = Ledger(1, 2, capacity=4)
+    led.note_rounds(0, np.array([0, 1]), np.array([9, 2]), 7)  # position 9 grows the arrays
+    assert led.capacity >= 10
+    led.record_laplace(0, np.array([0, 1]), np.array([9, 2]), np.array([10, 3]), 1.0, 1.0, mechanism="test")
+    assert led.realized_epsilon(1e-6, "round")[0] == pytest.approx(2.0, rel=1e-6)
+    assert led.realized_epsilon(1e-6)[0] == pytest.approx(1.0, rel=1e-6)

@@ -1,0 +1,35 @@
+"""Before/after check of an engine change: per registry policy (default parameters, epsilon=1 where
+required) and three (seed, environment) pairs -- Bernoulli seeds 0 and 7, a RewardTable with values
+outside [0, 1] (the clipping path) -- a digest of the arms and one of arms + final regret + regret
+mean + pulls + realized epsilon, T = 700, 5 replicates.
+
+Usage: ``PYTHONPATH=<tree> python bench/identity_digests.py out.json`` on each tree, then compare
+the JSON files (keys present in both must be equal).
+"""
+import hashlib, sys, json
+import numpy as np
+from privbandit import simulate
+from privbandit.envs import Bernoulli, RewardTable
+from privbandit.policies import REGISTRY
+
+MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
+out = {}
+names = sorted(REGISTRY)
+for name in names:
+    cls = REGISTRY[name]
+    try:
+        pol = cls()
+    except TypeError:
+        pol = cls(epsilon=1.0)
+    table = np.random.default_rng(3).uniform(-0.2, 1.2, size=(700, 5))
+    for seed, env in ((0, Bernoulli(MEANS)), (7, Bernoulli(MEANS)), (1, RewardTable(table))):
+        res = simulate(pol, env, 700, 5, seed=seed, keep_arms=True, progress=False)
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(res.arms).tobytes())
+        ha = h.hexdigest()[:16]
+        h.update(res.final_regret.tobytes()); h.update(res.regret_mean.tobytes()); h.update(res.pulls.tobytes())
+        r = res.realized_epsilon
+        h.update(np.nan_to_num(r if r is not None else np.zeros(1)).tobytes())
+        out[f"{name}/{seed}"] = (ha, h.hexdigest()[:16])
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+print(len(out), "digests")

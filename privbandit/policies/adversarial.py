@@ -1,0 +1,331 @@
+"""Adversarial-bandit policies: EXP3, DP-EXP3-Lap and EXP3-tau (docs/policies_adversarial.md).
+
+* :class:`EXP3` -- Auer, Cesa-Bianchi, Freund & Schapire (SIAM J. Comput. 2002), Fig. 1 (Exp3):
+  p_i = (1 - gamma) w_i / sum_j w_j + gamma / K, xhat = x / p_I on the played arm,
+  w_I <- w_I exp(gamma xhat / K); gamma = min(1, sqrt(K ln K / ((e - 1) g))) with g = T (Cor. 3.2,
+  rewards in [0, 1] so G_max <= T). Kept as log-weights (eta = gamma / K) for numerical range.
+* :class:`DPEXP3Lap` -- Tossou & Dimitrakakis (AAAI 2017), ALGORITHMS.md 8.1: every observed reward
+  gets Lap(1/eps), is clipped to [-b, b + 1] with b = ln T / eps and rescaled to [0, 1]; EXP3 learns
+  from the rescaled value. Each record is in exactly one Laplace release (sensitivity 1): eps-DP
+  per record, reported to the ledger by :class:`privbandit.mechanisms.laplace.LaplaceRelease`.
+* :class:`PrivateEXP3` -- Agarwal & Singh (ICML 2017), bandit variant: Lap(1/eps) on each observed
+  loss before the importance-weighted update (constants reconstructed, ALGORITHMS.md 12.1).
+* :class:`EXP3Tau` -- Tossou & Dimitrakakis (AAAI 2017), ALGORITHMS.md 8.2: rounds in mini-batches
+  of tau (default ceil(T^(1/3))); one arm per batch, chosen by EXP3 at the batch start; EXP3 learns
+  from g = (batch reward sum) / tau in [0, 1], over n = ceil(T / tau) batch-rounds.
+
+Privacy of EXP3 and EXP3-tau (:class:`ExponentialWeightsSchedule`): the arm sampling is the only
+randomness, so there is no noise draw to report to a ledger; the certificate is a proof about the
+sampling distributions. The thesis's exponential-mechanism argument (each batch's choice is an
+exponential mechanism in the estimated rewards) does not bound the loss by itself: a changed reward
+shifts one log-weight by at most (gamma / K) (1/tau) / p_I <= 1/tau (the exploration floor
+p >= gamma / K), but every later importance weight 1 / p then differs between the neighbours, so
+the shift compounds. What we prove (docs/policies_adversarial.md): with s_1 = 1/tau and
+s_{k+1} = s_k + exp(min(s_k, c)) - 1, c = ln(1 + K (1 - gamma) / gamma), the k-th choice after the
+changed batch has likelihood ratio within exp(+-min(s_k, c)) for every history; these per-choice
+bounds compose adaptively (PureDP events). That certificate is valid and honest, and large: the
+bound saturates at c within a few batches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from accountants.events import NO_EVENT, Composed, Event, Laplace, PureDP, SelfComposed
+from privbandit.mechanisms.laplace import LaplaceRelease
+from privbandit.policies.base import Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_positive
+from privbandit.schedule import EventSchedule, PrivacySchedule
+
+_UNIFORM_BLOCK = 1024
+_MAX_BUFFERED = 2**20
+
+
+def exp3_gamma(n_arms: int, rounds: int) -> float:
+    """Auer et al. (2002), Cor. 3.2 with g = rounds: gamma = min(1, sqrt(K ln K / ((e - 1) g)))."""
+    return min(1.0, math.sqrt(n_arms * math.log(n_arms) / ((math.e - 1.0) * rounds)))
+
+
+def _check_gamma(gamma) -> float | None:
+    if gamma is None:
+        return None
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 < gamma <= 1:
+        raise ValueError(f"gamma must lie in (0, 1] (or be None for Auer et al.'s tuning), got {gamma!r}")
+    return float(gamma)
+
+
+class _Exp3Core:
+    """Lock-stepped EXP3 state: log-weights (R, K); one uniform per replicate per choice.
+
+    Uniforms are drawn in blocks of choices (amortising the generator's call overhead); each choice
+    consumes exactly one fresh uniform per replicate.
+    """
+
+    def __init__(self, replicates: int, n_arms: int, gamma: float, rng: np.random.Generator,
+                 eta: float | None = None) -> None:
+        self.log_w = np.zeros((replicates, n_arms))
+        self.gamma, self.eta, self.k = gamma, gamma / n_arms if eta is None else eta, n_arms
+        self.rows = np.arange(replicates)
+        self.rng = rng
+        self.block = max(1, min(_UNIFORM_BLOCK, _MAX_BUFFERED // replicates))
+        self.uniforms = np.empty((0, replicates))
+        self.pos = 0
+        self.p_played = np.ones(replicates)
+
+    def choose(self) -> np.ndarray:
+        if self.pos == self.uniforms.shape[0]:
+            self.uniforms = self.rng.random((self.block, self.rows.size))
+            self.pos = 0
+        u = self.uniforms[self.pos]
+        self.pos += 1
+        w = np.exp(self.log_w - self.log_w.max(axis=1, keepdims=True))
+        p = w * ((1.0 - self.gamma) / w.sum(axis=1, keepdims=True))
+        p += self.gamma / self.k
+        cdf = np.cumsum(p, axis=1)
+        # inverse-CDF draw; u scaled by the row total so rounding in the sum cannot overrun the last arm
+        arms = np.count_nonzero(cdf[:, :-1] <= (u * cdf[:, -1])[:, None], axis=1)
+        self.p_played = p[self.rows, arms]
+        return arms
+
+    def learn(self, arms: np.ndarray, gains: np.ndarray) -> None:
+        """Importance-weighted update of the arms just chosen (gains in [0, 1], or minus noisy losses)."""
+        self.log_w[self.rows, arms] += self.eta * gains / self.p_played
+
+
+class _Exp3Run(PolicyRun):
+    def __init__(self, replicates, n_arms, gamma, rng):
+        self.core = _Exp3Core(replicates, n_arms, gamma, rng)
+
+    def select(self, t):
+        return self.core.choose()
+
+    def update(self, t, arms, rewards):
+        self.core.learn(arms, rewards)
+
+
+class _DPExp3LapRun(_Exp3Run):
+    def __init__(self, policy, replicates, n_arms, horizon, rng, ledger):
+        super().__init__(replicates, n_arms, policy.gamma_for(n_arms, horizon), rng)
+        self.scale = 1.0 / policy.epsilon
+        self.exact = policy.exact
+        self.b = policy.clip_width(horizon)
+        self.noise = LaplaceRelease(rng, ledger, "dp_exp3_lap", exact=policy.exact)
+        self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)
+
+    def update(self, t, arms, rewards):
+        rows = self.core.rows
+        lo = self.pulls[rows, arms]  # the record's insertion index in its arm's stream
+        noisy = self.noise.release_records(rewards, self.scale, rows, arms, lo)
+        self.pulls[rows, arms] = lo + 1
+        b = self.b
+        self.core.learn(arms, (np.clip(noisy, -b, b + 1.0) + b) / (2.0 * b + 1.0))
+
+
+class _PrivateExp3Run(_Exp3Run):
+    def __init__(self, policy, replicates, n_arms, horizon, rng, ledger):
+        gamma, eta = policy.rates(n_arms, horizon)
+        self.core = _Exp3Core(replicates, n_arms, gamma, rng, eta=eta)
+        self.scale = 1.0 / policy.epsilon
+        self.noise = LaplaceRelease(rng, ledger, "private_exp3", exact=policy.exact)
+        self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)
+
+    def update(self, t, arms, rewards):
+        rows = self.core.rows
+        lo = self.pulls[rows, arms]
+        noisy_loss = self.noise.release_records(1.0 - rewards, self.scale, rows, arms, lo)
+        self.pulls[rows, arms] = lo + 1
+        self.core.learn(arms, -noisy_loss)  # weights exp(-eta Lhat): a loss is a negative gain
+
+
+class _Exp3TauRun(PolicyRun):
+    def __init__(self, policy, replicates, n_arms, horizon, rng):
+        self.tau = policy.tau_for(horizon)
+        batches = -(-horizon // self.tau)
+        self.core = _Exp3Core(replicates, n_arms, policy.gamma_for(n_arms, batches), rng)
+        self.horizon = horizon
+        self.arms = np.zeros(replicates, dtype=np.int64)
+        self.total = np.zeros(replicates)
+
+    def select(self, t):
+        if (t - 1) % self.tau == 0:  # a batch starts: EXP3 chooses its arm
+            self.arms = self.core.choose()
+        return self.arms
+
+    def update(self, t, arms, rewards):
+        self.total += rewards
+        if t % self.tau == 0 or t == self.horizon:
+            # the sum over tau (not over the batch's length): g in [0, 1] with sensitivity 1/tau
+            self.core.learn(self.arms, self.total / self.tau)
+            self.total[:] = 0.0
+
+
+class ExponentialWeightsSchedule(PrivacySchedule):
+    """The certificate of EXP3 on mini-batches of ``tau`` rounds (``tau = 1``: EXP3 itself).
+
+    A record lies in one batch; the choices after that batch are the releases that depend on it.
+    The worst record is in the first batch, so after t rounds it is in ceil(t / tau) - 1 choices,
+    the k-th of which is min(s_k, c)-DP for the neighbouring pair (module docstring), composed as
+    ``PureDP`` events (randomized response's curves: the worst case for a bounded likelihood ratio).
+    """
+
+    def __init__(self, n_arms: int, tau: int, gamma: float) -> None:
+        self.tau, self.gamma = int(tau), float(gamma)
+        # c: the exploration floor bounds any choice's likelihood ratio by (1 - gamma + gamma/K) / (gamma/K)
+        self.cap = math.log1p(n_arms * (1.0 - self.gamma) / self.gamma) if self.gamma < 1 else 0.0
+        steps, s = [], 1.0 / self.tau
+        while self.cap > 0 and s < self.cap and len(steps) < 10_000:
+            steps.append(s)
+            # the next step's bound; rounded up a hair so floating point never errs downward
+            s = (s + math.expm1(s)) * (1.0 + 1e-12)
+        self.growing = steps  # per-choice epsilons below the cap; every later choice costs the cap
+
+    def choices(self, rounds: int) -> int:
+        return max(0, -(-int(rounds) // self.tau) - 1)
+
+    def per_choice(self, m: int) -> np.ndarray:
+        """The epsilons of the first ``m`` choices after the record's batch."""
+        head = np.asarray(self.growing[:m])
+        return np.concatenate([head, np.full(max(0, m - head.size), self.cap)])
+
+    def events(self, rounds: int) -> Event:
+        m = self.choices(rounds)
+        if m == 0 or self.cap == 0:
+            return NO_EVENT
+        parts = [PureDP(e) for e in self.growing[:m]]
+        if m > len(self.growing):
+            parts.append(SelfComposed(PureDP(self.cap), m - len(self.growing)))
+        return parts[0] if len(parts) == 1 else Composed(tuple(parts))
+
+
+class EXP3(Policy):
+    """EXP3 (Auer, Cesa-Bianchi, Freund & Schapire 2002, Fig. 1; gamma from Cor. 3.2 with g = T).
+
+    Its certificate is :class:`ExponentialWeightsSchedule` with tau = 1: finite and proven, but
+    large (EXP3 is not a useful private algorithm by this argument; docs/policies_adversarial.md).
+    """
+
+    name = "exp3"
+    private = True
+    records_releases = False  # its randomness is the arm sampling itself: no noise draws to record
+
+    def __init__(self, gamma: float | None = None):
+        self.gamma = _check_gamma(gamma)
+
+    def gamma_for(self, n_arms: int, rounds: int) -> float:
+        return self.gamma if self.gamma is not None else exp3_gamma(n_arms, rounds)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _Exp3Run(replicates, n_arms, self.gamma_for(n_arms, horizon), rng)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return ExponentialWeightsSchedule(n_arms, 1, self.gamma_for(n_arms, horizon))
+
+    def params(self):
+        return {"policy": self.name, "gamma": self.gamma}
+
+
+class DPEXP3Lap(PureEpsilonPolicy):
+    """DP-EXP3-Lap (Tossou & Dimitrakakis, AAAI 2017; ALGORITHMS.md 8.1): Lap(1/eps) on every observed
+    reward, clipped to [-b, b + 1] with b = ln T / eps (so P(|noise| > b) = 1/T), rescaled to [0, 1]
+    and fed to EXP3 (Auer et al. 2002; gamma from Cor. 3.2 with g = T -- the paper's EXP3 constants are
+    not recoverable, ALGORITHMS.md 8.1 [?]). Privacy: eps-DP per record (one Laplace release each)."""
+
+    name = "dp_exp3_lap"
+    claim_source = "Tossou & Dimitrakakis (AAAI 2017), DP-EXP3-Lap"
+
+    def __init__(self, epsilon: float = 1.0, gamma: float | None = None, exact: bool = False):
+        super().__init__(epsilon, exact)
+        self.gamma = _check_gamma(gamma)
+
+    def extra_params(self):
+        return {"gamma": self.gamma}
+
+    def gamma_for(self, n_arms: int, rounds: int) -> float:
+        return self.gamma if self.gamma is not None else exp3_gamma(n_arms, rounds)
+
+    def clip_width(self, horizon: int) -> float:
+        """b = ln T / eps (at least 0: T = 1 gives b = 0, the interval [0, 1])."""
+        return max(0.0, math.log(horizon)) / self.epsilon
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _DPExp3LapRun(self, replicates, n_arms, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return _one_laplace_per_record(self.epsilon, self.exact)
+
+
+class PrivateEXP3(PureEpsilonPolicy):
+    """Private EXP3 of Agarwal & Singh (ICML 2017), bandit variant: Lap(1/eps) on the observed loss
+    1 - r before the importance-weighted update, weights exp(-eta Lhat), exploration gamma.
+
+    Reconstruction (ALGORITHMS.md 12.1 [R]; constants read from a public course implementation, not
+    from the paper): eta = sqrt(log2 K / (2 K T (1 + 2 log2(KT) / eps^2))),
+    gamma = min(1, eta K sqrt(1 + 2 log2(KT) / eps^2)). Privacy: eps-DP per record (each loss is in
+    exactly one Laplace release of sensitivity 1; the rest is post-processing)."""
+
+    name = "private_exp3"
+    claim_source = "Agarwal & Singh (ICML 2017), private EXP3"
+
+    def rates(self, n_arms: int, horizon: int) -> tuple[float, float]:
+        """(gamma, eta) of the reconstruction above."""
+        noise = 1.0 + 2.0 * math.log2(n_arms * horizon) / self.epsilon ** 2
+        eta = math.sqrt(math.log2(n_arms) / (2.0 * n_arms * horizon * noise))
+        return min(1.0, eta * n_arms * math.sqrt(noise)), eta
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _PrivateExp3Run(self, replicates, n_arms, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return _one_laplace_per_record(self.epsilon, self.exact)
+
+
+def _one_laplace_per_record(epsilon: float, exact: bool) -> PrivacySchedule:
+    """Each record in one Lap(1/eps) release of sensitivity 1, as ``LaplaceRelease.release_records``
+    reports it: the grid-rounded scale, and in exact mode the sensitivity of the grid-rounded value."""
+    from privbandit.mechanisms.sampling import NoiseSampler
+
+    sampler = NoiseSampler(np.random.default_rng(0), exact=exact)
+    leaf = Laplace(float(sampler.effective_scale(1.0 / epsilon)), float(sampler.effective_sensitivity(1.0)))
+    return EventSchedule(lambda rounds: leaf)
+
+
+class EXP3Tau(Policy):
+    """EXP3-tau (Tossou & Dimitrakakis, AAAI 2017; ALGORITHMS.md 8.2): EXP3 over mini-batches of
+    ``tau`` rounds (default ceil(T^(1/3))), one arm per batch, the batch reward sum / tau as its gain.
+
+    The thesis claims O(sqrt(ln T))-DP at delta <= T^-2 without recoverable constants
+    (``claimed_epsilon`` is None); the certificate is :class:`ExponentialWeightsSchedule`."""
+
+    name = "exp3_tau"
+    private = True
+    records_releases = False  # its randomness is the arm sampling itself: no noise draws to record
+
+    def __init__(self, tau: int | None = None, gamma: float | None = None):
+        if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1):
+            raise ValueError(f"tau must be a whole number in [1, inf) (or None for ceil(T^(1/3))), got {tau!r}")
+        self.tau = None if tau is None else int(tau)
+        self.gamma = _check_gamma(gamma)
+
+    def tau_for(self, horizon: int) -> int:
+        if self.tau is not None:
+            return min(self.tau, int(horizon))
+        return max(1, math.ceil(round(horizon ** (1.0 / 3.0), 9)))
+
+    def gamma_for(self, n_arms: int, batches: int) -> float:
+        return self.gamma if self.gamma is not None else exp3_gamma(n_arms, batches)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _Exp3TauRun(self, replicates, n_arms, horizon, rng)
+
+    def privacy_schedule(self, horizon, n_arms):
+        tau = self.tau_for(horizon)
+        return ExponentialWeightsSchedule(n_arms, tau, self.gamma_for(n_arms, -(-int(horizon) // tau)))
+
+    def params(self):
+        return {"policy": self.name, "tau": self.tau, "gamma": self.gamma}
