@@ -20,6 +20,7 @@ from accountants import gdp_conversion
 from privbandit.envs import (BarabasiAlbert, Bernoulli, ErdosRenyi, GraphFeedback, OneMemoryAdversary,
                              PlantedPartition, TruncatedExponential, auer_lower_bound, shifted_stochastic,
                              switching_best_arm)
+from privbandit.contextual import ClassificationBandit, LinearContextual
 from privbandit.policies import (
     DPSE,
     DPTS,
@@ -34,7 +35,12 @@ from privbandit.policies import (
     DPUCBBound,
     DPUCBInt,
     GaussianTS,
+    JointDPLinUCB,
     LazyDPTS,
+    LinTS,
+    LinUCB,
+    PrivateLinTS,
+    PrivateLinUCB,
     PrivateTS,
     PrivateUCB,
 )
@@ -103,6 +109,48 @@ def mishra2015(horizon: int):
     return policies, {"Bernoulli [0.9, 0.4 x 4]": Bernoulli([0.9, 0.4, 0.4, 0.4, 0.4])}
 
 
+def mishra2015_contextual(horizon: int):
+    """Mishra & Thakurta (UAI 2015), Section 5 / Appendix D, rebuilt on bundled data: their contextual
+    experiment used Yahoo! news logs (not obtainable) with d = 6 features and eps0 = 0.1 per stream
+    (27 streams per arm: total 2.7). Here: the digits reduction (10 arms) projected to d = 6 (an
+    intercept and 5 principal components), LinUCB and linear TS against their private versions at
+    the paper's eps = 2.7 (eps0 = 0.1) and at eps = 27 (eps0 = 1). This is the on-policy run;
+    :func:`mishra2015_contextual_replay` evaluates the same policies by replay on a uniformly logged
+    stream, as they did on the Yahoo! logs (Li et al. 2011)."""
+    policies = {"LinUCB": LinUCB(), "LinTS": LinTS()}
+    for eps in (2.7, 27.0):
+        policies |= {f"private_lin_ucb eps={eps:g}": PrivateLinUCB(epsilon=eps, dim=6),
+                     f"private_lin_ts eps={eps:g}": PrivateLinTS(epsilon=eps, dim=6)}
+    return policies, {"digits d=6": ClassificationBandit("digits", dim=6)}
+
+
+def mishra2015_contextual_replay(horizon: int = 2_000, replicates: int = 4, seed=0) -> dict:
+    """Replay evaluation (Li, Chu, Langford & Wang 2011) of :func:`mishra2015_contextual`'s policies:
+    a uniform log of ``horizon * 10`` digits events (about ``horizon`` kept per policy), each policy
+    replayed in ``replicates`` random orders. Returns {label: ReplayResult}."""
+    from privbandit.contextual.replay import replay, uniform_log
+
+    policies, envs = mishra2015_contextual(horizon)
+    env = next(iter(envs.values()))
+    log = uniform_log(env, horizon * env.n_arms, seed=seed)
+    return {label: replay(pol, log, replicates, seed=seed) for label, pol in policies.items()}
+
+
+def chowdhury2022_linear(horizon: int):
+    """Chowdhury & Zhou (ICML 2022), Section 6 setting (ALGORITHMS.md 12.3): K = 100 arms with a
+    context each per round, d = 5, one shared parameter, eps = 0.2, delta = 0.1 (their runs: T = 2e4,
+    50 replicates: ``run_experiment("chowdhury2022-linear", 20_000, 50)``). Central-model comparators
+    available here: shared LinUCB, joint-DP LinUCB (Shariff & Sheffet) with the paper's and the GDP
+    calibration, and Mishra & Thakurta's private LinUCB (disjoint models)."""
+    policies = {
+        "LinUCB (shared)": LinUCB(model="shared"),
+        "joint_dp_lin_ucb eps=0.2 delta=0.1 paper": JointDPLinUCB(epsilon=0.2, delta=0.1, dim=5),
+        "joint_dp_lin_ucb eps=0.2 delta=0.1 gdp": JointDPLinUCB(epsilon=0.2, delta=0.1, dim=5, calibration="gdp"),
+        "private_lin_ucb eps=0.2": PrivateLinUCB(epsilon=0.2, dim=5),
+    }
+    return policies, {"linear shared d=5 K=100": LinearContextual(5, 100, noise=0.1, model="shared")}
+
+
 def tossou2017_adversarial(horizon: int):
     """Tossou & Dimitrakakis (AAAI 2017; seed 002 section 3.2): EXP3, DP-EXP3-Lap at eps in
     {0.1, 1, 10}, Agarwal & Singh's private EXP3 at the same eps, and EXP3-tau (tau = ceil(T^(1/3))) on the hard sequences (docs/policies_adversarial.md):
@@ -159,6 +207,8 @@ EXPERIMENTS: dict[str, Callable] = {
     "huhegde2022": huhegde2022,
     "ou2024": ou2024,
     "mishra2015": mishra2015,
+    "mishra2015-contextual": mishra2015_contextual,
+    "chowdhury2022-linear": chowdhury2022_linear,
     "tossou2017-adversarial": tossou2017_adversarial,
     "tossou2017-graph": tossou2017_graph,
 }

@@ -159,6 +159,9 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
         if cps.size == 0 or cps[0] < 1 or cps[-1] > horizon:
             raise ValueError(f"checkpoints must lie in [1, {horizon}]")
     cps = np.union1d(cps, [horizon])
+    requires = frozenset(getattr(policy, "requires", frozenset()))
+    if requires - frozenset(getattr(env, "offers", frozenset())):
+        raise ValueError(f"env {env.name!r} does not offer {sorted(requires)}, which policy {policy.name!r} requires")
     k = env.n_arms
     schedule = policy.privacy_schedule(horizon, k)
     cert_mu = np.array([schedule.mu(int(t)) for t in cps])
@@ -192,7 +195,8 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
         env_run = env.start(replicates, np.random.default_rng(env_seq))
         ci = 0
         for t in range(1, horizon + 1):
-            arms = run.select(t)
+            offer = env_run.offer(t)  # the feedback contract: contexts are shown before the choice
+            arms = run.select(t, offer) if (requires and offer is not None) else run.select(t)
             rewards = np.clip(env_run.rewards(t, arms), 0.0, 1.0)
             run.update(t, arms, rewards)
             if t != cps[ci]:

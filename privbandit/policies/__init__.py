@@ -14,6 +14,7 @@ from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.graph import TSN, UCBN, TSMaxN, UCBMaxN
 from privbandit.policies.graph_private import DPUCBN, GaussianTSN, LazyDPTSN
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
+from privbandit.policies.linear import JointDPLinUCB, LinTS, LinUCB, PrivateLinTS, PrivateLinUCB
 from privbandit.policies.private_ts import PrivateTS
 from privbandit.policies.private_ucb import PrivateUCB
 from privbandit.policies.thompson import BetaTS
@@ -33,6 +34,11 @@ REGISTRY: dict[str, type[Policy]] = {
     DPUCBInt.name: DPUCBInt,
     DPSE.name: DPSE,
     AnytimeLazyUCB.name: AnytimeLazyUCB,
+    LinUCB.name: LinUCB,
+    LinTS.name: LinTS,
+    PrivateLinUCB.name: PrivateLinUCB,
+    PrivateLinTS.name: PrivateLinTS,
+    JointDPLinUCB.name: JointDPLinUCB,
     EXP3.name: EXP3,
     DPEXP3Lap.name: DPEXP3Lap,
     EXP3Tau.name: EXP3Tau,
@@ -66,4 +72,5 @@ def make_policy(name: str, **params) -> Policy:
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
            "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau", "PrivateEXP3",
-           "UCBN", "UCBMaxN", "TSN", "TSMaxN", "LazyDPTSN", "DPUCBN", "GaussianTSN", "REGISTRY", "register", "make_policy"]
+           "UCBN", "UCBMaxN", "TSN", "TSMaxN", "LazyDPTSN", "DPUCBN", "GaussianTSN",
+           "LinUCB", "LinTS", "PrivateLinUCB", "PrivateLinTS", "JointDPLinUCB", "REGISTRY", "register", "make_policy"]
