@@ -57,10 +57,10 @@ def check_rewards(rewards, t=None) -> np.ndarray:
 
 def _validating(update):
     @functools.wraps(update)
-    def checked_update(self, t, arms, rewards):
+    def checked_update(self, t, arms, rewards, **kwargs):  # kwargs: e.g. the replay evaluator's mask
         if not self.rewards_checked:
             rewards = check_rewards(rewards, t)
-        return update(self, t, arms, rewards)
+        return update(self, t, arms, rewards, **kwargs)
 
     checked_update.validates_rewards = True
     return checked_update
