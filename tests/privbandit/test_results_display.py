@@ -133,3 +133,30 @@ def test_gallery_has_every_named_experiment():
         png = root / "docs" / "figures" / f"{name}.png"
         assert png.exists() and png.stat().st_size < 150 * 1024, name
         assert f"({name}.png)" in gallery and "reduced" in gallery
+
+
+def _cell(values, lower, cert):
+    """The fields plot_cells reads from a SimulationResult."""
+    from types import SimpleNamespace
+
+    values = np.asarray(values, dtype=float)
+    return SimpleNamespace(horizon=len(values), regret_mean=values, regret_lower=np.asarray(lower, dtype=float),
+                           regret_upper=values + 1.0, certified_epsilon=np.array([cert]))
+
+
+def test_figure_shows_negative_regret_and_shares_a_repeated_legend():
+    from privbandit.figures import plot_cells
+
+    down = np.array([0.0, -5.0, -10.0, -4.0])  # a policy beating the best fixed arm of a table
+    up = np.array([0.0, 1.0, 2.0, 3.0])
+    cells = [("P eps=1", "table", _cell(down, down - 1.0, 1.0)), ("EXP3", "table", _cell(up, up - 1.0, np.inf)),
+             ("P eps=1", "stochastic", _cell(up, [np.nan] * 4, 1.0)),  # one replicate: NaN band
+             ("EXP3", "stochastic", _cell(up, up / 2, np.inf))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_cells(cells, title="t")
+    table, stochastic = [ax for ax in fig.axes if ax.get_visible()]
+    assert table.get_ylim()[0] < -11.0 and stochastic.get_ylim()[0] == 0.0  # not clipped at 0
+    # both rows list the same entries: one legend, under the last row
+    assert table.get_legend() is None
+    assert [t.get_text() for t in stochastic.get_legend().get_texts()] == ["P (certified eps 1)", "EXP3 (non-private)"]
