@@ -72,3 +72,15 @@ def test_context_changing_neighbours_break_the_disjoint_certificate():
     for pair_a, pair_b in [(([1.0, 0.5], 1.0), ([0.5, 1.0], 1.0)), (([0.5, 1.0], 1.0), ([1.0, 0.5], 1.0))]:
         gap, tol = _pure_dp_gap(pol, pair_a, pair_b)
         assert gap <= tol
+
+
+def test_masked_update_passes_the_mask_and_still_validates_rewards():
+    # replay drives update(t, arms, rewards, mask=...): the reward-validating wrapper must pass the
+    # mask through (it raised TypeError after integration) and still refuse a reward outside [0, 1]
+    pol = PrivateLinUCB(epsilon=1.0, dim=1)
+    run = pol.start(2, 2, 4, np.random.default_rng(0), Ledger(2, 2))
+    arms = run.select(1, Offer(contexts=np.ones((2, 2, 1))))
+    run.update(1, arms, np.array([0.5, 0.5]), mask=np.array([True, False]))
+    assert run.stats.tree.count.sum() == 1  # only the masked-in replicate learned
+    with pytest.raises(ValueError, match=r"rewards must lie in \[0, 1\]"):
+        run.update(2, arms, np.array([0.5, 5.0]), mask=np.array([True, False]))
