@@ -284,7 +284,12 @@ def test_policy_driven_directly_refuses_rewards_outside_the_unit_interval(name, 
     """Every policy validates its rewards itself (policies.base.check_rewards), not only through the
     engine: PrivateTS (gap phase) and GaussianTS used to publish noisy means near 5."""
     run = policy.start(2, 3, 200, np.random.default_rng(0))
-    arms = run.select(1)
+    if "contexts" in policy.requires:  # contextual policies choose from the round's contexts
+        from privbandit.feedback import Offer
+
+        arms = run.select(1, Offer(contexts=np.full((3, 2, policy.dim or 2), 0.1)))
+    else:
+        arms = run.select(1)
     with pytest.raises(ValueError, match=r"rewards must lie in \[0, 1\]"):
         run.update(1, arms, np.array([0.5, bad, 0.5]))
     run.update(1, arms, np.array([0.0, 1.0, 0.5]))  # in range: accepted
