@@ -17,7 +17,10 @@ policy took, its reward r in [0, 1] and the probability p with which it was take
 * :func:`ips_value` is the inverse-propensity estimate of a fixed rule, for non-uniform logs.
 
 Privacy: a replayed private policy inserts only kept events; each is one record (its context and
-reward) of the played arm's stream, so the policy's schedule at ``horizon = len(log)`` bounds it.
+reward) of the played arm's stream, so the policy's schedule at ``horizon = len(log)`` bounds it for
+neighbouring logs that differ in rewards only. Whether an event is kept depends on its own context
+(the policy's choice on it), so a log that changes one event's context can drop or add a record and
+shift every later position: that relation is not covered (docs/policies_contextual.md).
 """
 
 from __future__ import annotations

@@ -57,10 +57,12 @@ def check_rewards(rewards, t=None) -> np.ndarray:
 
 def _validating(update):
     @functools.wraps(update)
-    def checked_update(self, t, arms, rewards, **kwargs):  # kwargs: e.g. the replay evaluator's mask
+    def checked_update(self, t, arms, rewards, *args, **kwargs):
+        # extra arguments (e.g. the contextual runs' replay ``mask``) pass through unchanged; every
+        # replicate's reward is still checked, which is stricter than checking the masked ones only
         if not self.rewards_checked:
             rewards = check_rewards(rewards, t)
-        return update(self, t, arms, rewards, **kwargs)
+        return update(self, t, arms, rewards, *args, **kwargs)
 
     checked_update.validates_rewards = True
     return checked_update

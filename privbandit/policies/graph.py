@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from privbandit.policies.base import Policy, PolicyRun, check_arms
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_rewards
 
 
 # --- decision rules: pure functions of the state ---------------------------------------------
@@ -107,7 +107,12 @@ class GraphPolicyRun(PolicyRun):
         self.learn(t, observed, values)
 
     def observe(self, t, feedback) -> None:
-        self.learn(t, *observed_entries(feedback, self.replicates, self.n_arms))
+        observed, values = observed_entries(feedback, self.replicates, self.n_arms)
+        if not self.rewards_checked:
+            # the side-observation path bypasses the validating update(): every revealed entry is a
+            # record whose sensitivity assumes [0, 1] (unrevealed entries are zeroed, not records)
+            check_rewards(values, t)
+        self.learn(t, observed, values)
 
     @abc.abstractmethod
     def learn(self, t: int, observed: np.ndarray, values: np.ndarray) -> None:

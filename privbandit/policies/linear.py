@@ -35,6 +35,13 @@ across arms for disjoint models):
 
 The action of round t depends on that round's context directly (joint DP, Shariff & Sheffet Def. 3):
 the certificate covers every release of the statistics, hence every other round's action.
+
+Neighbours covered: pairs that keep every round's contexts (rewards differ), for every model; pairs
+that change a round's contexts only for the shared model. In a disjoint model the arm that receives
+round h's record is chosen from round h's contexts, so a context change can move the record to
+another arm's tree (noisy there, absent -- an exact empty statistic -- in the other neighbour) and
+shift every later position; no per-record schedule bounds that (planted pair:
+tests/privbandit/policies/test_linear_neighbours.py; docs/policies_contextual.md).
 """
 
 from __future__ import annotations

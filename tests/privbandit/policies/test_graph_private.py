@@ -282,3 +282,18 @@ def test_cli_budget_takes_the_max_degree_and_relation(capsys):
     assert f"best: {want.value:.6g}" in out
     assert main(argv + ["--max-degree", "9", "--relation", "round"]) == 2
     assert "max_degree" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("make", [lambda: LazyDPTSN(epsilon=1.0), lambda: DPUCBN(epsilon=1.0), lambda: GaussianTSN()])
+def test_side_observations_outside_the_unit_interval_are_refused(make):
+    # a run driven directly (not by the engine, which clips) must refuse a side observation of 5:
+    # every certificate assumes records in [0, 1] (Gaussian-TS-N's posterior sum took it unchecked)
+    policy = make()
+    run = policy.start(2, 1, 10, np.random.default_rng(0), Ledger(1, 2))
+    arms = run.select(1, Offer(graph=np.ones((2, 2), dtype=bool)))
+    bad = Feedback(arms, np.array([0.5]), np.ones((1, 2), dtype=bool), np.array([[0.5, 5.0]]))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        run.observe(1, bad)
+    # an unobserved entry's value is ignored (it is not a record)
+    unobserved = Feedback(arms, np.array([0.5]), np.array([[True, False]]), np.array([[0.5, 5.0]]))
+    run.observe(1, unobserved)
