@@ -52,6 +52,11 @@ class ContextualEnvironment(Environment):
     def dim(self) -> int:
         return self._dim
 
+    def structure(self) -> dict:
+        """Round-level neighbours (a round's contexts and reward) differ from entry-level ones (its
+        reward), so schedules are asked for by relation (docs/feedback.md)."""
+        return {"contexts": True}
+
     def expected(self, t, arms):
         raise ValueError(f"{self.name}: expected rewards depend on the round's contexts; use the run's regret(t, arms)")
 

@@ -216,7 +216,10 @@ def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | No
     check_relation(relation)
     if not structure:
         return policy.privacy_schedule(horizon, n_arms)
-    if not policy.requires and "relation" not in inspect.signature(policy.privacy_schedule).parameters:
+    takes_relation = "relation" in inspect.signature(policy.privacy_schedule).parameters
+    if not takes_relation and not policy.private:  # no certificate under any relation
+        return policy.privacy_schedule(horizon, n_arms)
+    if not takes_relation and not policy.requires:
         # A policy that requires nothing is driven as on bandit feedback: select(t) without the offer
         # and observe() -> update(t, arms, rewards) with the played arm's reward only (the contract's
         # default; a policy that learns from side observations or contexts must declare them in

@@ -279,6 +279,18 @@ class MishraSchedule(PrivacySchedule):
         return self.tree.privacy_schedule(min(rounds, self.horizon))
 
 
+def _entry_only(policy, relation: str) -> None:
+    """Refuse round-level neighbours for a disjoint model. Its record enters the tree of the arm
+    that the round's own contexts select, so two neighbours that differ in one round's contexts can
+    put the record in different arms' trees (noisy in one, absent in the other): no certificate of
+    the tree's noise bounds that (planted pair: tests/privbandit/policies/test_linear_neighbours.py).
+    The certificate covers entry-level neighbours: rewards differ, contexts are the same (public)."""
+    if relation != "entry":
+        raise ValueError(f"{policy.name} ({policy.model} model) has no certificate for {relation!r}-level "
+                         "neighbours: a round's contexts choose the arm whose statistics its record enters; "
+                         "its certificate covers reward entries with contexts public (relation='entry')")
+
+
 class PrivateLinearPolicy(LinearPolicy):
     """Mishra & Thakurta's private LinUCB (Alg. 3) / linear TS (Alg. 4), reconstructed (module docstring).
 
@@ -334,7 +346,8 @@ class PrivateLinearPolicy(LinearPolicy):
         return _NoisyStatistics(self.tree(n_groups, replicates, horizon, rng, ledger), n_groups, replicates,
                                 dim, self.regularization, self.shift, with_r2=False)
 
-    def privacy_schedule(self, horizon, n_arms):
+    def privacy_schedule(self, horizon, n_arms, relation="entry", contexts=None):
+        _entry_only(self, relation)
         return MishraSchedule(self.tree(1, 1, horizon, np.random.default_rng(0), None), horizon)
 
     def claimed_epsilon(self, horizon, n_arms, delta):
@@ -445,7 +458,9 @@ class JointDPLinUCB(LinearPolicy):
         return _NoisyStatistics(tree, n_groups, replicates, dim, self.regularization, self.shift(horizon),
                                 with_r2=True)
 
-    def privacy_schedule(self, horizon, n_arms):
+    def privacy_schedule(self, horizon, n_arms, relation="entry", contexts=None):
+        if self.model == "disjoint":  # the shared model's one tree does not depend on the chosen arm
+            _entry_only(self, relation)
         return JointDPSchedule(self.tree(1, 1, horizon, np.random.default_rng(0), None), horizon)
 
     def claimed_epsilon(self, horizon, n_arms, delta):
