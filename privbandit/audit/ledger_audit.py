@@ -33,7 +33,8 @@ from accountants import (AdvancedCompositionAccountant, GDPAccountant, KOVHetero
                          RDPAccountant, UnsupportedEventError)
 from privbandit.envs.base import Environment
 from privbandit.ledger import Ledger
-from privbandit.policies.base import Policy
+from privbandit.feedback import Feedback
+from privbandit.policies.base import Policy, schedule_for
 
 REL_TOL = 1e-6
 """Relative slack for comparing two accountants' floating-point outputs (never hides a real overspend:
@@ -163,7 +164,8 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
     if requires - frozenset(getattr(env, "offers", frozenset())):
         raise ValueError(f"env {env.name!r} does not offer {sorted(requires)}, which policy {policy.name!r} requires")
     k = env.n_arms
-    schedule = policy.privacy_schedule(horizon, k)
+    structure = env.structure()  # graph feedback: the schedule takes the structure (e.g. max_degree)
+    schedule = schedule_for(policy, horizon, k, structure)
     cert_mu = np.array([schedule.mu(int(t)) for t in cps])
     cert_eps = np.array([schedule.epsilon(int(t), delta).value for t in cps])
     cert_pure = np.array([_pure_certified(schedule, int(t)) for t in cps])
@@ -197,8 +199,17 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
         for t in range(1, horizon + 1):
             offer = env_run.offer(t)  # the feedback contract: contexts are shown before the choice
             arms = run.select(t, offer) if (requires and offer is not None) else run.select(t)
-            rewards = np.clip(env_run.rewards(t, arms), 0.0, 1.0)
-            run.update(t, arms, rewards)
+            if not structure:
+                rewards = np.clip(env_run.rewards(t, arms), 0.0, 1.0)
+                run.update(t, arms, rewards)
+            else:  # side observations (the engine's feedback contract): observe() where the env reveals more
+                fb = env_run.feedback(t, arms)
+                rewards = np.clip(fb.rewards, 0.0, 1.0)
+                if fb.observed is None:
+                    run.update(t, fb.arms, rewards)
+                else:
+                    values = None if fb.values is None else np.clip(fb.values, 0.0, 1.0)
+                    run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
             if t != cps[ci]:
                 continue
             mu = book.realized_mu()

@@ -1,11 +1,13 @@
 """White-box ledger audit: every private policy spends at most its schedule; planted bugs are caught."""
 
+import numpy as np
 import pytest
 
 from privbandit.audit import ledger_audit
 from privbandit.audit.discover import default_constructible, private_policies
 from privbandit.contextual import LinearContextual
 from privbandit.envs import Bernoulli
+from privbandit.envs.graph import GraphFeedback
 from privbandit.policies import REGISTRY
 from privbandit.policies.gaussian_ts import GaussianTS
 
@@ -13,6 +15,7 @@ from _audit_planted import EpochLaplaceGreedy, UnderCountingGaussianTS
 
 ENV = Bernoulli([0.45, 0.55])
 CONTEXT_ENV = LinearContextual(5, 2, noise=0.1)  # for policies that require contexts (dim 5 = their default)
+GRAPH_ENV = GraphFeedback(ENV, np.ones((2, 2)) - np.eye(2))  # for policies that require a graph offer
 
 
 def _default_constructible_private():
@@ -30,7 +33,8 @@ def test_private_policies_pass_tight_ledger_audit(policy):
 @pytest.mark.parametrize("cls", _default_constructible_private())
 def test_every_private_policy_passes_ledger_audit(cls):
     # every private policy present in privbandit.policies, registered or not, at its defaults
-    env = CONTEXT_ENV if "contexts" in getattr(cls, "requires", ()) else ENV
+    requires = getattr(cls, "requires", ())
+    env = CONTEXT_ENV if "contexts" in requires else GRAPH_ENV if "graph" in requires else ENV
     res = ledger_audit(cls(), env, 60, 200, seeds=(0,), tight=False)
     assert res.passed, res.summary()
     res = ledger_audit(cls(), env, 40, 4, seeds=(1,), tight=True)
