@@ -169,6 +169,8 @@ def probe_horizon(policy: Policy, n_arms: int, *, minimum: int = 200, cap: int =
     statistic per arm (elimination policies release only at the end of long epochs)."""
     b = int(getattr(policy, "b", 0) or 0)
     base = max(int(minimum), n_arms * b + 100)
+    if not getattr(policy, "records_releases", True):  # EXP3: private by its sampling, never releases
+        return base
     t = release_round(policy, n_arms, releases=n_arms, cap=cap)
     return cap if t is None else max(base, min(cap, int(1.25 * t) + 50))
 
