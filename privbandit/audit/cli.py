@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, **_parse_params(args.param))
     if not policy.private:
         raise ValueError(f"{args.policy} is not private: there is no claim to audit")
-    if policy.requires:  # the audits drive select(t) on K-armed reward tapes: no offer to give
+    edgeless = policy.requires == frozenset({"graph"})
+    if policy.requires and not edgeless:  # the audits drive select(t) on K-armed reward tapes: no contexts
         raise ValueError(f"{args.policy} requires {' and '.join(sorted(policy.requires))} (a "
                          f"{'graph-feedback' if 'graph' in policy.requires else 'contextual'} environment), which "
                          "the audit's K-armed reward tapes do not provide: privbandit audit covers policies on "
@@ -127,6 +128,15 @@ def run(args: argparse.Namespace) -> int:
 
     # 1. White-box: realized <= certified, no re-draws.
     env = Bernoulli(list(np.linspace(0.4, 0.6, k)))
+    if edgeless:
+        # a graph-feedback policy with no offer plays on the edgeless graph (GraphPolicyRun.select):
+        # K-armed bandit feedback, the setting of every audit below; the ledger audits get that graph
+        from privbandit.envs.graph import GraphFeedback
+
+        env = GraphFeedback(env, np.eye(k, dtype=bool))
+        print(f"note: {args.policy} is audited on the edgeless feedback graph (K-armed bandit feedback); "
+              "its side observations are not exercised here (its ledger is audited on a complete graph in "
+              "tests/privbandit/audit/test_ledger_audit.py)\n")
     tight = ledger_audit(policy, env, horizon, tier["tight_reps"], seeds=(args.seed,), tight=True)
     cheap = ledger_audit(policy, env, horizon, tier["cheap_reps"], seeds=(args.seed + 1,), tight=False)
     print("## Ledger audit\n")
@@ -225,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
                  f"{first if first is not None else f'> {wb_horizon}'} on a 0.5 tape): "
                  + (f"this verdict rests on the white-box audit at T={wb.horizon} ({wb.releases} traced releases)"
                     if wb.releases else "no audit saw a release") + "; use --horizon for a black-box audit past it")
+    if edgeless:
+        blind += "; on the edgeless feedback graph (no side observations)"
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "

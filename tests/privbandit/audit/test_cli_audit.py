@@ -87,11 +87,12 @@ def test_audit_command_names_the_white_box_check_that_refuted(monkeypatch, capsy
     assert rc == 1 and "white-box sensitivity" in out.splitlines()[-1]
 
 
-def test_audit_command_names_why_a_graph_or_context_policy_cannot_run():
-    with pytest.raises(ValueError, match="requires graph .*graph-feedback environment"):
-        _run(["lazy_dp_ts_n", "--tier", "smoke"])
+def test_audit_command_names_why_a_context_policy_cannot_run_and_runs_graph_policies_edgeless(capsys):
     with pytest.raises(ValueError, match="requires contexts .*contextual environment"):
         _run(["private_lin_ucb", "--tier", "smoke"])
+    rc = _run(["lazy_dp_ts_n", "--tier", "smoke"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "edgeless feedback graph" in out.splitlines()[-1]
 
 
 def test_audit_command_says_when_the_black_box_horizon_sees_no_release(capsys):
