@@ -22,6 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
 from audit_planted_bugs import AIMED, BUGS  # noqa: E402
 
@@ -58,6 +59,8 @@ def main() -> None:
     ap.add_argument("--only", choices=("bugs", "controls", "all"), default="all")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
+    ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
+    ap.add_argument("--controls", nargs="+", default=None, help="only these unmodified policies")
     ap.add_argument("--json", default=None, help="write the rows here as JSON")
     opts = ap.parse_args()
     rows = []
@@ -65,6 +68,8 @@ def main() -> None:
         print("| bug | aimed | policy copied | verdict | exit | caught by | white-box runs | seconds |")
         print("|---|---|---|---|---:|---|---|---:|")
         for key, cls in BUGS.items():
+            if opts.bugs is not None and key not in opts.bugs:
+                continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
@@ -75,7 +80,7 @@ def main() -> None:
         print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
         print("|---|---|---|---:|---|---:|---|")
         for name, cls in private_policies().items():
-            if not default_constructible(cls):
+            if not default_constructible(cls) or (opts.controls is not None and name not in opts.controls):
                 continue
             for exact in ((False, True) if opts.exact else (False,)):
                 for seed in opts.seeds:

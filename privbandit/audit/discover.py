@@ -23,7 +23,9 @@ def private_policies() -> dict[str, type]:
         for cls in vars(module).values():
             if (inspect.isclass(cls) and issubclass(cls, Policy) and cls.__module__ == module.__name__
                     and getattr(cls, "private", False) and not inspect.isabstract(cls)
-                    and not cls.__name__.startswith("_")):
+                    and not cls.__name__.startswith("_") and "name" in vars(cls)):
+                # a class that does not name itself is a shared base (e.g. PrivateLinearPolicy, whose
+                # inherited name "policy" is no policy): its named subclasses are audited instead
                 found.setdefault(cls.name, cls)
     return dict(sorted(found.items()))
 

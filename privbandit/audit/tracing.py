@@ -15,7 +15,8 @@ noise entry points and the ledger's recording entry points are wrapped at class 
   ledger). Only reports into the run's own ledger count.
 
 Every report is paired, first in first out, with the oldest unpaired draw of the same size (listed
-records) or shape (dense records): the mechanisms of this package draw and then report, element by
+records; or, for a vector release of :mod:`privbandit.mechanisms.vector_tree`, a draw of shape (m, entries)
+for m reports, each report standing for one row) or shape (dense records): the mechanisms of this package draw and then report, element by
 element in the same order. The pairing gives, per released value: the statistic handed to the
 sampler, the released value, and what the ledger was told (family, scale, sensitivity, footprint,
 mechanism, node). A draw left unpaired is a release the ledger never heard of; a report left
@@ -75,6 +76,7 @@ class Report:
     node: np.ndarray
     draw: int = -1  # index of the paired draw
     elems: np.ndarray | None = None  # flat element indices into that draw
+    width: int = 1  # entries per record: > 1 for a vector release (one report row per (m, width) draw row)
 
 
 class ReleaseTracer:
@@ -146,9 +148,16 @@ class ReleaseTracer:
                 elems = np.flatnonzero(dense_mask.reshape(-1))
                 d.exempt[:] = ~dense_mask.reshape(-1)
             else:
-                if d.stat.size != report.rep.size:
+                m = report.rep.size
+                if d.stat.size == m:
+                    elems = np.arange(m)
+                elif len(d.shape) == 2 and d.shape[0] == m and m:
+                    # a vector release (privbandit.mechanisms.vector_tree): one report per node, whose
+                    # noise is one draw of shape (m, entries)
+                    elems = np.arange(d.stat.size)
+                    report.width = int(d.shape[1])
+                else:
                     continue
-                elems = np.arange(d.stat.size)
             d.paired[elems] = True
             del self._open[pos]
             report.draw, report.elems = d.index, elems
@@ -163,7 +172,7 @@ class ReleaseTracer:
     def released(self) -> dict[str, np.ndarray]:
         """Per paired released value: statistic, released value, and what the ledger was told."""
         cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
-                                                  "node", "draw", "seq", "exact")}
+                                                  "node", "draw", "seq", "exact", "width", "entry")}
         kinds, mechs = [], []
         for seq, r in enumerate(self.reports):
             if r.draw < 0:
@@ -173,10 +182,12 @@ class ReleaseTracer:
             cols["stat"].append(d.stat[r.elems])
             cols["out"].append(d.out[r.elems] if d.out is not None else np.full(m, np.nan))
             for k in ("rep", "st", "lo", "hi", "param", "sens", "node"):
-                cols[k].append(getattr(r, k))
+                cols[k].append(np.repeat(getattr(r, k), r.width))
             cols["draw"].append(np.full(m, r.draw))
             cols["seq"].append(np.full(m, seq))
             cols["exact"].append(np.full(m, d.exact))
+            cols["width"].append(np.full(m, r.width))
+            cols["entry"].append(np.tile(np.arange(r.width), m // r.width))  # entry within a vector release
             kinds.append(np.full(m, r.kind, dtype=object))
             mechs.append(np.full(m, r.mechanism, dtype=object))
         out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.policies import AnytimeLazyUCB, DPUCBInt, GaussianTS, PrivateUCB
+from privbandit.policies import AnytimeLazyUCB, DPEXP3Lap, DPUCBInt, GaussianTS, PrivateUCB
 
 
 class PeeksAtMean(PrivateUCB):
@@ -110,4 +110,16 @@ class HandNoiseHalved(AnytimeLazyUCB):
 
         # both release paths: the public one and the mechanisms' internal one
         sampler.laplace_release = sampler._sum_release = by_hand
+        return run
+
+
+class HalvedRecordNoise(DPEXP3Lap):
+    """noise law, on the per-record path (LaplaceRelease.release_records): every observed reward is
+    released with half the Laplace scale the ledger is told."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.noise.sampler
+        draw = sampler._sum_release
+        sampler._sum_release = lambda stat, scale, **kw: draw(stat, scale / 2.0, **kw)
         return run

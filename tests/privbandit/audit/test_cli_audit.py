@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -85,3 +86,19 @@ def test_audit_command_names_the_white_box_check_that_refuted(monkeypatch, capsy
     rc = _run(["tripled_ts", "--param", "b=2", "--tier", "smoke"])
     out = capsys.readouterr().out
     assert rc == 1 and "white-box sensitivity" in out.splitlines()[-1]
+
+
+def test_audit_command_names_why_a_context_policy_cannot_run_and_runs_graph_policies_edgeless(capsys):
+    with pytest.raises(ValueError, match="requires contexts .*contextual environment"):
+        _run(["private_lin_ucb", "--tier", "smoke"])
+    rc = _run(["lazy_dp_ts_n", "--tier", "smoke"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "edgeless feedback graph" in out.splitlines()[-1]
+
+
+def test_audit_command_says_when_the_black_box_horizon_sees_no_release(capsys):
+    # DP-UCB-Int at its default certified epsilon (interval 197): first release at round 393
+    rc = _run(["dp_ucb_int", "--tier", "smoke"])
+    out = capsys.readouterr().out
+    assert rc == 0 and re.search(r"ends before the policy's first release \(round \d+", out)
+    assert re.search(r"rests on the white-box audit at T=\d+ \([1-9]\d* traced releases\)", out)

@@ -1,5 +1,6 @@
 """White-box ledger audit: every private policy spends at most its schedule; planted bugs are caught."""
 
+import numpy as np
 import pytest
 
 from privbandit.audit import ledger_audit
