@@ -334,8 +334,10 @@ def _add_run(sub) -> None:
 
 
 def _add_experiment(sub) -> None:
+    from privbandit.experiments import EXPERIMENTS
+
     exp = sub.add_parser("experiment", help="run one of the source papers' experiments (see privbandit.experiments)")
-    exp.add_argument("name", help="tossou2016-2arm, tossou2016-10arm, huhegde2022, ou2024 or mishra2015")
+    exp.add_argument("name", help="one of: " + ", ".join(sorted(EXPERIMENTS)))
     exp.add_argument("--horizon", type=whole(10), default=10_000, help="rounds (the papers use 100000; default 10000)")
     exp.add_argument("--replicates", type=whole(1), default=20)
     exp.add_argument("--seed", type=whole(0), default=0)
