@@ -16,6 +16,8 @@ import sys
 import types
 from collections.abc import Callable
 
+from privbandit.cli import parse_params as _params  # one NAME=VALUE parser for every subcommand
+
 EXIT_BAD_INPUT, EXIT_EXHAUSTED = 2, 3
 
 
@@ -35,24 +37,6 @@ def _number(option: str, kind: Callable, text: str):
     if kind is float and not math.isfinite(value):
         raise ValueError(f"{option} must be a finite real number, got {text!r}")
     return value
-
-
-def _params(items) -> dict:
-    """``NAME=VALUE`` strings to a dict; values become int, float, bool, null or str, in that order."""
-    params = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--param takes NAME=VALUE, got {item!r}")
-        for cast in (int, float):
-            try:
-                params[key] = cast(raw)
-                break
-            except ValueError:
-                continue
-        else:
-            params[key] = {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
-    return params
 
 
 def _print(obj) -> None:
