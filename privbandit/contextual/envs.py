@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from privbandit.feedback import Feedback, Offer
+from privbandit.feedback import Offer
 from privbandit.envs.base import Environment, EnvironmentRun
 
 DATASETS = ("digits", "wine", "breast_cancer", "iris")
@@ -114,10 +114,20 @@ class LinearContextual(ContextualEnvironment):
                 "model": self.model, "theta_seed": self.theta_seed}
 
 
-class _LinearRun(EnvironmentRun):
-    def __init__(self, env: LinearContextual, replicates: int, rng: np.random.Generator) -> None:
+class _ContextRun(EnvironmentRun):
+    """A contextual run: ``offer(t)`` draws round t's contexts, which ``rewards(t, arms)`` (and the
+    default ``feedback``) then answer for; any other round is refused."""
+
+    def __init__(self, env: ContextualEnvironment, replicates: int, rng: np.random.Generator) -> None:
         self.env, self.replicates, self.rng = env, replicates, rng
         self._t = 0
+
+    def _check(self, t: int) -> None:
+        if t != self._t:
+            raise ValueError(f"t must be the round of the last offer ({self._t}), got {t}")
+
+
+class _LinearRun(_ContextRun):
 
     def offer(self, t: int) -> Offer:
         env = self.env
@@ -129,13 +139,6 @@ class _LinearRun(EnvironmentRun):
         self._means = env.means(z)
         self._t = t
         return Offer(contexts=z)
-
-    def _check(self, t: int) -> None:
-        if t != self._t:
-            raise ValueError(f"t must be the round of the last offer ({self._t}), got {t}")
-
-    def feedback(self, t, arms) -> Feedback:
-        return Feedback(arms=arms, rewards=self.rewards(t, arms))
 
     def rewards(self, t, arms):
         self._check(t)
@@ -204,23 +207,13 @@ class ClassificationBandit(ContextualEnvironment):
         return {"environment": self.name, "dataset": self.dataset, "dim": self._dim}
 
 
-class _ClassificationRun(EnvironmentRun):
-    def __init__(self, env: ClassificationBandit, replicates: int, rng: np.random.Generator) -> None:
-        self.env, self.replicates, self.rng = env, replicates, rng
-        self._t = 0
+class _ClassificationRun(_ContextRun):
 
     def offer(self, t: int) -> Offer:
         self._idx = self.rng.integers(0, self.env.labels.size, self.replicates)
         self._t = t
         x = self.env.features[self._idx]
         return Offer(contexts=np.broadcast_to(x[:, None, :], (self.replicates, self.env.n_arms, self.env.dim)))
-
-    def _check(self, t: int) -> None:
-        if t != self._t:
-            raise ValueError(f"t must be the round of the last offer ({self._t}), got {t}")
-
-    def feedback(self, t, arms) -> Feedback:
-        return Feedback(arms=arms, rewards=self.rewards(t, arms))
 
     def rewards(self, t, arms):
         self._check(t)

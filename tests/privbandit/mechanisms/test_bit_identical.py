@@ -17,18 +17,16 @@ prints the current digests.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
 
 import privbandit
 from privbandit.envs import Bernoulli
 from privbandit.ledger import Ledger
-from privbandit.mechanisms._base import lower_sums
 from privbandit.mechanisms import (FreshBatchMean, HybridMechanism, IntervalMean, LogarithmicMechanism,
                                    SplitMechanism, TreeMechanism)
 from privbandit.policies import make_policy
+from privbandit.testing.digest import Digest, add_ledger as _add_ledger
 
 # The digests were recorded with numpy 2.4: they depend on its Generator streams and on how it sums
 # short rows, which a later numpy may change without any change here (nothing privacy-relevant). On
@@ -41,34 +39,6 @@ R, K = 7, 3
 STEPS = 700  # > 512: the hybrid and split cores grow past their initial 8 levels; > 256: ledger drains
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 T_SIM, R_SIM = 300, 7
-
-
-class Digest:
-    """sha256 over a sequence of arrays (dtype, shape and bytes of each)."""
-
-    def __init__(self) -> None:
-        self._h = hashlib.sha256()
-
-    def add(self, x) -> None:
-        a = np.asarray(x)
-        if a.dtype == object:
-            self._h.update("|".join(map(str, a.ravel().tolist())).encode())
-            return
-        a = np.ascontiguousarray(a)
-        self._h.update(f"{a.dtype.str}{a.shape}".encode())
-        self._h.update(a.tobytes())
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
-def _add_ledger(d: Digest, led: Ledger) -> None:
-    d.add(led.draws)
-    d.add(led.realized_pure_epsilon())  # a plain sum of per-release epsilons: no accountant involved
-    if led.tight:
-        for key, arr in sorted(led.releases().items()):
-            d.add(np.asarray([key], dtype=object))
-            d.add(arr)
 
 
 def _make(kind: str, led: Ledger, rng, exact: bool):
@@ -212,24 +182,6 @@ def test_simulate_bit_identical(name, exact):
 @pytest.mark.parametrize("name, exact", SIM_CASES)
 def test_policy_ledger_bit_identical(name, exact):
     assert policy_ledger_digest(name, exact) == GOLDEN_LEDGER[(name, exact)]
-
-
-@pytest.mark.parametrize("top", range(2, 12))
-@pytest.mark.parametrize("uniform", [False, True])
-def test_lower_sums_match_numpy_row_sums(top, uniform):
-    """The column-by-column sums equal numpy's per-row reduction bit for bit (guards the numpy
-    summation order they rely on: left to right below 8 elements), signed zeros included."""
-    g = np.random.default_rng(top)
-    n = 4000
-    nodes = g.standard_normal((n, 16)) * np.exp(g.uniform(-40, 40, (n, 16)))  # cancellations
-    nodes[g.random((n, 16)) < 0.2] = 0.0
-    nodes[g.random((n, 16)) < 0.2] = -0.0
-    level = np.full(n, top - 1) if uniform else g.integers(0, top, n)
-    level[0] = top - 1
-    lower = np.arange(top) < level[:, None]
-    reference = np.where(lower, nodes[:, :top], 0.0).sum(axis=1)
-    got = lower_sums(nodes, level, None if uniform else lower, top)
-    assert np.array_equal(got.view(np.int64), reference.view(np.int64))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ Regenerate after an INTENTIONAL stream change: ``python tests/privbandit/policie
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
 
@@ -25,35 +23,10 @@ import privbandit
 from privbandit.envs import Bernoulli
 from privbandit.ledger import Ledger
 from privbandit.policies import GaussianTS, make_policy
+from privbandit.testing.digest import Digest, add_ledger as _add_ledger
 
 DIGEST_NUMPY = "2.4."  # as in test_bit_identical.py: Generator streams and short-row sums are numpy's
 
-
-class Digest:
-    """sha256 over a sequence of arrays (dtype, shape and bytes of each; object arrays as text)."""
-
-    def __init__(self) -> None:
-        self._h = hashlib.sha256()
-
-    def add(self, x) -> None:
-        a = np.asarray(x)
-        if a.dtype == object:
-            self._h.update("|".join(map(str, a.ravel().tolist())).encode())
-            return
-        a = np.ascontiguousarray(a)
-        self._h.update(f"{a.dtype.str}{a.shape}".encode())
-        self._h.update(a.tobytes())
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
-def _add_ledger(d: Digest, led: Ledger) -> None:
-    d.add(led.draws)
-    d.add(led.realized_pure_epsilon())  # a plain sum of per-release epsilons: no accountant involved
-    for key, arr in sorted(led.releases().items()):
-        d.add(np.asarray([key], dtype=object))
-        d.add(arr)
 
 pytestmark = pytest.mark.skipif(not np.__version__.startswith(DIGEST_NUMPY),
                                 reason=f"golden digests recorded with numpy {DIGEST_NUMPY}x, running {np.__version__}")
