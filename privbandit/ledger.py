@@ -91,6 +91,17 @@ def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
                            for v, n in zip(values, lengths)])
 
 
+def _flatten_at(values: list, lengths: list[int], dtype, at: np.ndarray) -> np.ndarray:
+    """``_flatten(values, lengths, dtype)[at]``, without building the whole array when every field
+    is a scalar (``at``: sorted positions into the concatenation)."""
+    if all(np.ndim(v) == 0 for v in values):
+        if all(v == values[0] for v in values):
+            return np.full(at.size, values[0], dtype=dtype)
+        ends = np.cumsum(lengths)
+        return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
+    return _flatten(values, lengths, dtype)[at]
+
+
 def _closed_form_accountants():
     from accountants.gdp import GDPAccountant
     from accountants.kov import KOVHeterogeneousAccountant
@@ -381,15 +392,20 @@ class Ledger:
             cells = (np.concatenate([e[1] for e in rows]).astype(np.int64) * self.streams
                      + np.concatenate([e[2] for e in rows]))
             self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
-            lo, hi, par, sen = (_flatten([e[i] for e in rows], lengths, dtype)
+            # Only the tracked rows go further: the fields are flattened for those alone (on a
+            # run of many replicates with a few tracked, the others are most of the entries).
+            keep = np.flatnonzero(cells < self._n_tracked * self.streams)
+            if keep.size == 0:
+                continue
+            lo, hi, par, sen = (_flatten_at([e[i] for e in rows], lengths, dtype, keep)
                                 for i, dtype in ((3, np.int64), (4, np.int64), (5, float), (6, float)))
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            keep = (cells < self._n_tracked * self.streams) & (hi > lo)
-            if not keep.any():
+            live = (cells[keep] < self._n_tracked * self.streams) & (hi > lo)
+            if not live.any():
                 continue
-            self._scatter(kind, cells[keep], lo[keep], hi[keep], par[keep], sen[keep])
+            self._scatter(kind, cells[keep][live], lo[live], hi[live], par[live], sen[live])
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]

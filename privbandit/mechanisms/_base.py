@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from privbandit.ledger import Ledger
+from privbandit.mechanisms import _kernels
 from privbandit.mechanisms.sampling import NoiseSampler
 
 MAX_LEVELS = 62
@@ -174,12 +175,13 @@ class StreamMechanism:
         if values.shape != shape:
             raise ValueError(f"values must have shape (replicates,) = {shape}, got {values.shape}")
         kk = arms.astype(np.intp)
-        if not (kk.min() >= 0 and kk.max() < self.streams):
+        f = np.empty(self.replicates, dtype=np.intp)
+        bad = _kernels.pulled_index(kk, values, self.streams, f)
+        if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
-        # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
-        if not (values.min() >= 0.0 and values.max() <= 1.0):
+        if bad == 2:
             raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
-        return self.sampler.quantize(values), self._row_offsets + kk, self._pulled_rows, kk
+        return self.sampler.quantize(values), f, self._pulled_rows, kk
 
 
 def flat(a: np.ndarray) -> np.ndarray:
@@ -208,54 +210,6 @@ def floor_log2(x: np.ndarray) -> np.ndarray:
     return k
 
 
-_SEQUENTIAL_MAX = 7
-"""numpy sums a row of at most 7 float64 elements strictly left to right (pairwise beyond)."""
-_COLUMNWISE_ROWS, _COLUMNWISE_TOP = 512, 12
-"""From 8 levels on, the column-by-column emulation of numpy's pairwise sum (top + 7 column operations)
-beats numpy's per-row reduction only on many rows and few levels (measured: ~30% at 1000 rows and 9-13
-levels, slower below ~400 rows); both give the same bits, so the choice is speed alone. (numpy's
-8-running-sum scheme holds up to 128 elements, far above any core's 62 levels.)"""
-
-
-def lower_sums(nodes: np.ndarray, level: np.ndarray, lower: np.ndarray | None, top: int) -> np.ndarray:
-    """Per row r, the sum of ``nodes[r, :level[r]]`` (``level`` unused when ``lower`` is None), bit-identical to the reference expression
-    ``np.where(lower, nodes[:, :top], 0.0).sum(axis=1)`` with ``lower[r, j] = j < level[r]`` and
-    ``top = level.max() + 1`` (``lower`` None: every level equals top - 1).
-
-    numpy reduces each row with its pairwise summation; here the same additions run column by
-    column, far cheaper than a per-row reduction on ~100-1000 short rows:
-
-    * a row of n < 8 elements is summed as ((0.0 + a0) + a1) + ...; a masked term adds +0.0, which
-      is the identity because the running sum (started at 0.0 + a0) is never -0.0;
-    * a row of 8 <= n <= 128 elements (emulated on >= 512 rows of <= 12 levels) keeps 8 running sums r_j = a_j + a_(j+8) + ... over the first
-      n - n % 8 elements, combines them as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)) and adds
-      the last n % 8 elements in order. The masked terms are added as the +0.0 they are in the
-      reference (they can turn a -0.0 running sum into +0.0).
-
-    (tests/privbandit/mechanisms/test_bit_identical.py and tests/privbandit/mechanisms/test_lower_sums.py
-    check the equality.)"""
-    if top > _SEQUENTIAL_MAX:
-        if lower is None:  # every row at level top - 1: one mask row, broadcast
-            lower = np.arange(top) < top - 1
-        cols = np.where(lower, nodes[:, :top], 0.0)
-        if nodes.shape[0] < _COLUMNWISE_ROWS or top > _COLUMNWISE_TOP:  # numpy's own per-row sum
-            return cols.sum(axis=1)
-        acc = [cols[:, j] + cols[:, j + 8] if j + 8 < top - top % 8 else cols[:, j] for j in range(8)]
-        for i in range(16, top - top % 8, 8):
-            for j in range(8):
-                acc[j] += cols[:, i + j]
-        total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
-        for i in range(top - top % 8, top):
-            total += cols[:, i]
-        return total
-    used = top - 1  # column top - 1 is masked in every row
-    cols = nodes[:, :used] if lower is None else np.where(lower[:, :used], nodes[:, :used], 0.0)
-    total = cols[:, 0] + 0.0
-    for j in range(1, used):
-        total += cols[:, j]
-    return total
-
-
 class BinaryCore:
     """Vectorised binary (tree) mechanism state for every stream (Chan, Shi & Song 2011, Alg. 2).
 
@@ -275,6 +229,7 @@ class BinaryCore:
         self.total = np.zeros((replicates, streams))
         self.tau = np.zeros((replicates, streams), dtype=np.int64)
         self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
+        self._all_flat = None  # np.arange over every row, built on the first full insert
         self._views()
 
     def _views(self) -> None:
@@ -315,57 +270,31 @@ class BinaryCore:
         """:meth:`insert` with the flat index ``f`` of (rr, kk) (a full slice: every stream, in order).
 
         ``scale`` and ``offset`` are scalars or arrays over the inserted streams, built by the
-        calling mechanism (not re-validated)."""
-        if rr.size == 0:
+        calling mechanism (not re-validated). The bookkeeping runs in two kernels
+        (:mod:`privbandit.mechanisms._kernels`: read the completed nodes' p-sums, then write the
+        new state); between them the nodes are released through the mechanism's sampler, the one
+        path every Laplace draw takes."""
+        n = rr.size
+        if n == 0:
             return np.zeros(0)
-        tau_v, total_v = self._tau_flat, self._total_flat
-        tau = tau_v[f] + 1
-        low = tau & -tau  # 2^level: the completed node is at the lowest set bit of tau
-        high = int(low.max())
-        top = high.bit_length()
+        if isinstance(f, slice):
+            f = getattr(self, "_all_flat", None)  # (absent from states pickled before it existed)
+            if f is None or f.size != self.tau.size:
+                f = self._all_flat = np.arange(self.tau.size, dtype=np.intp)
+        v = np.ascontiguousarray(v, dtype=float)
+        new, dropped, out = np.empty((3, n))
+        # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
+        level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(4))
+        top = _kernels.binary_prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
         if top > self.levels:
             self._grow(top)
-        # every completed node at the same level (lock-stepped streams, or one replicate): slices, no
-        # per-row masks, and a scalar level
-        uniform = int(low.min()) == high
-        level = top - 1 if uniform else exact_log2(low)
-        ex_all, nz_all = self._exact_rows, self._noisy_rows
-        gathered = not isinstance(f, slice)
-        if top == 1:  # every completed node is a leaf: nothing to merge, only column 0 changes
-            noisy = mech.sampler._sum_release(v, scale)
-            ex_all[f, 0] = v
-            nz_all[f, 0] = noisy
-            out = total_v[f] + noisy  # (noisy - 0.0 is noisy, bit for bit)
-        else:
-            # rows of the inserted streams: views of the state, or copies written back at the end
-            ex = ex_all.take(f, axis=0) if gathered else ex_all
-            nz = nz_all.take(f, axis=0) if gathered else nz_all
-            lower = None if uniform else np.arange(top) < level[:, None]
-            new = lower_sums(ex, level, lower, top) + v
-            dropped = lower_sums(nz, level, lower, top)
-            if uniform:  # the merged lower nodes are discarded
-                ex[:, : top - 1] = 0.0
-                nz[:, : top - 1] = 0.0
-            else:
-                np.copyto(ex[:, :top], 0.0, where=lower)
-                np.copyto(nz[:, :top], 0.0, where=lower)
-            noisy = mech.sampler._sum_release(new, scale)
-            if uniform:
-                ex[:, top - 1] = new
-                nz[:, top - 1] = noisy
-            else:
-                rows = np.arange(rr.size)
-                ex[rows, level] = new
-                nz[rows, level] = noisy
-            if gathered:
-                ex_all[f] = ex
-                nz_all[f] = nz
-            out = total_v[f] + (noisy - dropped)
-        total_v[f] = out
-        tau_v[f] = tau
-        hi = offset + tau
-        lo = hi - low
-        mech._record(rr, kk, lo, hi, scale, mechanism, lo * 64 + level)
+            _kernels.binary_prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
+        noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
+        _kernels.binary_commit(self._tau_flat, self._total_flat, self._exact_rows, self._noisy_rows, f, new,
+                               noisy, dropped, level, top, out, lo, hi, node)
+        if not (np.ndim(offset) == 0 and offset == 0):  # footprints are stream positions
+            lo, hi, node = lo + offset, hi + offset, node + offset * 64
+        mech._record(rr, kk, lo, hi, scale, mechanism, node)
         return out
 
 

@@ -1,0 +1,173 @@
+"""Compiled kernels of the mechanisms' per-insert bookkeeping (issue 19).
+
+Each kernel here is the ONE implementation of its step: plain Python over scalars and arrays,
+compiled by numba when the optional ``fast`` extra is installed (``pip install "privbandit[fast]"``)
+and run by CPython otherwise (same source, same arithmetic, same results bit for bit; only slower
+on many replicates). No kernel draws random numbers: the caller draws the noise with the
+mechanism's :class:`~privbandit.mechanisms.sampling.NoiseSampler` and reports every release to the
+ledger, so the privacy path is unchanged whichever way a kernel runs.
+
+Set ``PRIVBANDIT_NO_JIT=1`` to run the kernels interpreted even where numba is installed (the tests
+compare both ways).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # the optional accelerator
+    if os.environ.get("PRIVBANDIT_NO_JIT", "") not in ("", "0"):
+        raise ImportError("PRIVBANDIT_NO_JIT is set")
+    import numba
+
+    def kernel(fn):
+        """Compile ``fn`` (no Python objects inside, no GIL, cached on disk across processes)."""
+        return numba.njit(cache=True, nogil=True)(fn)
+
+    COMPILED = True
+except ImportError:  # numba absent or disabled: the same functions, interpreted
+
+    def kernel(fn):
+        return fn
+
+    COMPILED = False
+
+
+@kernel
+def _row_lower_sum(row: np.ndarray, level: int, top: int) -> float:
+    """numpy's sum of ``where(arange(top) < level, row[:top], 0.0)`` bit for bit: a row of
+    fewer than 8 elements is summed left to right from 0.0; from 8 to 128 elements numpy keeps 8
+    running sums over the first n - n % 8 elements, combines them pairwise and adds the rest in
+    order (numpy/_core/src/umath/loops_utils.h, pairwise_sum; masked terms enter as +0.0)."""
+    if top < 8:
+        # the masked terms add +0.0, the identity on a running sum started at +0.0 (never -0.0)
+        s = 0.0
+        for j in range(level):
+            s += row[j]
+        return s
+    # eight scalar running sums (no allocation per row)
+    r0 = row[0] if 0 < level else 0.0
+    r1 = row[1] if 1 < level else 0.0
+    r2 = row[2] if 2 < level else 0.0
+    r3 = row[3] if 3 < level else 0.0
+    r4 = row[4] if 4 < level else 0.0
+    r5 = row[5] if 5 < level else 0.0
+    r6 = row[6] if 6 < level else 0.0
+    r7 = row[7] if 7 < level else 0.0
+    # Beyond the level every term is +0.0, and adding +0.0 is idempotent (it only turns -0.0 into
+    # +0.0): the masked blocks and tail terms are added once each, not term by term, so the cost
+    # follows the level, not the top.
+    stop = top - top % 8
+    i = 8
+    while i < stop and i < level:
+        r0 += row[i] if i < level else 0.0
+        r1 += row[i + 1] if i + 1 < level else 0.0
+        r2 += row[i + 2] if i + 2 < level else 0.0
+        r3 += row[i + 3] if i + 3 < level else 0.0
+        r4 += row[i + 4] if i + 4 < level else 0.0
+        r5 += row[i + 5] if i + 5 < level else 0.0
+        r6 += row[i + 6] if i + 6 < level else 0.0
+        r7 += row[i + 7] if i + 7 < level else 0.0
+        i += 8
+    if i < stop:  # whole blocks of masked terms remain
+        r0 += 0.0
+        r1 += 0.0
+        r2 += 0.0
+        r3 += 0.0
+        r4 += 0.0
+        r5 += 0.0
+        r6 += 0.0
+        r7 += 0.0
+    s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, min(top, level)):
+        s += row[i]
+    if top > max(stop, level):  # a masked tail term
+        s += 0.0
+    return s
+
+
+@kernel
+def binary_prepare(tau: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.ndarray, f: np.ndarray,
+                   v: np.ndarray, new: np.ndarray, dropped: np.ndarray, level_out: np.ndarray) -> int:
+    """First half of an insert of ``v[i]`` into row ``f[i]`` of a binary core (Chan, Shi & Song 2011,
+    Alg. 2); reads the state only.
+
+    Row r holds ``tau[r]`` items; the insert completes the node at the lowest set bit ``l`` of
+    ``tau[r] + 1``: its exact p-sum ``new`` is the sum of the alive lower nodes (levels < l) plus
+    ``v``, and the noisy lower nodes it replaces sum to ``dropped``. The arithmetic is that of
+    numpy's vectorised expressions over all rows of the call, so the results are the bits
+    :class:`~privbandit.mechanisms._base.BinaryCore` always produced: the call's level count
+    ``top`` (one more than its highest completed level; the pairwise sums depend on it) is
+    returned. With ``top == 1`` every node is a leaf and ``new`` is ``v`` itself (not ``0.0 + v``).
+    Writes ``l``, then (only if the node arrays hold ``top`` levels; otherwise the caller grows them
+    and calls again) ``new`` and ``dropped``.
+    """
+    top = 0
+    for i in range(f.size):
+        t = tau[f[i]] + 1
+        low = t & -t
+        level = 0
+        while (low >> level) > 1:
+            level += 1
+        level_out[i] = level
+        if level + 1 > top:
+            top = level + 1
+    if top > exact_nodes.shape[1]:
+        return top
+    for i in range(f.size):
+        r = f[i]
+        level = level_out[i]
+        if top == 1:
+            new[i] = v[i]
+            dropped[i] = 0.0
+        else:
+            new[i] = _row_lower_sum(exact_nodes[r], level, top) + v[i]
+            dropped[i] = _row_lower_sum(noisy_nodes[r], level, top)
+    return top
+
+
+@kernel
+def binary_commit(tau: np.ndarray, total: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.ndarray,
+                  f: np.ndarray, new: np.ndarray, noisy: np.ndarray, dropped: np.ndarray,
+                  level: np.ndarray, top: int, out: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  node: np.ndarray) -> None:
+    """Second half of the insert (after the caller released ``noisy`` = ``new`` + Laplace noise
+    through the mechanism's sampler): discard the lower nodes, store the completed node, move the
+    output ``total`` by ``noisy - dropped`` (by ``noisy`` alone for leaves, as the vectorised path
+    did) and count the item. Writes the new outputs into ``out`` and each release's footprint in
+    the block, records [``lo``, ``hi``), and ledger node id ``lo * 64 + l`` (before the caller
+    shifts them by the block's offset)."""
+    for i in range(f.size):
+        r = f[i]
+        ex = exact_nodes[r]
+        nz = noisy_nodes[r]
+        lv = level[i]
+        for j in range(lv):
+            ex[j] = 0.0
+            nz[j] = 0.0
+        ex[lv] = new[i]
+        nz[lv] = noisy[i]
+        o = total[r] + noisy[i] if top == 1 else total[r] + (noisy[i] - dropped[i])
+        total[r] = o
+        t = tau[r] + 1
+        tau[r] = t
+        out[i] = o
+        hi[i] = t
+        lo[i] = t - (1 << lv)
+        node[i] = lo[i] * 64 + lv
+
+
+@kernel
+def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarray) -> int:
+    """Validate one bandit round's entries and write their flat index ``f[r] = r * streams +
+    arms[r]``. Returns 0, or 1 if an arm lies outside [0, streams), or 2 if a value lies outside
+    [0, 1] or is NaN (a NaN fails both comparisons)."""
+    for r in range(arms.size):
+        if not (0 <= arms[r] < streams):
+            return 1
+        if not (values[r] >= 0.0 and values[r] <= 1.0):
+            return 2
+        f[r] = r * streams + arms[r]
+    return 0

@@ -1,0 +1,58 @@
+"""The mechanisms' kernels give the same bits compiled (numba, the ``fast`` extra) and interpreted.
+
+privbandit.mechanisms._kernels is one Python source: numba compiles it when installed, CPython runs it
+otherwise. The golden-master tests pin the compiled results (CI installs numba); here the same runs
+are repeated with every kernel swapped for its interpreted Python function and compared bit for bit,
+so a construct numba and CPython evaluate differently (integer overflow, signed zeros, float
+contraction) cannot hide.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandit.mechanisms import HybridMechanism, TreeMechanism, _kernels
+from privbandit.ledger import Ledger
+
+KERNELS = ("binary_prepare", "binary_commit", "pulled_index", "_row_lower_sum")
+
+
+def _run(mech_cls, replicates, rounds, **kwargs):
+    rng = np.random.default_rng(7)
+    data = np.random.default_rng(8)
+    book = Ledger(replicates, 3, tight=True)
+    mech = mech_cls(replicates, 3, rng=rng, ledger=book, epsilon=0.5, **kwargs)
+    outs = []
+    for _ in range(rounds):
+        arms = data.integers(0, 3, replicates)
+        vals = data.random(replicates)
+        vals[data.random(replicates) < 0.1] = 0.0
+        mech.insert_pulled(arms, vals)
+        outs.append(mech.noisy_sum.copy())
+    releases = book.releases()
+    return np.array(outs), releases
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
+@pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {})])
+@pytest.mark.parametrize("replicates", [1, 5])
+def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cls, kwargs, replicates):
+    compiled = _run(mech_cls, replicates, 300, **kwargs)
+    for name in KERNELS:
+        monkeypatch.setattr(_kernels, name, getattr(_kernels, name).py_func)
+    interpreted = _run(mech_cls, replicates, 300, **kwargs)
+    assert np.array_equal(compiled[0].view(np.int64), interpreted[0].view(np.int64))
+    assert set(compiled[1]) == set(interpreted[1])
+    for key in compiled[1]:
+        assert np.array_equal(np.asarray(compiled[1][key]), np.asarray(interpreted[1][key]))
+
+
+def test_pulled_index_reports_bad_arms_and_values():
+    f = np.empty(3, dtype=np.intp)
+    assert _kernels.pulled_index(np.array([0, 2, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 0
+    assert f.tolist() == [0, 5, 7]
+    assert _kernels.pulled_index(np.array([0, 3, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
+    assert _kernels.pulled_index(np.array([0, -1, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
+    assert _kernels.pulled_index(np.array([0, 1, 1]), np.array([0.0, np.nan, 0.5]), 3, f) == 2
+    assert _kernels.pulled_index(np.array([0, 1, 1]), np.array([0.0, 1.0 + 1e-16 * 3, 0.5]), 3, f) == 2
