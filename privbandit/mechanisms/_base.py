@@ -176,7 +176,7 @@ class StreamMechanism:
             raise ValueError(f"values must have shape (replicates,) = {shape}, got {values.shape}")
         kk = arms.astype(np.intp)
         f = np.empty(self.replicates, dtype=np.intp)
-        bad = _kernels.pulled_index(kk, values, self.streams, f)
+        bad = _kernels.pulled_index.at(self.replicates)(kk, values, self.streams, f)
         if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
         if bad == 2:
@@ -285,12 +285,13 @@ class BinaryCore:
         new, dropped, out = np.empty((3, n))
         # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
         level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(4))
-        top = _kernels.binary_prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
+        prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
+        top = prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
         if top > self.levels:
             self._grow(top)
-            _kernels.binary_prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
+            prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
-        _kernels.binary_commit(self._tau_flat, self._total_flat, self._exact_rows, self._noisy_rows, f, new,
+        commit(self._tau_flat, self._total_flat, self._exact_rows, self._noisy_rows, f, new,
                                noisy, dropped, level, top, out, lo, hi, node)
         if not (np.ndim(offset) == 0 and offset == 0):  # footprints are stream positions
             lo, hi, node = lo + offset, hi + offset, node + offset * 64

@@ -2,37 +2,82 @@
 
 Each kernel here is the ONE implementation of its step: plain Python over scalars and arrays,
 compiled by numba when the optional ``fast`` extra is installed (``pip install "privbandit[fast]"``)
-and run by CPython otherwise (same source, same arithmetic, same results bit for bit; only slower
-on many replicates). No kernel draws random numbers: the caller draws the noise with the
-mechanism's :class:`~privbandit.mechanisms.sampling.NoiseSampler` and reports every release to the
-ledger, so the privacy path is unchanged whichever way a kernel runs.
+and run by CPython otherwise -- same source, same arithmetic, same results bit for bit
+(tests/privbandit/mechanisms/test_kernels.py). No kernel draws random numbers: the caller draws
+the noise with the mechanism's :class:`~privbandit.mechanisms.sampling.NoiseSampler` and reports
+every release to the ledger, so the privacy path is the same whichever way a kernel runs.
 
-Set ``PRIVBANDIT_NO_JIT=1`` to run the kernels interpreted even where numba is installed (the tests
-compare both ways).
+Callers pick the way per call with :meth:`Kernel.at`: interpreted below ``JIT_MIN_ROWS`` rows
+(one replicate: the interpreted loop costs about what a compiled call's dispatch does, and a
+process that only ever runs one replicate -- a deployment, a CLI call -- never imports numba),
+compiled from there on. Compilation is lazy (first use) and cached on disk across processes.
+Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import types
 
 import numpy as np
 
-try:  # the optional accelerator
-    if os.environ.get("PRIVBANDIT_NO_JIT", "") not in ("", "0"):
-        raise ImportError("PRIVBANDIT_NO_JIT is set")
-    import numba
+JIT_MIN_ROWS = 2
+"""Calls over fewer rows run interpreted (see the module docstring)."""
 
-    def kernel(fn):
-        """Compile ``fn`` (no Python objects inside, no GIL, cached on disk across processes)."""
-        return numba.njit(cache=True, nogil=True)(fn)
+COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
+            and importlib.util.find_spec("numba") is not None)
+"""Whether kernels compile (numba installed and not disabled)."""
 
-    COMPILED = True
-except ImportError:  # numba absent or disabled: the same functions, interpreted
+_KERNELS: dict[str, "Kernel"] = {}
 
-    def kernel(fn):
+
+class Kernel:
+    """One kernel: ``py_func`` (interpreted), ``jit`` (compiled on first use, or ``py_func`` when
+    numba is unavailable), ``at(n)`` (the way for a call over ``n`` rows); calling the kernel
+    itself runs ``jit``. Kernels calling kernels are rebound to the same way (an interpreted kernel
+    calls interpreted ones, a compiled kernel compiled ones)."""
+
+    def __init__(self, fn) -> None:
+        self.fn, self._py, self._jit = fn, None, None
+        _KERNELS[fn.__name__] = self
+
+    @property
+    def py_func(self):
+        if self._py is None:
+            self._py = _rebind(self.fn, lambda k: k.py_func)
+        return self._py
+
+    @property
+    def jit(self):
+        if self._jit is None:
+            if COMPILED:
+                import numba
+
+                self._jit = numba.njit(cache=True, nogil=True)(_rebind(self.fn, lambda k: k.jit))
+            else:
+                self._jit = self.py_func
+        return self._jit
+
+    def at(self, n: int):
+        return self.py_func if n < JIT_MIN_ROWS else self.jit
+
+    def __call__(self, *args):
+        return self.jit(*args)
+
+
+def _rebind(fn, way):
+    """``fn`` with every kernel it names replaced by ``way(kernel)``."""
+    names = {name: way(k) for name, k in _KERNELS.items() if name in fn.__code__.co_names}
+    if not names:
         return fn
+    env = dict(fn.__globals__, **names)
+    out = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__qualname__, out.__module__, out.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    return out
 
-    COMPILED = False
+
+kernel = Kernel
 
 
 @kernel

@@ -15,9 +15,6 @@ import pytest
 from privbandit.mechanisms import HybridMechanism, TreeMechanism, _kernels
 from privbandit.ledger import Ledger
 
-KERNELS = ("binary_prepare", "binary_commit", "pulled_index", "_row_lower_sum")
-
-
 def _run(mech_cls, replicates, rounds, **kwargs):
     rng = np.random.default_rng(7)
     data = np.random.default_rng(8)
@@ -38,9 +35,9 @@ def _run(mech_cls, replicates, rounds, **kwargs):
 @pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {})])
 @pytest.mark.parametrize("replicates", [1, 5])
 def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cls, kwargs, replicates):
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
     compiled = _run(mech_cls, replicates, 300, **kwargs)
-    for name in KERNELS:
-        monkeypatch.setattr(_kernels, name, getattr(_kernels, name).py_func)
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size
     interpreted = _run(mech_cls, replicates, 300, **kwargs)
     assert np.array_equal(compiled[0].view(np.int64), interpreted[0].view(np.int64))
     assert set(compiled[1]) == set(interpreted[1])
@@ -48,11 +45,19 @@ def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cl
         assert np.array_equal(np.asarray(compiled[1][key]), np.asarray(interpreted[1][key]))
 
 
-def test_pulled_index_reports_bad_arms_and_values():
+def test_one_replicate_runs_interpreted_and_many_compiled():
+    assert _kernels.binary_prepare.at(1) is _kernels.binary_prepare.py_func
+    expected = _kernels.binary_prepare.jit if _kernels.COMPILED else _kernels.binary_prepare.py_func
+    assert _kernels.binary_prepare.at(_kernels.JIT_MIN_ROWS) is expected
+
+
+@pytest.mark.parametrize("way", ["py_func", "jit"])
+def test_pulled_index_reports_bad_arms_and_values(way):
+    pulled_index = getattr(_kernels.pulled_index, way)
     f = np.empty(3, dtype=np.intp)
-    assert _kernels.pulled_index(np.array([0, 2, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 0
+    assert pulled_index(np.array([0, 2, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 0
     assert f.tolist() == [0, 5, 7]
-    assert _kernels.pulled_index(np.array([0, 3, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
-    assert _kernels.pulled_index(np.array([0, -1, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
-    assert _kernels.pulled_index(np.array([0, 1, 1]), np.array([0.0, np.nan, 0.5]), 3, f) == 2
-    assert _kernels.pulled_index(np.array([0, 1, 1]), np.array([0.0, 1.0 + 1e-16 * 3, 0.5]), 3, f) == 2
+    assert pulled_index(np.array([0, 3, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
+    assert pulled_index(np.array([0, -1, 1]), np.array([0.0, 1.0, 0.5]), 3, f) == 1
+    assert pulled_index(np.array([0, 1, 1]), np.array([0.0, np.nan, 0.5]), 3, f) == 2
+    assert pulled_index(np.array([0, 1, 1]), np.array([0.0, 1.0 + 1e-16 * 3, 0.5]), 3, f) == 2
