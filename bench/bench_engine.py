@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+import types
 
 import numpy as np
 
@@ -256,6 +257,58 @@ def smpybandits_rate(kind, pulls):
     return pulls / (time.perf_counter() - start), "SMPyBandits 0.9.7 (btdtri shim)"
 
 
+PEER_SOLVERS = {  # registry name -> keirp/private-bandits solver factory (n_arms, epsilon, T), as its scripts build them
+    "ucb1": lambda m, k, e, T: m.nonprivate.ucb.UCB1Solver(n_arms=k),
+    "private_ucb": lambda m, k, e, T: m.private.private_ucb.PrivateUCBSolver(n_arms=k, epsilon=e, T=T, gamma=T ** -4),
+    "dp_ucb_bound": lambda m, k, e, T: m.private.dp_ucb_bound.DPUCBBoundSolver(n_arms=k, epsilon=e),
+    "dp_ucb": lambda m, k, e, T: m.private.dp_ucb.DPUCBSolver(n_arms=k, epsilon=e),
+    "dp_se": lambda m, k, e, T: m.private.dp_successive_elimination.DPSuccessiveEliminationSolver(
+        n_arms=k, epsilon=e, beta=T ** -1),
+}
+
+
+def peer_one_replicate_table(path: str, horizon: int, repeats: int, epsilon: float = 1.0) -> None:
+    """One replicate, ours against keirp/private-bandits (a plain-Python implementation of the same
+    policies; a local checkout at ``path``, imported as it is, never vendored): the same instance
+    and epsilon, its own Runner loop (one solver, one BernoulliBandits), best of ``repeats``.
+    Ours is timed whole (certificate included) and loop-only (SimulationResult.seconds)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, path)
+    try:
+        solvers = types.SimpleNamespace(
+            private=importlib.import_module("private_bandits.solvers.private"),
+            nonprivate=importlib.import_module("private_bandits.solvers.nonprivate"))
+        for sub in ("private.private_ucb", "private.dp_ucb_bound", "private.dp_ucb",
+                    "private.dp_successive_elimination", "nonprivate.ucb"):
+            importlib.import_module("private_bandits.solvers." + sub)
+        bandits = importlib.import_module("private_bandits.bandits.bernoulli_bandits")
+        runners = importlib.import_module("private_bandits.bandits.runners")
+    finally:
+        sys.path.remove(path)
+    print(f"\nOne replicate against keirp/private-bandits ({path}), 5 Bernoulli arms, eps = {epsilon}, "
+          f"T = {horizon}; pulls/s, best of {repeats}\n")
+    print("| policy | peer | ours (whole run) | ours (loop only) | ours/peer (whole) | ours/peer (loop) | ours us/round (loop) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, build in PEER_SOLVERS.items():
+        policy = REGISTRY[name]() if name == "ucb1" else REGISTRY[name](epsilon=epsilon)
+        peer = whole = loop = 0.0
+        for _ in range(repeats):
+            np.random.seed(0)
+            runner = runners.Runner(bandits.BernoulliBandits(len(MEANS), list(MEANS)),
+                                    [build(solvers, len(MEANS), epsilon, horizon)])
+            start = CLOCK()
+            runner.run_all(horizon)
+            peer = max(peer, horizon / (CLOCK() - start))
+            start = CLOCK()
+            res = simulate(policy, Bernoulli(MEANS), horizon, 1, seed=0, progress=False)
+            whole = max(whole, horizon / (CLOCK() - start))
+            loop = max(loop, horizon / res.seconds)
+        print(f"| {name} | {peer:.3g} | {whole:.3g} | {loop:.3g} | {whole / peer:.2f}x | {loop / peer:.2f}x | "
+              f"{1e6 / loop:.1f} |")
+
+
 def final_ts_state(horizon, replicates):
     """Beta parameters at the end of a real run (the RNG cost depends on them)."""
     pulls = simulate(BetaTS(), Bernoulli(MEANS), horizon, replicates, seed=1, progress=False).pulls
@@ -274,6 +327,10 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="also the Beta-TS/UCB1 peer and Gaussian-TS tables")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: process time, for a machine shared with other work (ratios stay meaningful)")
+    parser.add_argument("--peer-path", default=None,
+                        help="a local checkout of keirp/private-bandits: also the one-replicate comparison with it")
+    parser.add_argument("--peer-horizon", type=int, default=10_000)
+    parser.add_argument("--skip-table", action="store_true", help="skip the per-policy table")
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -282,7 +339,10 @@ def main() -> None:
     unknown = sorted(set(names) - set(PRIVATE))
     if unknown:
         parser.error(f"--policies: unknown private policies {unknown}; known: {', '.join(PRIVATE)}")
-    policy_table(names, {100: args.horizon, 1000: args.horizon_1000, 1: args.horizon_1}, args.repeats)
+    if not args.skip_table:
+        policy_table(names, {100: args.horizon, 1000: args.horizon_1000, 1: args.horizon_1}, args.repeats)
+    if args.peer_path:
+        peer_one_replicate_table(args.peer_path, args.peer_horizon, args.repeats)
     if not args.peers:
         return
     print()
