@@ -83,20 +83,27 @@ def _leaf(kind: int, p: float, s: float) -> Event:
     return ZCDP((s / p) ** 2 / 2.0)
 
 
+def _is_vector(v) -> bool:
+    """A staged field given per release (an array of the entry's length), not one value for all of
+    them (a Python or numpy scalar, or a 0-d array). Staged arrays are plain ndarrays."""
+    return type(v) is np.ndarray and v.ndim > 0
+
+
 def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
     """Concatenate staged fields, each an array of its entry's length or a scalar for all of it."""
-    if all(np.ndim(v) == 0 for v in values):
+    if not any(_is_vector(v) for v in values):
         return np.repeat(np.asarray(values, dtype=dtype), lengths)
-    return np.concatenate([np.asarray(v, dtype=dtype) if np.ndim(v) else np.full(n, v, dtype=dtype)
+    return np.concatenate([np.asarray(v, dtype=dtype) if _is_vector(v) else np.full(n, v, dtype=dtype)
                            for v, n in zip(values, lengths)])
 
 
 def _flatten_at(values: list, lengths: list[int], dtype, at: np.ndarray) -> np.ndarray:
     """``_flatten(values, lengths, dtype)[at]``, without building the whole array when every field
     is a scalar (``at``: sorted positions into the concatenation)."""
-    if all(np.ndim(v) == 0 for v in values):
-        if all(v == values[0] for v in values):
-            return np.full(at.size, values[0], dtype=dtype)
+    if not any(_is_vector(v) for v in values):
+        first = values[0]
+        if all(v == first for v in values):
+            return np.full(at.size, first, dtype=dtype)
         ends = np.cumsum(lengths)
         return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
     return _flatten(values, lengths, dtype)[at]
@@ -308,12 +315,14 @@ class Ledger:
                                      sens=column(s, float), mech=np.full(m, mech, np.int32),
                                      node=column(nd, np.int64)))
 
-        entry = (kind, rep, st, lo_, hi_, p, s)
         # The caller may reuse its arrays: copy now, fold in at the next drain. "Fresh" arrays are
         # staged as they are, except views (a slice of some state array would change under us).
-        entry = tuple(np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.flags.owndata)
-                      else x for x in entry)
-        self._sparse.append(entry)
+        entry = [kind, rep, st, lo_, hi_, p, s]
+        for i in range(1, 7):
+            x = entry[i]
+            if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.flags.owndata):
+                entry[i] = np.array(x)
+        self._sparse.append(tuple(entry))
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
 
