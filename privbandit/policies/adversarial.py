@@ -179,6 +179,7 @@ class _BatchedPrivateExp3Run(PolicyRun):
         self.tau = policy.tau_for(horizon)
         gamma, eta = policy.rates(n_arms, horizon)
         self.core = _Exp3Core(replicates, n_arms, gamma, rng, eta=eta)
+        self.floor = policy.loss_floor(n_arms, horizon)
         self.horizon = horizon
         self.scale = 1.0 / policy.epsilon
         self.noise = LaplaceRelease(rng, ledger, "batched_private_exp3", exact=policy.exact)
@@ -210,8 +211,10 @@ class _BatchedPrivateExp3Run(PolicyRun):
                 noisy = self.noise.release(self.loss, self.scale, 1.0, rows, self.arms, lo, hi)
             self.pulls[rows, self.arms] = hi
             # divided by tau (not the batch's length): the paper's average loss + Lap(1/(eps tau));
-            # weights exp(-eta Lhat), a loss being a negative gain
-            self.core.learn(self.arms, -noisy / self.tau)
+            # floored at -b ln(nK) (post-processing; binds w.p. 1/(2nK) per batch) so that
+            # eta |loss| / p <= 1, which EXP3's analysis needs; weights exp(-eta Lhat)
+            loss = np.maximum(noisy / self.tau, -self.floor)
+            self.core.learn(self.arms, -loss)
             self.loss = np.zeros_like(self.loss)
 
 
@@ -398,11 +401,12 @@ class BatchedPrivateEXP3(PureEpsilonPolicy):
 
     EXP3's rates are our reconstruction (the paper's headline corollary uses HTINF, Huang et al.
     2022, which is not built here): with b = 1/(eps tau) the noisy loss has second moment at most
-    v = 1 + 2 b^2 and, with probability 1 - 1/K over the n releases, is above -b ln(nK). The standard
-    loss-based EXP3 analysis (exp(-x) <= 1 - x + x^2 needs eta |loss| / p <= 1 for negative losses;
-    p >= gamma / K) gives, at gamma = eta K b ln(nK),
-    regret <= tau (ln K / eta + eta n K (v + b ln(nK))) + tau, minimised at
-    eta = sqrt(ln K / (n K (v + b ln(nK)))).
+    v = 1 + 2 b^2; EXP3 learns from it floored at -f, f = b ln(nK) (post-processing: it binds with
+    probability e^(-f/b)/2 = 1/(2nK) per batch and raises the loss's mean by at most b/(2nK)). The
+    standard loss-based EXP3 analysis (exp(-x) <= 1 - x + x^2 needs eta |loss| / p <= 1 for the
+    negative losses; p >= gamma / K) then gives, at gamma = eta K f,
+    regret <= tau (ln K / eta + eta n K (v + f) + b / K) + tau, minimised at
+    eta = sqrt(ln K / (n K (v + f))).
 
     Privacy: eps-DP per record -- each record is in exactly one Laplace release of sensitivity 1
     (its batch's loss sum); EXP3 and its arm sampling are post-processing. Paper claim: eps-DP.
@@ -423,12 +427,18 @@ class BatchedPrivateEXP3(PureEpsilonPolicy):
         tau = self.tau if self.tau is not None else max(1, math.ceil(round(1.0 / self.epsilon, 9)))
         return min(tau, int(horizon))
 
+    def loss_floor(self, n_arms: int, horizon: int) -> float:
+        """f = b ln(nK): EXP3 learns from max(noisy average loss, -f) (class docstring)."""
+        tau = self.tau_for(horizon)
+        batches = -(-int(horizon) // tau)
+        return math.log(batches * n_arms) / (self.epsilon * tau)
+
     def rates(self, n_arms: int, horizon: int) -> tuple[float, float]:
         """(gamma, eta) of the reconstruction in the class docstring."""
         tau = self.tau_for(horizon)
         batches = -(-int(horizon) // tau)
         b = 1.0 / (self.epsilon * tau)  # the noise scale on the average loss
-        floor = b * math.log(batches * n_arms)  # how negative a noisy loss gets (w.p. 1 - 1/K)
+        floor = self.loss_floor(n_arms, horizon)
         eta = math.sqrt(math.log(n_arms) / (batches * n_arms * (1.0 + 2.0 * b * b + floor)))
         return min(1.0, eta * n_arms * floor), eta
 
