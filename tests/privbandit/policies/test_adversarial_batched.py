@@ -184,3 +184,25 @@ def test_batching_beats_per_round_noise_at_small_epsilon():
     table = switching_best_arm(T, 5, 4, seed=2017).table
     uniform = (table.sum(axis=0).max() - table.mean(axis=1).sum()) / T
     assert batched[1] < uniform, (batched, uniform)
+
+
+# --- command line -----------------------------------------------------------------------------------
+def test_cli_accepts_it_and_refuses_bad_parameters_in_one_line(capsys):
+    from privbandit.cli import main
+
+    assert main(["budget", "batched_private_exp3", "--horizon", "10000", "--n-arms", "5", "--epsilon", "0.5",
+                 "--param", "tau=7"]) == 0
+    out = capsys.readouterr().out
+    assert "best: 0.49999" in out and "paper's claim: 0.5" in out
+    assert main(["run", "batched_private_exp3", "--horizon", "300", "--replicates", "3", "--epsilon", "0.3",
+                 "--quiet"]) == 0
+    assert "BatchedPrivateEXP3(epsilon=0.3, tau=None" in capsys.readouterr().out
+    for command in (["budget", "batched_private_exp3", "--horizon", "1000", "--param", "tau=0"],
+                    ["run", "batched_private_exp3", "--horizon", "300", "--param", "tau=2.5", "--quiet"],
+                    ["audit", "batched_private_exp3", "--param", "tau=-1"],
+                    ["run", "batched_private_exp3", "--horizon", "300", "--epsilon", "-1", "--quiet"],
+                    ["run", "batched_private_exp3", "--horizon", "300", "--param", "gamma=0.1", "--quiet"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("privbandit: error:") and "\n" not in err, err
+        assert ("tau" in err) or ("epsilon" in err) or ("gamma" in err), err
