@@ -60,8 +60,9 @@ CAPTIONS = {
                             "eps). At delta = 0.1 the GDP calibration spends exactly 0.2, while the paper's "
                             "calibration and private LinUCB certify eps 0: their noise alone gives (0, 0.1)-DP.",
     "tossou2017-adversarial": "Tossou & Dimitrakakis (AAAI 2017): EXP3 and EXP3-tau (dashed: EXP3's own "
-                              "certificate is finite but huge) against DP-EXP3-Lap and Agarwal & Singh's private "
-                              "EXP3 at eps in {0.1, 1, 10}; rows: a best arm switching every T/4 rounds, a "
+                              "certificate is finite but huge) against DP-EXP3-Lap, Agarwal & Singh's private "
+                              "EXP3 and Asi, Raman & Talwar's batched conversion (EXP3 base) at eps in "
+                              "{0.1, 1, 10}; rows: a best arm switching every T/4 rounds, a "
                               "stochastic instance whose best arm shifts at T/2, the Auer et al. lower-bound "
                               "construction, and a 1-memory adaptive adversary (switching cost 1/2, policy "
                               "regret). Regret is against the best fixed arm of the table, so it can go below 0 "

@@ -25,6 +25,7 @@ from privbandit.policies import (
     DPSE,
     DPTS,
     EXP3,
+    BatchedPrivateEXP3,
     DPEXP3Lap,
     EXP3Tau,
     PrivateEXP3,
@@ -153,7 +154,9 @@ def chowdhury2022_linear(horizon: int):
 
 def tossou2017_adversarial(horizon: int):
     """Tossou & Dimitrakakis (AAAI 2017; seed 002 section 3.2): EXP3, DP-EXP3-Lap at eps in
-    {0.1, 1, 10}, Agarwal & Singh's private EXP3 at the same eps, and EXP3-tau (tau = ceil(T^(1/3))) on the hard sequences (docs/policies_adversarial.md):
+    {0.1, 1, 10}, Agarwal & Singh's private EXP3 and Asi, Raman & Talwar's batched conversion (EXP3
+    base, tau = ceil(1/eps)) at the same eps, and EXP3-tau (tau = ceil(T^(1/3))) on the hard sequences
+    (docs/policies_adversarial.md):
     a best arm switching every T/4 rounds, a stochastic instance whose best arm shifts at T/2, the
     Auer et al. lower-bound construction, and a 1-memory adaptive adversary (switching cost 1/2 on
     the switching sequence; policy regret). The tables are drawn from fixed seeds (oblivious)."""
@@ -161,6 +164,7 @@ def tossou2017_adversarial(horizon: int):
     for eps in (0.1, 1.0, 10.0):
         policies[f"DP-EXP3-Lap eps={eps:g}"] = DPEXP3Lap(epsilon=eps)
         policies[f"Private EXP3 (Agarwal-Singh) eps={eps:g}"] = PrivateEXP3(epsilon=eps)
+        policies[f"Batched private EXP3 (Asi-Raman-Talwar) eps={eps:g}"] = BatchedPrivateEXP3(epsilon=eps)
     switching = switching_best_arm(horizon, 5, 4, seed=2017)
     envs = {
         "switching best arm (m=4)": switching,

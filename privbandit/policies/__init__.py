@@ -6,7 +6,7 @@ from keyword parameters (the class validates them).
 
 from __future__ import annotations
 
-from privbandit.policies.adversarial import DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
+from privbandit.policies.adversarial import BatchedPrivateEXP3, DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB
@@ -43,6 +43,7 @@ REGISTRY: dict[str, type[Policy]] = {
     DPEXP3Lap.name: DPEXP3Lap,
     EXP3Tau.name: EXP3Tau,
     PrivateEXP3.name: PrivateEXP3,
+    BatchedPrivateEXP3.name: BatchedPrivateEXP3,
     UCBN.name: UCBN,
     UCBMaxN.name: UCBMaxN,
     TSN.name: TSN,
@@ -71,6 +72,6 @@ def make_policy(name: str, **params) -> Policy:
 
 
 __all__ = ["Policy", "PolicyRun", "BetaTS", "GaussianTS", "DPTS", "LazyDPTS", "PrivateTS", "PrivateUCB",
-           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau", "PrivateEXP3",
+           "DPUCBBound", "DPUCB", "DPUCBInt", "DPSE", "AnytimeLazyUCB", "KLUCB", "UCB1", "EXP3", "DPEXP3Lap", "EXP3Tau", "PrivateEXP3", "BatchedPrivateEXP3",
            "UCBN", "UCBMaxN", "TSN", "TSMaxN", "LazyDPTSN", "DPUCBN", "GaussianTSN",
            "LinUCB", "LinTS", "PrivateLinUCB", "PrivateLinTS", "JointDPLinUCB", "REGISTRY", "register", "make_policy"]

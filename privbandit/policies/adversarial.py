@@ -13,6 +13,11 @@
 * :class:`EXP3Tau` -- Tossou & Dimitrakakis (AAAI 2017), ALGORITHMS.md 8.2: rounds in mini-batches
   of tau (default ceil(T^(1/3))); one arm per batch, chosen by EXP3 at the batch start; EXP3 learns
   from g = (batch reward sum) / tau in [0, 1], over n = ceil(T / tau) batch-rounds.
+* :class:`BatchedPrivateEXP3` -- Asi, Raman & Talwar (ICML 2025, arXiv 2505.21790), the batched
+  conversion (their Algorithm 1 / Theorem 1) with EXP3 as the base: batches of tau = ceil(1/eps)
+  rounds, one arm per batch, the batch's loss sum released once with Lap(1/eps) (sensitivity 1) and
+  divided by tau (the paper's average loss + Lap(1/(eps tau))); EXP3 learns from that noisy loss.
+  eps-DP per record; EXP3's rates are our reconstruction (docs/policies_adversarial.md).
 
 Privacy of EXP3 and EXP3-tau (:class:`ExponentialWeightsSchedule`): the arm sampling is the only
 randomness, so there is no noise draw to report to a ledger; the certificate is a proof about the
@@ -46,6 +51,14 @@ _MAX_BUFFERED = 2**20
 def exp3_gamma(n_arms: int, rounds: int) -> float:
     """Auer et al. (2002), Cor. 3.2 with g = rounds: gamma = min(1, sqrt(K ln K / ((e - 1) g)))."""
     return min(1.0, math.sqrt(n_arms * math.log(n_arms) / ((math.e - 1.0) * rounds)))
+
+
+def _check_tau(tau, default: str) -> int | None:
+    if tau is None:
+        return None
+    if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
+        raise ValueError(f"tau must be a whole number in [1, inf) (or None for {default}), got {tau!r}")
+    return int(tau)
 
 
 def _check_gamma(gamma) -> float | None:
@@ -159,6 +172,50 @@ class _Exp3TauRun(PolicyRun):
             # the sum over tau (not over the batch's length): g in [0, 1] with sensitivity 1/tau
             self.core.learn(self.arms, self.total / self.tau)
             self.total[:] = 0.0
+
+
+class _BatchedPrivateExp3Run(PolicyRun):
+    def __init__(self, policy, replicates, n_arms, horizon, rng, ledger):
+        self.tau = policy.tau_for(horizon)
+        gamma, eta = policy.rates(n_arms, horizon)
+        self.core = _Exp3Core(replicates, n_arms, gamma, rng, eta=eta)
+        self.floor = policy.loss_floor(n_arms, horizon)
+        self.horizon = horizon
+        self.scale = 1.0 / policy.epsilon
+        self.noise = LaplaceRelease(rng, ledger, "batched_private_exp3", exact=policy.exact)
+        self.arms = np.zeros(replicates, dtype=np.int64)
+        self.loss = np.zeros(replicates)
+        self.pulls = np.zeros((replicates, n_arms), dtype=np.int64)
+        self.first = np.zeros(replicates, dtype=np.int64)  # the batch's first record in its arm's stream
+        self.length = 0
+
+    def select(self, t):
+        if (t - 1) % self.tau == 0:  # a batch starts: EXP3 chooses its arm, played for the whole batch
+            self.arms = self.core.choose()
+            self.first = self.pulls[self.core.rows, self.arms]
+            self.length = 0
+        return self.arms
+
+    def update(self, t, arms, rewards):
+        self.loss += 1.0 - rewards
+        self.length += 1
+        if t % self.tau == 0 or t == self.horizon:
+            rows, lo = self.core.rows, self.first
+            hi = lo + self.length
+            # one release per batch: the loss sum of its records [lo, hi) of the played arm's stream
+            # (sensitivity 1: a record's loss lies in [0, 1]) + Lap(1/eps); the last, shorter batch
+            # is released the same way, so every record is in exactly one eps-DP release
+            if self.length == 1:  # footprint [lo, lo + 1): the per-record fast path, same draws and records
+                noisy = self.noise.release_records(self.loss, self.scale, rows, self.arms, lo)
+            else:
+                noisy = self.noise.release(self.loss, self.scale, 1.0, rows, self.arms, lo, hi)
+            self.pulls[rows, self.arms] = hi
+            # divided by tau (not the batch's length): the paper's average loss + Lap(1/(eps tau));
+            # floored at -b ln(nK) (post-processing; binds w.p. 1/(2nK) per batch) so that
+            # eta |loss| / p <= 1, which EXP3's analysis needs; weights exp(-eta Lhat)
+            loss = np.maximum(noisy / self.tau, -self.floor)
+            self.core.learn(self.arms, -loss)
+            self.loss = np.zeros_like(self.loss)
 
 
 class ExponentialWeightsSchedule(PrivacySchedule):
@@ -308,9 +365,7 @@ class EXP3Tau(Policy):
     records_releases = False  # its randomness is the arm sampling itself: no noise draws to record
 
     def __init__(self, tau: int | None = None, gamma: float | None = None):
-        if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1):
-            raise ValueError(f"tau must be a whole number in [1, inf) (or None for ceil(T^(1/3))), got {tau!r}")
-        self.tau = None if tau is None else int(tau)
+        self.tau = _check_tau(tau, "ceil(T^(1/3))")
         self.gamma = _check_gamma(gamma)
 
     def tau_for(self, horizon: int) -> int:
@@ -331,3 +386,65 @@ class EXP3Tau(Policy):
 
     def params(self):
         return {"policy": self.name, "tau": self.tau, "gamma": self.gamma}
+
+
+class BatchedPrivateEXP3(PureEpsilonPolicy):
+    """The batched private conversion of Asi, Raman & Talwar (ICML 2025, arXiv 2505.21790,
+    Algorithm 1 / Theorem 1) with EXP3 (Auer et al. 2002; loss form) as the non-private base.
+
+    Rounds are cut into batches of ``tau`` (default ceil(1/eps), the paper's choice in its Cor. 2,
+    capped at T); EXP3 chooses one arm at each batch start and it is played for the whole batch; at
+    the batch end the batch's loss sum S = sum (1 - r) is released once as S + Lap(1/eps) and EXP3
+    learns from the noisy average loss (S + Lap(1/eps)) / tau, i.e. the paper's average loss plus
+    Lap(1/(eps tau)), over n = ceil(T / tau) batch-rounds. The last batch may be shorter; it is still
+    divided by tau, so its sensitivity stays 1/tau.
+
+    EXP3's rates are our reconstruction (the paper's headline corollary uses HTINF, Huang et al.
+    2022, which is not built here): with b = 1/(eps tau) the noisy loss has second moment at most
+    v = 1 + 2 b^2; EXP3 learns from it floored at -f, f = b ln(nK) (post-processing: it binds with
+    probability e^(-f/b)/2 = 1/(2nK) per batch and raises the loss's mean by at most b/(2nK)). The
+    standard loss-based EXP3 analysis (exp(-x) <= 1 - x + x^2 needs eta |loss| / p <= 1 for the
+    negative losses; p >= gamma / K) then gives, at gamma = eta K f,
+    regret <= tau (ln K / eta + eta n K (v + f) + b / K) + tau, minimised at
+    eta = sqrt(ln K / (n K (v + f))).
+
+    Privacy: eps-DP per record -- each record is in exactly one Laplace release of sensitivity 1
+    (its batch's loss sum); EXP3 and its arm sampling are post-processing. Paper claim: eps-DP.
+    """
+
+    name = "batched_private_exp3"
+    claim_source = "Asi, Raman & Talwar (ICML 2025), batched conversion"
+
+    def __init__(self, epsilon: float = 1.0, tau: int | None = None, exact: bool = False):
+        super().__init__(epsilon, exact)
+        self.tau = _check_tau(tau, "ceil(1/epsilon)")
+
+    def extra_params(self):
+        return {"tau": self.tau}
+
+    def tau_for(self, horizon: int) -> int:
+        """The batch length: ``tau`` if given, else ceil(1/eps) (Asi et al., Cor. 2); at most T."""
+        tau = self.tau if self.tau is not None else max(1, math.ceil(round(1.0 / self.epsilon, 9)))
+        return min(tau, int(horizon))
+
+    def loss_floor(self, n_arms: int, horizon: int) -> float:
+        """f = b ln(nK): EXP3 learns from max(noisy average loss, -f) (class docstring)."""
+        tau = self.tau_for(horizon)
+        batches = -(-int(horizon) // tau)
+        return math.log(batches * n_arms) / (self.epsilon * tau)
+
+    def rates(self, n_arms: int, horizon: int) -> tuple[float, float]:
+        """(gamma, eta) of the reconstruction in the class docstring."""
+        tau = self.tau_for(horizon)
+        batches = -(-int(horizon) // tau)
+        b = 1.0 / (self.epsilon * tau)  # the noise scale on the average loss
+        floor = self.loss_floor(n_arms, horizon)
+        eta = math.sqrt(math.log(n_arms) / (batches * n_arms * (1.0 + 2.0 * b * b + floor)))
+        return min(1.0, eta * n_arms * floor), eta
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        check_arms(n_arms, horizon)
+        return _BatchedPrivateExp3Run(self, replicates, n_arms, horizon, rng, ledger)
+
+    def privacy_schedule(self, horizon, n_arms):
+        return _one_laplace_per_record(self.epsilon, self.exact)
