@@ -224,27 +224,44 @@ class BinaryCore:
     def __init__(self, replicates: int, streams: int, levels: int, *, max_levels: int | None = None) -> None:
         self.levels = levels
         self.max_levels = levels if max_levels is None else max_levels
-        self.exact_nodes = np.zeros((replicates, streams, levels))
-        self.noisy_nodes = np.zeros((replicates, streams, levels))
+        # node (r, k, i): [exact p-sum, noisy p-sum] side by side, so an insert touching a stream's
+        # low levels reads and writes one cache line for both (the streams are hit at random)
+        self.nodes = np.zeros((replicates, streams, levels, 2))
         self.total = np.zeros((replicates, streams))
         self.tau = np.zeros((replicates, streams), dtype=np.int64)
         self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
         self._all_flat = None  # np.arange over every row, built on the first full insert
         self._views()
 
+    @property
+    def exact_nodes(self) -> np.ndarray:
+        """(R, K, levels) view: the exact p-sum of each node."""
+        return self.nodes[..., 0]
+
+    @property
+    def noisy_nodes(self) -> np.ndarray:
+        """(R, K, levels) view: the noisy p-sum of each node."""
+        return self.nodes[..., 1]
+
+    def __setstate__(self, state: dict) -> None:
+        # states pickled before the nodes were interleaved (deployments' snapshots) hold two arrays
+        if "nodes" not in state:
+            state["nodes"] = np.stack([state.pop("exact_nodes"), state.pop("noisy_nodes")], axis=-1)
+            state.pop("_exact_rows", None)
+            state.pop("_noisy_rows", None)
+        state.setdefault("_all_flat", None)
+        self.__dict__.update(state)
+        self._views()
+
     def _views(self) -> None:
-        """(R*K, levels) views of the node arrays (renewed when they grow)."""
-        n_rows = self.tau.size
-        self._exact_rows = self.exact_nodes.reshape(n_rows, self.levels)
-        self._noisy_rows = self.noisy_nodes.reshape(n_rows, self.levels)
+        """(R*K, levels, 2) view of the nodes (renewed when they grow)."""
+        self._node_rows = self.nodes.reshape(self.tau.size, self.levels, 2)
 
     def _grow(self, needed: int) -> None:
         if needed > self.max_levels:
             raise ValueError(f"a block would need {needed} levels; at most {self.max_levels} are supported")
         new_levels = min(self.max_levels, max(needed, 2 * self.levels))
-        pad = ((0, 0), (0, 0), (0, new_levels - self.levels))
-        self.exact_nodes = np.pad(self.exact_nodes, pad)
-        self.noisy_nodes = np.pad(self.noisy_nodes, pad)
+        self.nodes = np.pad(self.nodes, ((0, 0), (0, 0), (0, new_levels - self.levels), (0, 0)))
         self.levels = new_levels
         self._views()
 
@@ -253,8 +270,7 @@ class BinaryCore:
 
     def reset_flat(self, f: np.ndarray | slice) -> None:
         """Empty the streams at flat index ``f`` (a new block starts)."""
-        self._exact_rows[f] = 0.0
-        self._noisy_rows[f] = 0.0
+        self._node_rows[f] = 0.0
         self._total_flat[f] = 0.0
         self._tau_flat[f] = 0
 
@@ -278,7 +294,7 @@ class BinaryCore:
         if n == 0:
             return np.zeros(0)
         if isinstance(f, slice):
-            f = getattr(self, "_all_flat", None)  # (absent from states pickled before it existed)
+            f = self._all_flat
             if f is None or f.size != self.tau.size:
                 f = self._all_flat = np.arange(self.tau.size, dtype=np.intp)
         v = np.ascontiguousarray(v, dtype=float)
@@ -286,12 +302,12 @@ class BinaryCore:
         # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
         level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(4))
         prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
-        top = prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
+        top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         if top > self.levels:
             self._grow(top)
-            prepare(self._tau_flat, self._exact_rows, self._noisy_rows, f, v, new, dropped, level)
+            prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
-        commit(self._tau_flat, self._total_flat, self._exact_rows, self._noisy_rows, f, new,
+        commit(self._tau_flat, self._total_flat, self._node_rows, f, new,
                                noisy, dropped, level, top, out, lo, hi, node)
         if not (np.ndim(offset) == 0 and offset == 0):  # footprints are stream positions
             lo, hi, node = lo + offset, hi + offset, node + offset * 64

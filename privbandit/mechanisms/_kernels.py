@@ -81,8 +81,9 @@ kernel = Kernel
 
 
 @kernel
-def _row_lower_sum(row: np.ndarray, level: int, top: int) -> float:
-    """numpy's sum of ``where(arange(top) < level, row[:top], 0.0)`` bit for bit: a row of
+def _row_lower_sum(pairs: np.ndarray, c: int, level: int, top: int) -> float:
+    """numpy's sum of ``where(arange(top) < level, pairs[:top, c], 0.0)`` bit for bit (``pairs``: a
+    stream's (levels, 2) nodes, ``c`` = 0 exact, 1 noisy p-sums). A row of
     fewer than 8 elements is summed left to right from 0.0; from 8 to 128 elements numpy keeps 8
     running sums over the first n - n % 8 elements, combines them pairwise and adds the rest in
     order (numpy/_core/src/umath/loops_utils.h, pairwise_sum; masked terms enter as +0.0)."""
@@ -90,31 +91,31 @@ def _row_lower_sum(row: np.ndarray, level: int, top: int) -> float:
         # the masked terms add +0.0, the identity on a running sum started at +0.0 (never -0.0)
         s = 0.0
         for j in range(level):
-            s += row[j]
+            s += pairs[j, c]
         return s
     # eight scalar running sums (no allocation per row)
-    r0 = row[0] if 0 < level else 0.0
-    r1 = row[1] if 1 < level else 0.0
-    r2 = row[2] if 2 < level else 0.0
-    r3 = row[3] if 3 < level else 0.0
-    r4 = row[4] if 4 < level else 0.0
-    r5 = row[5] if 5 < level else 0.0
-    r6 = row[6] if 6 < level else 0.0
-    r7 = row[7] if 7 < level else 0.0
+    r0 = pairs[0, c] if 0 < level else 0.0
+    r1 = pairs[1, c] if 1 < level else 0.0
+    r2 = pairs[2, c] if 2 < level else 0.0
+    r3 = pairs[3, c] if 3 < level else 0.0
+    r4 = pairs[4, c] if 4 < level else 0.0
+    r5 = pairs[5, c] if 5 < level else 0.0
+    r6 = pairs[6, c] if 6 < level else 0.0
+    r7 = pairs[7, c] if 7 < level else 0.0
     # Beyond the level every term is +0.0, and adding +0.0 is idempotent (it only turns -0.0 into
     # +0.0): the masked blocks and tail terms are added once each, not term by term, so the cost
     # follows the level, not the top.
     stop = top - top % 8
     i = 8
     while i < stop and i < level:
-        r0 += row[i] if i < level else 0.0
-        r1 += row[i + 1] if i + 1 < level else 0.0
-        r2 += row[i + 2] if i + 2 < level else 0.0
-        r3 += row[i + 3] if i + 3 < level else 0.0
-        r4 += row[i + 4] if i + 4 < level else 0.0
-        r5 += row[i + 5] if i + 5 < level else 0.0
-        r6 += row[i + 6] if i + 6 < level else 0.0
-        r7 += row[i + 7] if i + 7 < level else 0.0
+        r0 += pairs[i, c] if i < level else 0.0
+        r1 += pairs[i + 1, c] if i + 1 < level else 0.0
+        r2 += pairs[i + 2, c] if i + 2 < level else 0.0
+        r3 += pairs[i + 3, c] if i + 3 < level else 0.0
+        r4 += pairs[i + 4, c] if i + 4 < level else 0.0
+        r5 += pairs[i + 5, c] if i + 5 < level else 0.0
+        r6 += pairs[i + 6, c] if i + 6 < level else 0.0
+        r7 += pairs[i + 7, c] if i + 7 < level else 0.0
         i += 8
     if i < stop:  # whole blocks of masked terms remain
         r0 += 0.0
@@ -127,15 +128,15 @@ def _row_lower_sum(row: np.ndarray, level: int, top: int) -> float:
         r7 += 0.0
     s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     for i in range(stop, min(top, level)):
-        s += row[i]
+        s += pairs[i, c]
     if top > max(stop, level):  # a masked tail term
         s += 0.0
     return s
 
 
 @kernel
-def binary_prepare(tau: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.ndarray, f: np.ndarray,
-                   v: np.ndarray, new: np.ndarray, dropped: np.ndarray, level_out: np.ndarray) -> int:
+def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndarray, new: np.ndarray,
+                   dropped: np.ndarray, level_out: np.ndarray) -> int:
     """First half of an insert of ``v[i]`` into row ``f[i]`` of a binary core (Chan, Shi & Song 2011,
     Alg. 2); reads the state only.
 
@@ -159,7 +160,7 @@ def binary_prepare(tau: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.nda
         level_out[i] = level
         if level + 1 > top:
             top = level + 1
-    if top > exact_nodes.shape[1]:
+    if top > nodes.shape[1]:
         return top
     for i in range(f.size):
         r = f[i]
@@ -168,14 +169,14 @@ def binary_prepare(tau: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.nda
             new[i] = v[i]
             dropped[i] = 0.0
         else:
-            new[i] = _row_lower_sum(exact_nodes[r], level, top) + v[i]
-            dropped[i] = _row_lower_sum(noisy_nodes[r], level, top)
+            new[i] = _row_lower_sum(nodes[r], 0, level, top) + v[i]
+            dropped[i] = _row_lower_sum(nodes[r], 1, level, top)
     return top
 
 
 @kernel
-def binary_commit(tau: np.ndarray, total: np.ndarray, exact_nodes: np.ndarray, noisy_nodes: np.ndarray,
-                  f: np.ndarray, new: np.ndarray, noisy: np.ndarray, dropped: np.ndarray,
+def binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
+                  noisy: np.ndarray, dropped: np.ndarray,
                   level: np.ndarray, top: int, out: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                   node: np.ndarray) -> None:
     """Second half of the insert (after the caller released ``noisy`` = ``new`` + Laplace noise
@@ -186,14 +187,13 @@ def binary_commit(tau: np.ndarray, total: np.ndarray, exact_nodes: np.ndarray, n
     shifts them by the block's offset)."""
     for i in range(f.size):
         r = f[i]
-        ex = exact_nodes[r]
-        nz = noisy_nodes[r]
+        row = nodes[r]
         lv = level[i]
         for j in range(lv):
-            ex[j] = 0.0
-            nz[j] = 0.0
-        ex[lv] = new[i]
-        nz[lv] = noisy[i]
+            row[j, 0] = 0.0
+            row[j, 1] = 0.0
+        row[lv, 0] = new[i]
+        row[lv, 1] = noisy[i]
         o = total[r] + noisy[i] if top == 1 else total[r] + (noisy[i] - dropped[i])
         total[r] = o
         t = tau[r] + 1
