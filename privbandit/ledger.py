@@ -49,6 +49,7 @@ queries are slower.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -107,6 +108,14 @@ def _flatten_at(values: list, lengths: list[int], dtype, at: np.ndarray) -> np.n
         ends = np.cumsum(lengths)
         return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
     return _flatten(values, lengths, dtype)[at]
+
+
+@functools.lru_cache(maxsize=4096)
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """gdp_conversion.epsilon_for_delta, memoised: a deterministic function of (mu, delta), and the
+    worst records of different replicates and checkpoints often share their mu (the same release
+    structure), so realized-epsilon queries repeat it (each evaluation is a root search, ~1 ms)."""
+    return gdp_conversion.epsilon_for_delta(mu, delta)
 
 
 def _closed_form_accountants():
@@ -707,7 +716,7 @@ class Ledger:
     def _gdp_eps(mu: float, delta: float) -> float:
         if not math.isfinite(mu):
             return math.inf
-        return 0.0 if mu <= 0 else gdp_conversion.epsilon_for_delta(float(mu), delta)
+        return 0.0 if mu <= 0 else _gdp_epsilon(float(mu), float(delta))
 
     def _worst_min(self, closed: np.ndarray, mu: np.ndarray, delta: float) -> float:
         """max over records of min(closed, eps_gdp(mu)), evaluating eps_gdp only on the Pareto front."""
