@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -21,6 +22,24 @@ import numpy as np
 
 from accountants import GDP, Certificate, Event, Gaussian, GDPAccountant, best_delta, best_epsilon
 from accountants.events import NO_EVENT
+
+
+@functools.lru_cache(maxsize=2048)
+def _certified_cached(events: Event, delta: float, accountants: tuple | None) -> Certificate:
+    return best_epsilon(events, delta, None if accountants is None else list(accountants))
+
+
+def _certified(events: Event, delta: float, accountants) -> Certificate:
+    """``best_epsilon(events, delta, accountants)``, memoised: a deterministic function of the
+    (immutable, hashable) events, delta and accountant classes, and every run of a sweep or a repeated
+    experiment certifies the same schedule at the same checkpoints again. Each caller gets its own
+    copy of the certificate's dicts. Unhashable arguments are computed directly."""
+    key = None if accountants is None else tuple(accountants)
+    try:
+        cert = _certified_cached(events, float(delta), key)
+    except TypeError:  # an unhashable accountant or event: no memo
+        return best_epsilon(events, delta, accountants)
+    return dataclasses.replace(cert, values=dict(cert.values), notes=dict(cert.notes))
 
 
 class PrivacySchedule(abc.ABC):
@@ -48,8 +67,8 @@ class PrivacySchedule(abc.ABC):
         events = self.events(rounds)
         if _all_gaussian(events) and (accountants is None or any(
                 a is GDPAccountant or isinstance(a, GDPAccountant) for a in accountants)):
-            return best_epsilon(events, delta, [GDPAccountant])
-        return best_epsilon(events, delta, accountants)
+            accountants = [GDPAccountant]
+        return _certified(events, delta, accountants)
 
     def delta(self, rounds: int, epsilon: float, accountants=None) -> Certificate:
         """Certified delta at ``epsilon`` after ``rounds`` rounds (minimum over accountants)."""
