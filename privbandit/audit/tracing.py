@@ -44,7 +44,8 @@ from privbandit.ledger import Ledger
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
 
-_KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp"}
+_KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp", 3: "laplace"}
+"""Ledger kinds by name; 3 is the exact mode's discrete Laplace (the Laplace law on the grid)."""
 
 
 @dataclasses.dataclass
@@ -59,6 +60,7 @@ class Draw:
     paired: np.ndarray  # bool per element: a report covers it
     exempt: np.ndarray  # bool per element: a dense report left it out (no record, e.g. an empty arm)
     exact: bool = False  # drawn by an exact-mode (grid) sampler: discrete noise, rounded statistic
+    scale: np.ndarray | None = None  # per element, the Laplace scale / Gaussian sigma handed to the sampler
 
 
 @dataclasses.dataclass
@@ -170,10 +172,12 @@ class ReleaseTracer:
         return [d for d in self.draws if d.stat.size and not np.all(d.paired | d.exempt)]
 
     def released(self) -> dict[str, np.ndarray]:
-        """Per paired released value: statistic, released value, and what the ledger was told."""
+        """Per paired released value: statistic, released value, and what the ledger was told; also
+        what was drawn (``drawn_family``, ``drawn_scale``: the scale or sigma handed to the sampler,
+        NaN where the entry point does not take one, e.g. the posterior's float path)."""
         cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
-                                                  "node", "draw", "seq", "exact", "width", "entry")}
-        kinds, mechs = [], []
+                                                  "node", "draw", "seq", "exact", "width", "entry", "drawn_scale")}
+        kinds, mechs, fams = [], [], []
         for seq, r in enumerate(self.reports):
             if r.draw < 0:
                 continue
@@ -186,6 +190,9 @@ class ReleaseTracer:
             cols["draw"].append(np.full(m, r.draw))
             cols["seq"].append(np.full(m, seq))
             cols["exact"].append(np.full(m, d.exact))
+            cols["drawn_scale"].append(d.scale[r.elems] if d.scale is not None and d.scale.size == d.stat.size
+                                       else np.full(m, np.nan))
+            fams.append(np.full(m, d.family, dtype=object))
             cols["width"].append(np.full(m, r.width))
             cols["entry"].append(np.tile(np.arange(r.width), m // r.width))  # entry within a vector release
             kinds.append(np.full(m, r.kind, dtype=object))
@@ -193,10 +200,23 @@ class ReleaseTracer:
         out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
         out["kind"] = np.concatenate(kinds) if kinds else np.zeros(0, dtype=object)
         out["mechanism"] = np.concatenate(mechs) if mechs else np.zeros(0, dtype=object)
+        out["drawn_family"] = np.concatenate(fams) if fams else np.zeros(0, dtype=object)
         return out
 
 
 # --- wrappers ----------------------------------------------------------------------------------
+
+def _drawn_scale(args, kwargs, shape) -> np.ndarray | None:
+    """The scale (Laplace) or sigma (Gaussian) a noise entry point was called with, per element of
+    its output (None when it cannot be read)."""
+    value = args[0] if args else kwargs.get("scale", kwargs.get("sigma"))
+    if value is None:
+        return None
+    try:
+        return np.array(np.broadcast_to(np.asarray(value, dtype=float), shape)).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+
 
 def _sampler_wrapper(original, family: str):
     @functools.wraps(original)
@@ -205,6 +225,7 @@ def _sampler_wrapper(original, family: str):
         if tr is None or tr._depth:
             return original(self, statistic, *args, **kwargs)
         d = tr._new_draw(family, statistic, getattr(self, "exact", False))
+        d.scale = _drawn_scale(args, kwargs, np.shape(d.stat.reshape(d.shape)))
         tr._depth += 1
         try:
             out = original(self, statistic, *args, **kwargs)
@@ -231,6 +252,7 @@ def _noise_wrapper(original, family: str):
             tr._depth -= 1
         d = tr._new_draw(family, np.zeros(np.shape(out)), getattr(self, "exact", False))
         d.out = np.asarray(out, dtype=float).reshape(-1).copy()
+        d.scale = _drawn_scale(args, kwargs, np.shape(out))
         return out
 
     return wrapped
