@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from privbandit.mechanisms._base import exact_log2, flat
+from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.policies import DPUCB, AnytimeLazyUCB, DPUCBBound, DPUCBInt, GaussianTS, LazyDPTS, PrivateUCB
 
 
@@ -593,6 +594,53 @@ class ClippedToSeenRange(LazyDPTS):
         return run
 
 
+
+class _PosteriorSigmaOffByOne(GaussianPosteriorRelease):
+    """The posterior release rewritten with sigma^2 = c / (k + 2) (the count after the next pull), while
+    the ledger's prefix recorder still reports sigma^2 = c / (k + 1)."""
+
+    def release(self, sums, counts):
+        theta = sums / (counts + 1.0) + np.sqrt(self.c / (counts + 2.0)) * self._standard_normals()
+        if self._record is not None:
+            self._record(counts)
+        return theta
+
+
+class PosteriorSigmaOffByOne(GaussianTS):
+    """Gaussian TS (b = 4) whose posterior mechanism is a subclass with sigma computed one count ahead:
+    sigma shrinks by sqrt((k+1)/(k+2)) <= sqrt(5/6), so each release is up to 20% more expensive
+    (in mu^2) than reported -- below what a goodness-of-fit test on the residuals can see."""
+
+    def __init__(self, b: int = 4, c: float = 1.0):
+        super().__init__(b=b, c=c)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.posterior.__class__ = _PosteriorSigmaOffByOne
+        return run
+
+
+class HalvedAfterRound1000(AnytimeLazyUCB):
+    """Anytime-Lazy-UCB whose batch noise is drawn at half the reported scale from round 1000 on ("the
+    estimates are good enough by then"): invisible to any audit that stops before round 1000."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+        select, clock = run.select, {"t": 0}
+
+        def sel(t):
+            clock["t"] = t
+            return select(t)
+
+        def sum_release(statistic, scale, **kw):
+            late = clock["t"] >= 1000
+            return type(sampler)._sum_release(sampler, statistic, scale / 2.0 if late else scale, **kw)
+
+        run.select, sampler._sum_release = sel, sum_release
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -620,6 +668,8 @@ BUGS = {
     "posterior_exact_one_arm": PosteriorExactOneArm,
     "normalise_by_max": NormaliseByMax,
     "clipped_to_seen_range": ClippedToSeenRange,
+    "posterior_sigma_off_by_one": PosteriorSigmaOffByOne,
+    "halved_after_round_1000": HalvedAfterRound1000,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -629,7 +679,8 @@ AIMED = {"tree_half_level", "redraw_reported", "redraw_silent", "sensitivity_one
 
 ROUND4 = {"tree_levels_off_by_one", "late_log_half_scale", "interval_scale_after_insert", "raw_mean_small_counts",
           "data_dependent_scale", "seeded_by_data", "gaussian_for_laplace", "wrong_stream", "interval_every_round",
-          "posterior_exact_one_arm", "normalise_by_max", "clipped_to_seen_range"}
+          "posterior_exact_one_arm", "normalise_by_max", "clipped_to_seen_range", "posterior_sigma_off_by_one",
+          "halved_after_round_1000"}
 """Round 4: planted as an outside tester would, against the auditor as it stood (docs/audit.md)."""
 
 for _key, _cls in BUGS.items():

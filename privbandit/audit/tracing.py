@@ -6,8 +6,12 @@ noise entry points and the ledger's recording entry points are wrapped at class 
 * draws -- :meth:`NoiseSampler._sum_release`, :meth:`NoiseSampler.laplace_release`,
   :meth:`NoiseSampler.gaussian_release` (the single source of Laplace / Gaussian noise, DESIGN.md's
   "every noise draw goes through a mechanism") and :meth:`GaussianPosteriorRelease.release` (whose
-  float path adds ``sigma * z`` itself). Each call logs the statistic it was given and the value it
-  returned; nested calls (exact mode's ``_sum_release -> laplace_release -> laplace``) log once.
+  float path adds ``sigma * z`` itself). Each call logs the statistic it was given, the scale (or
+  sigma) it was handed and the value it returned; nested calls (exact mode's ``_sum_release ->
+  laplace_release -> laplace``) log once. The posterior's float path takes no sigma: the standard
+  normals it draws (:meth:`GaussianPosteriorRelease._standard_normals`) are logged instead, and the
+  sigma it used is read off as (released - mean) / z. Overrides of these methods in subclasses are
+  wrapped too.
   :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
   to a statistic itself) log as draws of statistic 0;
 * reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
@@ -105,6 +109,7 @@ class ReleaseTracer:
         self.orphans: list[Report] = []  # reports no draw could be paired with
         self._open: list[int] = []  # indices of draws not yet paired, oldest first
         self._depth = 0
+        self._normals: np.ndarray | None = None  # the standard normals of the posterior release in progress
 
     # --- activation ------------------------------------------------------------------------
     def __enter__(self) -> "ReleaseTracer":
@@ -268,11 +273,41 @@ def _posterior_wrapper(original):
         d = tr._new_draw("gaussian", np.asarray(sums, dtype=float) / (np.asarray(counts) + 1.0),
                          getattr(getattr(self, "sampler", None), "exact", False))
         tr._depth += 1
+        tr._normals = None
         try:
             out = original(self, sums, counts)
         finally:
             tr._depth -= 1
+        d.scale = _posterior_sigma(d, out, tr._normals)
+        tr._normals = None
         return tr._finish(d, out)
+
+    return wrapped
+
+
+def _posterior_sigma(d: Draw, out, z) -> np.ndarray | None:
+    """The float path adds ``sigma * z`` itself (no sampler call to read sigma from): with the standard
+    normals z it drew (logged by :func:`_normals_wrapper`), the sigma it used is (theta - mean) / z,
+    exact up to rounding where |z| is not tiny (elsewhere NaN: not compared)."""
+    if z is None:
+        return None
+    z = np.asarray(z, dtype=float).reshape(-1)
+    resid = np.asarray(out, dtype=float).reshape(-1) - d.stat
+    if z.size != resid.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(z) > 1e-3, resid / z, np.nan)
+
+
+def _normals_wrapper(original):
+    """:meth:`GaussianPosteriorRelease._standard_normals`: the z of the posterior release in progress."""
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        z = original(self, *args, **kwargs)
+        tr = ReleaseTracer._active
+        if tr is not None and tr._depth:
+            tr._normals = np.array(z, dtype=float)
+        return z
 
     return wrapped
 
@@ -325,17 +360,31 @@ _TARGETS = (
     (NoiseSampler, "laplace", lambda f: _noise_wrapper(f, "laplace")),
     (NoiseSampler, "gaussian", lambda f: _noise_wrapper(f, "gaussian")),
     (GaussianPosteriorRelease, "release", _posterior_wrapper),
+    (GaussianPosteriorRelease, "_standard_normals", _normals_wrapper),
     (Ledger, "_store", _store_wrapper),
     (Ledger, "_record_dense", _dense_wrapper),
 )
 
 
+def _subclasses(cls) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
 def _install() -> dict:
+    """Wrap every target, and every override of it in a subclass (a mechanism that subclasses the
+    sampler or the posterior and rewrites a release method is traced like the original)."""
     saved = {}
     for cls, name, make in _TARGETS:
-        original = cls.__dict__[name]
-        saved[(cls, name)] = original
-        setattr(cls, name, make(original))
+        for sub in _subclasses(cls):
+            if name in sub.__dict__ and (sub, name) not in saved:
+                original = sub.__dict__[name]
+                saved[(sub, name)] = original
+                setattr(sub, name, make(original))
     return saved
 
 
