@@ -305,7 +305,8 @@ def _normals_wrapper(original):
     def wrapped(self, *args, **kwargs):
         z = original(self, *args, **kwargs)
         tr = ReleaseTracer._active
-        if tr is not None and tr._depth:
+        if tr is not None and tr._depth and tr._normals is None:
+            # the first completed call: the generator's own normals, before any override rescales them
             tr._normals = np.array(z, dtype=float)
         return z
 
@@ -376,11 +377,13 @@ def _subclasses(cls) -> list[type]:
 
 
 def _install() -> dict:
-    """Wrap every target, and every override of it in a subclass (a mechanism that subclasses the
-    sampler or the posterior and rewrites a release method is traced like the original)."""
+    """Wrap every target, and every override of a draw entry point in a subclass (a mechanism that
+    subclasses the sampler or the posterior and rewrites a release method is traced like the original)."""
     saved = {}
     for cls, name, make in _TARGETS:
-        for sub in _subclasses(cls):
+        # the draw entry points guard against nesting (an override calling super() logs once); the
+        # ledger's recording entry points do not, so only the Ledger class itself is wrapped
+        for sub in (_subclasses(cls) if cls is not Ledger else [cls]):
             if name in sub.__dict__ and (sub, name) not in saved:
                 original = sub.__dict__[name]
                 saved[(sub, name)] = original

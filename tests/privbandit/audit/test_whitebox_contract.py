@@ -63,3 +63,14 @@ def test_the_tracer_records_the_scale_and_family_handed_to_the_sampler():
     assert rel["drawn_scale"].tolist() == [1.0, 2.0, 3.0, 0.5, 0.5, 0.5]
     assert rel["drawn_family"].tolist() == ["laplace"] * 3 + ["gaussian"] * 3
     assert rel["kind"].tolist() == ["laplace"] * 6
+
+
+def test_the_exact_checks_alone_still_see_reused_and_under_scaled_noise():
+    """law=False (the command's long, thin run) skips the DKW test only: an exactly repeated residual is
+    still a witness, and a report of twice the drawn scale is caught by noise_report, not by the law."""
+    from _whitebox_planted import FrozenNoise, OverDeclaredScale
+
+    frozen = whitebox_audit(FrozenNoise(b=2), 40, 2, 16, seed=0, law=False)
+    assert frozen.checks == ["noise_law"] and all(g.reused for g in frozen.groups), frozen.summary()
+    over = whitebox_audit(OverDeclaredScale(), 60, 2, 16, seed=0, law=False)
+    assert over.checks == ["noise_report"] and not over.groups, over.summary()
