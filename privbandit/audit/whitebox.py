@@ -257,8 +257,8 @@ def _power(family: str, n: int, critical: float) -> float:
     return 0.0 if gap <= 0 else max(0.0, 1.0 - 2.0 * math.exp(-2.0 * n * gap * gap))
 
 
-def _noise_law(rel: dict, alpha: float, dkw: bool = True) -> list[NoiseGroup]:
-    """Check 5 per group: exact repeats of a residual (always), then the DKW-Massart test (``dkw``)."""
+def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGroup]:
+    """Check 5 per group: exact repeats of a residual (always), then the DKW-Massart test (``test_law``)."""
     ok = np.isfinite(rel["out"]) & (rel["param"] > 0)
     if "width" in rel and len(rel["width"]) == ok.size:
         # a vector Laplace release scales its noise per entry by weights the ledger is not told (its
@@ -284,7 +284,7 @@ def _noise_law(rel: dict, alpha: float, dkw: bool = True) -> list[NoiseGroup]:
         if reused > 0:
             out.append(NoiseGroup(str(mech), family, octv, n, 1.0, 0.0, 1.0, True, reused))
             continue
-        if not dkw:
+        if not test_law:
             continue
         cdf = sps.laplace.cdf(u) if family == "laplace" else sps.norm.cdf(u)
         grid = np.arange(1, n + 1) / n
@@ -456,7 +456,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     findings.extend(spend.findings())
 
     # 5. noise law
-    groups = _noise_law(rel_d, alpha, dkw=law)
+    groups = _noise_law(rel_d, alpha, test_law=law)
     bad = [g for g in groups if g.rejected]
     if bad:
         g = max(bad, key=lambda g: g.dkw / max(g.critical, 1e-300))
