@@ -11,7 +11,13 @@ Kinds (issue 13): a tree level with half the declared noise; a statistic re-draw
 sums; ties broken by the raw empirical mean; a release not reported to the ledger; rewards centred so
 the sensitivity doubles; an exact prefix sum plus fresh noise at every insert. ``AIMED`` lists the
 bugs planted with a particular check in mind; the others were written afterwards, without looking
-at which check would see them, to measure generalisation.
+at which check would see them, to measure generalisation. ``ROUND4`` lists fourteen more, planted the
+way an outside tester would (docs/audit.md, "Round 4"): tree levels off by one, a late half-scale
+logarithmic release, an interval scale computed one count ahead, raw means at small counts, a scale
+that shrinks with the data, noise seeded by the data, Gaussian noise reported as Laplace, releases
+reported on the wrong stream, interval releases at every round, an exact posterior for one arm,
+rewards normalised by their running maximum, a noisy mean clipped to the seen range, a posterior
+subclass with sigma one count ahead, and noise halved after round 1,000.
 """
 
 from __future__ import annotations
