@@ -199,3 +199,22 @@ class HighLevelHalved(PrivateUCB):
 
         tree._insert, sampler._sum_release = ins, release
         return run
+
+
+class HalvedLate(AnytimeLazyUCB):
+    """noise_report, late: batch noise at half the reported scale after round 200 (past the white-box
+    horizon of the audit command: only its long run reaches it)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler, select, clock = run.batches.sampler, run.select, {"t": 0}
+
+        def sel(t):
+            clock["t"] = t
+            return select(t)
+
+        def release(stat, scale, **kw):
+            return type(sampler)._sum_release(sampler, stat, scale / 2.0 if clock["t"] > 200 else scale, **kw)
+
+        run.select, sampler._sum_release = sel, release
+        return run
