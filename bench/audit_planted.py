@@ -24,9 +24,19 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
-from audit_planted_bugs import AIMED, BUGS  # noqa: E402
+from audit_planted_bugs import AIMED, BUGS, ROUND4  # noqa: E402
+
+import functools  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 from privbandit.audit.cli import add_parser  # noqa: E402
+
+try:  # the long white-box run's horizon rule (trees older than round 4 lack it: the same numbers)
+    from privbandit.audit.cli import WB_LONG  # noqa: E402
+except ImportError:
+    WB_LONG = dict(factor=10, minimum=2_000, cap=20_000)
+from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
 
@@ -43,6 +53,41 @@ def cli(argv: list[str]) -> tuple[int, dict, float]:
         with open(os.path.join(out, "summary.json")) as fh:
             summary = json.load(fh)
     return rc, summary, seconds
+
+
+def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None) -> dict:
+    """What one traced run does on fixed mixed tapes: actions, every traced draw (statistic and
+    released value) and every ledger report (stream, footprint, scale, sensitivity)."""
+    horizon = probe_horizon(policy, n_arms) if horizon is None else horizon
+    tape, _, _, _ = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(12345))
+    actions, tracer = _run(policy, tape, horizon, np.random.SeedSequence(seed))
+    draws = [np.concatenate([d.stat for d in tracer.draws] or [np.zeros(0)]),
+             np.concatenate([d.out for d in tracer.draws if d.out is not None] or [np.zeros(0)])]
+    reports = [np.concatenate([getattr(r, k).astype(float) for r in tracer.reports] or [np.zeros(0)])
+               for k in ("rep", "st", "lo", "hi", "param", "sens")]
+    return {"actions": actions, "draws": draws, "reports": reports}
+
+
+def armed(cls) -> str:
+    """'' when the planted bug changes behaviour, else why not. The clean twin is the bug's own
+    configuration started by its parent's (unmodified) ``start``, so a refactor that routes the
+    policy around the patched seam shows up here as a no-op instead of a silently passing row."""
+    bug = cls()
+    clean = cls()
+    clean.start = functools.partial(cls.__mro__[1].start, clean)
+    probe = probe_horizon(bug, 2)
+    # the white-box horizon, then the long run's (a bug may wait for late rounds, as the long run does)
+    for horizon, reps in ((probe, 64), (min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * probe)), 8)):
+        a, b = behaviour(bug, replicates=reps, horizon=horizon), behaviour(clean, replicates=reps, horizon=horizon)
+        for key in ("actions", "draws", "reports"):
+            x, y = a[key], b[key]
+            if key == "actions":
+                equal = x.shape == y.shape and np.array_equal(x, y)
+            else:
+                equal = all(u.shape == v.shape and np.array_equal(u, v, equal_nan=True) for u, v in zip(x, y))
+            if not equal:
+                return ""
+    return "no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons)"
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
@@ -71,10 +116,15 @@ def main() -> None:
             if opts.bugs is not None and key not in opts.bugs:
                 continue
             REGISTRY[cls.name] = cls
+            why = armed(cls)
+            if why:  # a refactor disarmed the bug: say so loudly instead of reporting a verdict
+                print(f"| {key} | DISARMED | {cls.__mro__[1].name} | {why} | | | | |", flush=True)
+                rows.append({"case": key, "policy": cls.__mro__[1].name, "verdict": "DISARMED", "exit": None})
+                continue
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else 'no'} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else 'no')} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("controls", "all"):
         print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")

@@ -11,7 +11,13 @@ Kinds (issue 13): a tree level with half the declared noise; a statistic re-draw
 sums; ties broken by the raw empirical mean; a release not reported to the ledger; rewards centred so
 the sensitivity doubles; an exact prefix sum plus fresh noise at every insert. ``AIMED`` lists the
 bugs planted with a particular check in mind; the others were written afterwards, without looking
-at which check would see them, to measure generalisation.
+at which check would see them, to measure generalisation. ``ROUND4`` lists fourteen more, planted the
+way an outside tester would (docs/audit.md, "Round 4"): tree levels off by one, a late half-scale
+logarithmic release, an interval scale computed one count ahead, raw means at small counts, a scale
+that shrinks with the data, noise seeded by the data, Gaussian noise reported as Laplace, releases
+reported on the wrong stream, interval releases at every round, an exact posterior for one arm,
+rewards normalised by their running maximum, a noisy mean clipped to the seen range, a posterior
+subclass with sigma one count ahead, and noise halved after round 1,000.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import math
 import numpy as np
 
 from privbandit.mechanisms._base import exact_log2, flat
+from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.policies import DPUCB, AnytimeLazyUCB, DPUCBBound, DPUCBInt, GaussianTS, LazyDPTS, PrivateUCB
 
 
@@ -335,6 +342,311 @@ class ScaleIsEpsilon(AnytimeLazyUCB):
         return run
 
 
+
+# --- round 4: an outside tester's DP implementation mistakes -----------------------------------------------
+# Written as an outside tester who knows the usual DP implementation mistakes would plant them, each
+# through a public-ish seam of the current code (a run's mechanism attributes and methods, its
+# sampler's release methods, the policy run's select/update), never by editing the package. Each keeps
+# its parent's claim. ``bench/audit_planted.py`` checks before every audit that the bug is armed: its
+# run differs from its parent's (actions, released values or ledger reports) on fixed tapes and seed.
+
+
+class TreeLevelsOffByOne(PrivateUCB):
+    """Private-UCB whose trees count their levels as ``horizon.bit_length() - 1`` (floor(log2 T)): node
+    noise Lap((L - 1)/eps0) while a record still enters up to L nodes. The ledger is told the scale
+    actually drawn (an honest report), so only a comparison with the schedule sees it."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree = run.tree
+        tree.levels = max(1, tree.horizon.bit_length() - 1)
+        tree.scale = tree.levels / tree.epsilon
+        return run
+
+
+class LateLogHalfScale(DPUCBBound):
+    """DP-UCB-Bound whose hybrid logarithmic releases draw Lap(1/eps) -- the eps/2 split forgotten --
+    once a stream holds 64 items ("late in the run"), while the ledger is told Lap(2/eps)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        hy = run.hybrid
+        sampler = hy.sampler
+        log_release = hy._log_release
+        late = {"t": None}
+
+        def log_rel(f, rr, kk, t, v):
+            late["t"] = t  # the releasing streams' counts (powers of two)
+            try:
+                log_release(f, rr, kk, t, v)
+            finally:
+                late["t"] = None
+
+        def sum_release(statistic, scale, **kw):
+            t = late["t"]
+            if t is not None and np.size(t) == np.size(statistic):
+                scale = np.where(np.asarray(t) >= 64, np.asarray(scale) / 2.0, np.asarray(scale) * 1.0)
+            return type(sampler)._sum_release(sampler, statistic, scale, **kw)  # looked up per call: traced
+
+        hy._log_release = log_rel
+        sampler._sum_release = sum_release
+        return run
+
+
+class IntervalScaleAfterInsert(DPUCBInt):
+    """DP-UCB-Int (default: certified eps = 1, interval 197) whose release scale is computed for the
+    count after the next insert, (n + 1)^(v/2 - 1), for a mean of n items (sensitivity 1/n, reported
+    honestly): each release is (n+1)^(1 - v/2)/n-DP, a little more than the n^(-v/2) the schedule pays."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        im._default_scale = lambda n: (np.asarray(n, dtype=float) + 1.0) ** (im.v / 2.0 - 1.0)
+        return run
+
+
+class RawMeanSmallCounts(PrivateUCB):
+    """Private-UCB that, while an arm has fewer than 4 pulls ("too few for the tree to be accurate"),
+    scores it by its exact empirical mean instead of the tree's noisy sum."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sums = np.zeros((replicates, n_arms))
+        rows = np.arange(replicates)
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            sums[rows, arms] += rewards
+            update(t, arms, rewards)
+
+        def sel(t):
+            if t <= n_arms:
+                return select(t)
+            n = run.counts
+            bonus = np.sqrt(2.0 * math.log(t) / n)
+            noisy = (run.tree.noisy_sum + run.relaxation) / n + bonus
+            return np.argmax(np.where(n < 4, sums / n + bonus + run.relaxation / n, noisy), axis=1)
+
+        run.update, run.select = upd, sel
+        return run
+
+
+class DataDependentScale(LazyDPTS):
+    """Lazy-DP-TS whose batch noise shrinks with the batch sum ("less noise where there is little
+    signal"): scale (1/eps) min(1, 1/4 + sum), while the ledger is told 1/eps."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+
+        def sum_release(statistic, scale, **kw):
+            stat = np.asarray(statistic, dtype=float)
+            return type(sampler)._sum_release(sampler, stat, np.asarray(scale) * np.minimum(1.0, 0.25 + stat), **kw)
+
+        sampler._sum_release = sum_release
+        return run
+
+
+class SeededByData(AnytimeLazyUCB):
+    """Anytime-Lazy-UCB with "reproducible" noise: each batch release draws from a generator seeded
+    by the batch sums, so the noise is a deterministic function of the data."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+
+        def sum_release(statistic, scale, **kw):
+            stat = np.asarray(statistic, dtype=float)
+            seeded = type(sampler)(np.random.default_rng([int(x) for x in np.round(stat * 2 ** 20) % 2 ** 32]))
+            return type(sampler)._sum_release(seeded, stat, scale, **kw)
+
+        sampler._sum_release = sum_release
+        return run
+
+
+class GaussianForLaplace(PrivateUCB):
+    """Private-UCB whose tree nodes get Gaussian noise of the declared Laplace scale's standard
+    deviation (sigma = sqrt(2) L/eps0) through the sampler's own Gaussian release; the ledger is told
+    Lap(L/eps0). Same variance, but no pure-DP guarantee at all."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.tree.sampler
+
+        def sum_release(statistic, scale, **kw):
+            stat = np.asarray(statistic, dtype=float)
+            return type(sampler).gaussian_release(sampler, stat, np.broadcast_to(math.sqrt(2.0) * np.asarray(scale), stat.shape))
+
+        sampler._sum_release = sum_release
+        return run
+
+
+class WrongStream(DPUCBBound):
+    """DP-UCB-Bound whose hybrid reports every release on the next arm's stream: the counts, scales
+    and footprints are right, the stream is not, so the ledger charges another arm's records."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        hy = run.hybrid
+        record = hy._record
+        hy._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, (np.asarray(kk) + 1) % n_arms, lo, hi,
+                                                                   scale, m, node)
+        return run
+
+
+class IntervalEveryRound(DPUCBInt):
+    """DP-UCB-Int (rate=1/8: interval 8) that refreshes the pulled arm's noisy mean at every pull
+    (fresh noise through the mechanism's sampler) while the ledger hears only the interval releases."""
+
+    def __init__(self, rate: float = 0.125, **kwargs):
+        super().__init__(rate=rate, **kwargs)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        update = run.update
+        rows = np.arange(replicates)
+
+        def upd(t, arms, rewards):
+            update(t, arms, rewards)
+            n = im.count[rows, arms]
+            im.noisy_mean[rows, arms] = im.sampler._sum_release(im.sum[rows, arms] / n, im._default_scale(n),
+                                                                on_grid=False)
+
+        run.update = upd
+        return run
+
+
+class PosteriorExactOneArm(LazyDPTS):
+    """Lazy-DP-TS whose arm 0 posterior is centred on its exact running mean (all of its rewards),
+    not on the noisy batch mean; the other arms are untouched."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sums = np.zeros((replicates, n_arms))
+        counts = np.zeros((replicates, n_arms))
+        rows = np.arange(replicates)
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            sums[rows, arms] += rewards
+            counts[rows, arms] += 1
+            update(t, arms, rewards)
+
+        def sel(t):
+            arms = select(t)  # refreshes the cached terms (and is the unmodified choice before round K)
+            if t <= n_arms:
+                return arms
+            shift = 3.0 * math.log2(t) / run._eps_o
+            mean = run._mean.copy()
+            mean[:, 0] = sums[:, 0] / np.maximum(counts[:, 0], 1)
+            mubar = np.clip(mean + shift, 0.0, 1.0)
+            return np.argmax(run.rng.beta(mubar * run._o + 1.0, (1.0 - mubar) * run._o + 1.0), axis=1)
+
+        run.update, run.select = upd, sel
+        return run
+
+
+class NormaliseByMax(GaussianTS):
+    """Gaussian TS (b = 2) that rescales every reward by the largest reward seen so far ("normalise to
+    [0, 1]"): one record changes every stored value, far beyond the declared 1/(k+1)."""
+
+    def __init__(self, b: int = 2, c: float = 1.0):
+        super().__init__(b=b, c=c)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        raw = np.zeros((replicates, n_arms))
+        top = np.full(replicates, 1e-3)
+        rows = np.arange(replicates)
+        update = type(run).update.__wrapped__  # below the reward check (the stored values stay in [0, 1])
+
+        def upd(t, arms, rewards):
+            rewards = np.asarray(rewards, dtype=float)
+            raw[rows, arms] += rewards
+            np.maximum(top, rewards, out=top)
+            update(run, t, arms, rewards)
+            run.sums[:] = raw / top[:, None]
+
+        run.update = upd
+        return run
+
+
+class ClippedToSeenRange(LazyDPTS):
+    """Lazy-DP-TS that clips each arm's noisy batch mean to the range of rewards that arm has paid
+    ("keep the estimate plausible"): a post-processing that reads the data."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        lo = np.full((replicates, n_arms), np.inf)
+        hi = np.full((replicates, n_arms), -np.inf)
+        rows = np.arange(replicates)
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            lo[rows, arms] = np.minimum(lo[rows, arms], rewards)
+            hi[rows, arms] = np.maximum(hi[rows, arms], rewards)
+            update(t, arms, rewards)
+
+        def sel(t):
+            arms = select(t)
+            if t <= n_arms:
+                return arms
+            mean = np.clip(run._mean, lo, hi)
+            mubar = np.clip(mean + 3.0 * math.log2(t) / run._eps_o, 0.0, 1.0)
+            return np.argmax(run.rng.beta(mubar * run._o + 1.0, (1.0 - mubar) * run._o + 1.0), axis=1)
+
+        run.update, run.select = upd, sel
+        return run
+
+
+
+class _PosteriorSigmaOffByOne(GaussianPosteriorRelease):
+    """The posterior release rewritten with sigma^2 = c / (k + 2) (the count after the next pull), while
+    the ledger's prefix recorder still reports sigma^2 = c / (k + 1)."""
+
+    def release(self, sums, counts):
+        theta = sums / (counts + 1.0) + np.sqrt(self.c / (counts + 2.0)) * self._standard_normals()
+        if self._record is not None:
+            self._record(counts)
+        return theta
+
+
+class PosteriorSigmaOffByOne(GaussianTS):
+    """Gaussian TS (b = 4) whose posterior mechanism is a subclass with sigma computed one count ahead:
+    sigma shrinks by sqrt((k+1)/(k+2)) <= sqrt(5/6), so each release is up to 20% more expensive
+    (in mu^2) than reported -- below what a goodness-of-fit test on the residuals can see."""
+
+    def __init__(self, b: int = 4, c: float = 1.0):
+        super().__init__(b=b, c=c)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.posterior.__class__ = _PosteriorSigmaOffByOne
+        return run
+
+
+class HalvedAfterRound1000(AnytimeLazyUCB):
+    """Anytime-Lazy-UCB whose batch noise is drawn at half the reported scale from round 1000 on ("the
+    estimates are good enough by then"): invisible to any audit that stops before round 1000."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+        select, clock = run.select, {"t": 0}
+
+        def sel(t):
+            clock["t"] = t
+            return select(t)
+
+        def sum_release(statistic, scale, **kw):
+            late = clock["t"] >= 1000
+            return type(sampler)._sum_release(sampler, statistic, scale / 2.0 if late else scale, **kw)
+
+        run.select, sampler._sum_release = sel, sum_release
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -349,12 +661,33 @@ BUGS = {
     "stale_noise": StaleNoise,
     "index_uses_last_reward": IndexUsesLastReward,
     "scale_is_epsilon": ScaleIsEpsilon,
+    # round 4 (outside-tester kinds)
+    "tree_levels_off_by_one": TreeLevelsOffByOne,
+    "late_log_half_scale": LateLogHalfScale,
+    "interval_scale_after_insert": IntervalScaleAfterInsert,
+    "raw_mean_small_counts": RawMeanSmallCounts,
+    "data_dependent_scale": DataDependentScale,
+    "seeded_by_data": SeededByData,
+    "gaussian_for_laplace": GaussianForLaplace,
+    "wrong_stream": WrongStream,
+    "interval_every_round": IntervalEveryRound,
+    "posterior_exact_one_arm": PosteriorExactOneArm,
+    "normalise_by_max": NormaliseByMax,
+    "clipped_to_seen_range": ClippedToSeenRange,
+    "posterior_sigma_off_by_one": PosteriorSigmaOffByOne,
+    "halved_after_round_1000": HalvedAfterRound1000,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
 AIMED = {"tree_half_level", "redraw_reported", "redraw_silent", "sensitivity_one_arm", "bonus_unnoised",
          "tie_raw_mean", "unreported_release", "centred_rewards", "prefix_fresh_noise"}
 """Planted with a check in mind; the rest were written afterwards (generalisation)."""
+
+ROUND4 = {"tree_levels_off_by_one", "late_log_half_scale", "interval_scale_after_insert", "raw_mean_small_counts",
+          "data_dependent_scale", "seeded_by_data", "gaussian_for_laplace", "wrong_stream", "interval_every_round",
+          "posterior_exact_one_arm", "normalise_by_max", "clipped_to_seen_range", "posterior_sigma_off_by_one",
+          "halved_after_round_1000"}
+"""Round 4: planted as an outside tester would, against the auditor as it stood (docs/audit.md)."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)

@@ -42,6 +42,12 @@ TIERS = {
 }
 
 
+WB_LONG = dict(factor=10, minimum=2_000, cap=20_000, replicates=32)
+"""The long, thin white-box run: the exact checks (no noise-law test) on 32 coupled replicates at ten
+times the white-box horizon (at least 2,000 rounds, at most 20,000), so that code paths that only run
+late (a scale that changes after round 1,000, the hybrid's later blocks, the interval mean's later
+releases) are checked too; the exact checks need a witness, not a sample size."""
+
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
 alpha 1e-4 power ~1 against a factor-2 scale error (its distance 1/8 vs a critical value ~0.05)."""
@@ -168,6 +174,15 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(wb.table())
     print()
+    # the smoke tier tests the command, not the policy: a long run of twice the horizon, 8 replicates
+    long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
+    long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * wb_horizon))
+    wb_long = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
+    print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
+    print(wb_long.summary())
+    for f in wb_long.findings:
+        print(f"- [{f.check}] {f.detail}")
+    print()
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -217,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
-    if not tight.passed or not cheap.passed or wb.verdict == "VIOLATION" or "VIOLATION" in bb:
+    if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb:
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -225,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "INCONCLUSIVE"
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in (tight, cheap) if not r.passed]
                   + [f"white-box {c}" for c in wb.checks]
+                  + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -249,6 +265,10 @@ def run(args: argparse.Namespace) -> int:
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
+            "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
+                              "replicates": wb_long.replicates, "releases": wb_long.releases,
+                              "findings": [dataclasses.asdict(f) for f in wb_long.findings],
+                              "seconds": wb_long.seconds},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
             "black_box": [{"observation": r.observation, "verdict": r.verdict,

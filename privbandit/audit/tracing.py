@@ -6,8 +6,12 @@ noise entry points and the ledger's recording entry points are wrapped at class 
 * draws -- :meth:`NoiseSampler._sum_release`, :meth:`NoiseSampler.laplace_release`,
   :meth:`NoiseSampler.gaussian_release` (the single source of Laplace / Gaussian noise, DESIGN.md's
   "every noise draw goes through a mechanism") and :meth:`GaussianPosteriorRelease.release` (whose
-  float path adds ``sigma * z`` itself). Each call logs the statistic it was given and the value it
-  returned; nested calls (exact mode's ``_sum_release -> laplace_release -> laplace``) log once.
+  float path adds ``sigma * z`` itself). Each call logs the statistic it was given, the scale (or
+  sigma) it was handed and the value it returned; nested calls (exact mode's ``_sum_release ->
+  laplace_release -> laplace``) log once. The posterior's float path takes no sigma: the standard
+  normals it draws (:meth:`GaussianPosteriorRelease._standard_normals`) are logged instead, and the
+  sigma it used is read off as (released - mean) / z. Overrides of these methods in subclasses are
+  wrapped too.
   :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
   to a statistic itself) log as draws of statistic 0;
 * reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
@@ -44,7 +48,8 @@ from privbandit.ledger import Ledger
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
 
-_KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp"}
+_KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp", 3: "laplace"}
+"""Ledger kinds by name; 3 is the exact mode's discrete Laplace (the Laplace law on the grid)."""
 
 
 @dataclasses.dataclass
@@ -59,6 +64,7 @@ class Draw:
     paired: np.ndarray  # bool per element: a report covers it
     exempt: np.ndarray  # bool per element: a dense report left it out (no record, e.g. an empty arm)
     exact: bool = False  # drawn by an exact-mode (grid) sampler: discrete noise, rounded statistic
+    scale: np.ndarray | None = None  # per element, the Laplace scale / Gaussian sigma handed to the sampler
 
 
 @dataclasses.dataclass
@@ -103,6 +109,7 @@ class ReleaseTracer:
         self.orphans: list[Report] = []  # reports no draw could be paired with
         self._open: list[int] = []  # indices of draws not yet paired, oldest first
         self._depth = 0
+        self._normals: np.ndarray | None = None  # the standard normals of the posterior release in progress
 
     # --- activation ------------------------------------------------------------------------
     def __enter__(self) -> "ReleaseTracer":
@@ -170,10 +177,12 @@ class ReleaseTracer:
         return [d for d in self.draws if d.stat.size and not np.all(d.paired | d.exempt)]
 
     def released(self) -> dict[str, np.ndarray]:
-        """Per paired released value: statistic, released value, and what the ledger was told."""
+        """Per paired released value: statistic, released value, and what the ledger was told; also
+        what was drawn (``drawn_family``, ``drawn_scale``: the scale or sigma handed to the sampler,
+        NaN where the entry point does not take one, e.g. the posterior's float path)."""
         cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
-                                                  "node", "draw", "seq", "exact", "width", "entry")}
-        kinds, mechs = [], []
+                                                  "node", "draw", "seq", "exact", "width", "entry", "drawn_scale")}
+        kinds, mechs, fams = [], [], []
         for seq, r in enumerate(self.reports):
             if r.draw < 0:
                 continue
@@ -186,6 +195,9 @@ class ReleaseTracer:
             cols["draw"].append(np.full(m, r.draw))
             cols["seq"].append(np.full(m, seq))
             cols["exact"].append(np.full(m, d.exact))
+            cols["drawn_scale"].append(d.scale[r.elems] if d.scale is not None and d.scale.size == d.stat.size
+                                       else np.full(m, np.nan))
+            fams.append(np.full(m, d.family, dtype=object))
             cols["width"].append(np.full(m, r.width))
             cols["entry"].append(np.tile(np.arange(r.width), m // r.width))  # entry within a vector release
             kinds.append(np.full(m, r.kind, dtype=object))
@@ -193,10 +205,23 @@ class ReleaseTracer:
         out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
         out["kind"] = np.concatenate(kinds) if kinds else np.zeros(0, dtype=object)
         out["mechanism"] = np.concatenate(mechs) if mechs else np.zeros(0, dtype=object)
+        out["drawn_family"] = np.concatenate(fams) if fams else np.zeros(0, dtype=object)
         return out
 
 
 # --- wrappers ----------------------------------------------------------------------------------
+
+def _drawn_scale(args, kwargs, shape) -> np.ndarray | None:
+    """The scale (Laplace) or sigma (Gaussian) a noise entry point was called with, per element of
+    its output (None when it cannot be read)."""
+    value = args[0] if args else kwargs.get("scale", kwargs.get("sigma"))
+    if value is None:
+        return None
+    try:
+        return np.array(np.broadcast_to(np.asarray(value, dtype=float), shape)).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+
 
 def _sampler_wrapper(original, family: str):
     @functools.wraps(original)
@@ -205,6 +230,7 @@ def _sampler_wrapper(original, family: str):
         if tr is None or tr._depth:
             return original(self, statistic, *args, **kwargs)
         d = tr._new_draw(family, statistic, getattr(self, "exact", False))
+        d.scale = _drawn_scale(args, kwargs, np.shape(d.stat.reshape(d.shape)))
         tr._depth += 1
         try:
             out = original(self, statistic, *args, **kwargs)
@@ -231,6 +257,7 @@ def _noise_wrapper(original, family: str):
             tr._depth -= 1
         d = tr._new_draw(family, np.zeros(np.shape(out)), getattr(self, "exact", False))
         d.out = np.asarray(out, dtype=float).reshape(-1).copy()
+        d.scale = _drawn_scale(args, kwargs, np.shape(out))
         return out
 
     return wrapped
@@ -246,11 +273,42 @@ def _posterior_wrapper(original):
         d = tr._new_draw("gaussian", np.asarray(sums, dtype=float) / (np.asarray(counts) + 1.0),
                          getattr(getattr(self, "sampler", None), "exact", False))
         tr._depth += 1
+        tr._normals = None
         try:
             out = original(self, sums, counts)
         finally:
             tr._depth -= 1
+        d.scale = _posterior_sigma(d, out, tr._normals)
+        tr._normals = None
         return tr._finish(d, out)
+
+    return wrapped
+
+
+def _posterior_sigma(d: Draw, out, z) -> np.ndarray | None:
+    """The float path adds ``sigma * z`` itself (no sampler call to read sigma from): with the standard
+    normals z it drew (logged by :func:`_normals_wrapper`), the sigma it used is (theta - mean) / z,
+    exact up to rounding where |z| is not tiny (elsewhere NaN: not compared)."""
+    if z is None:
+        return None
+    z = np.asarray(z, dtype=float).reshape(-1)
+    resid = np.asarray(out, dtype=float).reshape(-1) - d.stat
+    if z.size != resid.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(z) > 1e-3, resid / z, np.nan)
+
+
+def _normals_wrapper(original):
+    """:meth:`GaussianPosteriorRelease._standard_normals`: the z of the posterior release in progress."""
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        z = original(self, *args, **kwargs)
+        tr = ReleaseTracer._active
+        if tr is not None and tr._depth and tr._normals is None:
+            # the first completed call: the generator's own normals, before any override rescales them
+            tr._normals = np.array(z, dtype=float)
+        return z
 
     return wrapped
 
@@ -303,17 +361,33 @@ _TARGETS = (
     (NoiseSampler, "laplace", lambda f: _noise_wrapper(f, "laplace")),
     (NoiseSampler, "gaussian", lambda f: _noise_wrapper(f, "gaussian")),
     (GaussianPosteriorRelease, "release", _posterior_wrapper),
+    (GaussianPosteriorRelease, "_standard_normals", _normals_wrapper),
     (Ledger, "_store", _store_wrapper),
     (Ledger, "_record_dense", _dense_wrapper),
 )
 
 
+def _subclasses(cls) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
 def _install() -> dict:
+    """Wrap every target, and every override of a draw entry point in a subclass (a mechanism that
+    subclasses the sampler or the posterior and rewrites a release method is traced like the original)."""
     saved = {}
     for cls, name, make in _TARGETS:
-        original = cls.__dict__[name]
-        saved[(cls, name)] = original
-        setattr(cls, name, make(original))
+        # the draw entry points guard against nesting (an override calling super() logs once); the
+        # ledger's recording entry points do not, so only the Ledger class itself is wrapped
+        for sub in (_subclasses(cls) if cls is not Ledger else [cls]):
+            if name in sub.__dict__ and (sub, name) not in saved:
+                original = sub.__dict__[name]
+                saved[(sub, name)] = original
+                setattr(sub, name, make(original))
     return saved
 
 

@@ -27,8 +27,29 @@ fail only for a bug, never by chance, except the goodness-of-fit test whose leve
    result states that bound against a factor-2 scale error (the "half the declared noise" bug), per
    group.
 
-Checks 1-4 are exact (a violation is a deterministic witness, reproducible from the seed). Check 5
-is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
+6. **noise_report** -- the noise drawn is the noise reported: the family handed to the sampler
+   (Laplace or Gaussian) is the family the ledger is told, and the scale (or sigma) handed to the
+   sampler, as the sampler rounds it, is at least the scale the ledger is told. Exact and per
+   release, so a smaller scale on a few releases (one level, one stream, late in the run, or a scale
+   that shrinks with the data) is a witness however rare; the noise law only sees what shifts a
+   whole group's distribution.
+7. **noise_coupling** -- the noise is independent of the data. The two coupled runs consume the
+   same random stream in the same order (same seed, identical releases and decisions), so under the
+   contract every release draws the same noise on D and on D': each run's own residual (its drawn
+   value minus its statistic, before the replay) must agree. Noise seeded from the data, a scale
+   computed from the statistic, or any noise transformation that reads the data breaks this (Dwork &
+   Roth Def. 3.1 needs noise drawn independently of the input).
+8. **schedule** -- on the coupled run on D (a tight ledger, adversarial tapes, the white-box
+   horizon), the realized spend of the worst record of every replicate never exceeds the policy's
+   certified schedule at a dozen checkpoints, in GDP mu and, for a pure schedule, in pure epsilon
+   (DESIGN.md's invariant ``realized(t) <= certified(t)``): the ledger audit checks the same on a
+   stochastic environment, but only at the black-box horizon, which may end before the first release.
+
+The footprint check also uses the ground truth the coupled runs know: the changed record is in the
+changed arm's stream, so every release whose statistic changed must be reported on that stream.
+
+Checks 1-4 and 6-8 are exact (a violation is a deterministic witness, reproducible from the seed).
+Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
 """
 
 from __future__ import annotations
@@ -40,10 +61,11 @@ import time
 import numpy as np
 from scipy import stats as sps
 
+from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.ledger import Ledger
 from privbandit.mechanisms.sampling import GRID
-from privbandit.policies.base import Policy
+from privbandit.policies.base import Policy, schedule_for
 
 SENS_TOL = 1e-9
 """Relative slack on declared sensitivities (float sums of up to a few hundred terms in [0, 1])."""
@@ -51,11 +73,18 @@ CHANGE_TOL = 1e-12
 """A statistic 'changed' between the coupled runs when it moved by more than this."""
 MIN_GROUP = 40
 """Residual groups smaller than this are not tested (too little power to matter)."""
+SCALE_TOL = 1e-9
+"""Relative slack when comparing the scale handed to the sampler with the scale reported (both are
+the same float computed twice; a planted or real scale error is a factor, not an ulp)."""
+COUPLING_TOL = 1e-9
+"""Relative slack (of |statistic| + |released| + scale) on the agreement of the coupled runs' own
+residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 
 
 @dataclasses.dataclass
 class Finding:
-    check: str  # decisions | unreported | sensitivity | footprint | redraw | noise_law
+    check: str  # decisions | unreported | sensitivity | footprint | redraw | noise_law | noise_report |
+    #             noise_coupling | schedule
     detail: str
 
 
@@ -85,6 +114,7 @@ class WhiteBoxResult:
     groups: list[NoiseGroup]
     notes: list[str]
     seconds: float
+    checkpoints: list = dataclasses.field(default_factory=list)  # (round, max realized mu, certified mu)
 
     @property
     def verdict(self) -> str:
@@ -100,11 +130,14 @@ class WhiteBoxResult:
         """The power statement: the weakest noise-law group's guaranteed power against a factor 2."""
         tested = [g for g in self.groups if g.n >= MIN_GROUP]
         if not tested:
-            return "noise law: no group large enough to test"
+            return (f"noise law: no group large enough to test (or not tested); decisions/unreported/sensitivity/"
+                    f"footprint/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
+                    f"replicates")
         worst = min(tested, key=lambda g: g.power_factor2)
         return (f"noise law: {len(tested)} groups, power >= {worst.power_factor2:.3f} against a factor-2 scale "
                 f"error in the weakest ({worst.mechanism}, n={worst.n}); decisions/unreported/sensitivity/"
-                f"footprint checks are exact on {self.replicates} coupled replicates")
+                f"footprint/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
+                f"replicates")
 
     def summary(self) -> str:
         head = (f"white-box audit of {self.policy}: T={self.horizon}, K={self.n_arms}, {self.replicates} coupled "
@@ -146,7 +179,9 @@ def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Gen
     return tape, tape_prime, arm, pull
 
 
-def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None):
+def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None):
+    """One traced run of ``policy`` on per-replicate tapes (R, K, pulls); ``on_round(t, ledger)`` is
+    called after every update. Returns (actions (R, T), tracer)."""
     R, K, _ = tapes.shape
     ledger = Ledger(R, K, tight=True, capacity=max(1, horizon))
     with ReleaseTracer(ledger, replay) as tracer:
@@ -160,6 +195,8 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None):
             pulls[rows, arms] += 1
             run.update(t, arms, tapes[rows, arms, j])
             actions[:, t - 1] = arms
+            if on_round is not None:
+                on_round(t, ledger)
     return actions, tracer
 
 
@@ -220,7 +257,8 @@ def _power(family: str, n: int, critical: float) -> float:
     return 0.0 if gap <= 0 else max(0.0, 1.0 - 2.0 * math.exp(-2.0 * n * gap * gap))
 
 
-def _noise_law(rel: dict, alpha: float) -> list[NoiseGroup]:
+def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGroup]:
+    """Check 5 per group: exact repeats of a residual (always), then the DKW-Massart test (``test_law``)."""
     ok = np.isfinite(rel["out"]) & (rel["param"] > 0)
     if "width" in rel and len(rel["width"]) == ok.size:
         # a vector Laplace release scales its noise per entry by weights the ledger is not told (its
@@ -245,6 +283,8 @@ def _noise_law(rel: dict, alpha: float) -> list[NoiseGroup]:
         reused = off_grid.size - np.unique(off_grid).size
         if reused > 0:
             out.append(NoiseGroup(str(mech), family, octv, n, 1.0, 0.0, 1.0, True, reused))
+            continue
+        if not test_law:
             continue
         cdf = sps.laplace.cdf(u) if family == "laplace" else sps.norm.cdf(u)
         grid = np.arange(1, n + 1) / n
@@ -274,8 +314,11 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
-                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5) -> WhiteBoxResult:
-    """Coupled-run white-box audit of ``policy`` (see the module docstring)."""
+                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True) -> WhiteBoxResult:
+    """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
+    statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
+    number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
+    paths at no cost in alpha."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
@@ -294,7 +337,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     span = int(getattr(policy, "b", 0) or 0) + window
     tape, tape_prime, arm, pull = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq),
                                                   first=0, window=span)
-    act_d, tr_d = _run(policy, tape, horizon, run_seq)
+    spend = _SpendCheck(policy, horizon, n_arms)
+    act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend)
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws)
     findings: list[Finding] = []
     notes: list[str] = []
@@ -370,7 +414,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         for r in np.unique(rel_d["rep"][di[changed]]):
             sel = di[changed][rel_d["rep"][di[changed]] == r]
             streams = np.unique(rel_d["st"][sel])
-            if streams.size > 1 or rel_d["lo"][sel].max() >= rel_d["hi"][sel].min():
+            # the changed record is arm[r]'s: every release that read it must be reported on that stream
+            if streams.size > 1 or streams[0] != arm[r] or rel_d["lo"][sel].max() >= rel_d["hi"][sel].min():
                 bad_reps.append(int(r))
         if bad_reps:
             r = bad_reps[0]
@@ -378,8 +423,14 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
             shown = ", ".join(f"{rel_d['mechanism'][i]} s{rel_d['st'][i]} [{rel_d['lo'][i]}, {rel_d['hi'][i]})"
                               for i in sel[:6])
             findings.append(Finding("footprint", (
-                f"{len(bad_reps)} replicates: the releases that changed with one record share no record in their "
-                f"declared footprints (replicate {r}, arm {arm[r]} pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
+                f"{len(bad_reps)} replicates: the releases that changed with one record are not all reported on that "
+                f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
+                f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
+        # 7. noise_coupling: same seed, same releases, same decisions => the same noise on D and D'
+        if not diverged.any() and not tr_p.replay_broken and getattr(policy, "records_releases", True):
+            finding = _noise_coupling(rel_d, rel_p, di, pi)
+            if finding is not None:
+                findings.append(finding)
 
     # 4b. one statistic released twice with fresh noise (releases that name the statistic by a node id)
     if n_rel:
@@ -395,8 +446,17 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                     f"mechanism, footprint and node) with fresh noise: e.g. {rel_d['mechanism'][i]} replicate "
                     f"{rel_d['rep'][i]}, stream {rel_d['st'][i]}, footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})")))
 
+    # 6. noise_report: what was drawn is what was reported (family, scale)
+    if n_rel:
+        finding = _noise_report(rel_d)
+        if finding is not None:
+            findings.append(finding)
+
+    # 8. schedule: realized <= certified on the coupled run on D
+    findings.extend(spend.findings())
+
     # 5. noise law
-    groups = _noise_law(rel_d, alpha)
+    groups = _noise_law(rel_d, alpha, test_law=law)
     bad = [g for g in groups if g.rejected]
     if bad:
         g = max(bad, key=lambda g: g.dkw / max(g.critical, 1e-300))
@@ -413,4 +473,88 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
                           n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, spend.rows)
+
+
+def _noise_report(rel: dict) -> Finding | None:
+    """Check 6: per release, the family and scale handed to the sampler against the ledger report."""
+    kind, fam = rel["kind"], rel["drawn_family"]
+    vector_laplace = (rel["width"] > 1) & (kind == "laplace")  # per-entry weights the ledger is not told
+    reported_gauss = (kind == "gaussian") | (kind == "zcdp")
+    wrong_family = ~vector_laplace & (((fam == "gaussian") & (kind == "laplace")) | ((fam == "laplace") & reported_gauss))
+    drawn = rel["drawn_scale"].astype(float)
+    exact = rel["exact"].astype(bool)
+    with np.errstate(invalid="ignore"):
+        effective = np.where(exact, np.ceil(drawn / GRID) * GRID, drawn)  # what the grid sampler really uses
+        smaller = ~vector_laplace & np.isfinite(drawn) & (rel["param"] > 0) & \
+            (effective < rel["param"] * (1 - SCALE_TOL))
+    parts = []
+    if wrong_family.any():
+        i = int(np.flatnonzero(wrong_family)[0])
+        parts.append(f"{int(wrong_family.sum())} releases drew {fam[i]} noise but were reported as {kind[i]} "
+                     f"(e.g. {rel['mechanism'][i]}, replicate {rel['rep'][i]}, stream {rel['st'][i]})")
+    if smaller.any():
+        ratio = np.where(smaller, effective / rel["param"], np.inf)
+        i = int(np.argmin(ratio))
+        parts.append(f"{int(smaller.sum())} releases drew their noise at a smaller scale than they reported: "
+                     f"worst {rel['mechanism'][i]} (replicate {rel['rep'][i]}, stream {rel['st'][i]}, footprint "
+                     f"[{rel['lo'][i]}, {rel['hi'][i]})) drew scale {effective[i]:.6g}, reported {rel['param'][i]:.6g} "
+                     f"(ratio {ratio[i]:.3g})")
+    return Finding("noise_report", "; ".join(parts)) if parts else None
+
+
+def _noise_coupling(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) -> Finding | None:
+    """Check 7: matched releases of the coupled runs drew the same noise (each run's own draw)."""
+    if di.size == 0:
+        return None
+    res_d = rel_d["out"][di] - rel_d["stat"][di]
+    res_p = rel_p["out"][pi] - rel_p["stat"][pi]
+    ok = np.isfinite(res_d) & np.isfinite(res_p)
+    scale = np.where(rel_d["param"][di] > 0, rel_d["param"][di], 0.0)
+    tol = COUPLING_TOL * (np.abs(rel_d["stat"][di]) + np.abs(rel_d["out"][di]) + np.abs(rel_p["stat"][pi])
+                          + np.abs(rel_p["out"][pi]) + scale)
+    tol = tol + np.where(rel_d["exact"][di].astype(bool), 2 * GRID, 0.0)  # grid rounding of the statistic
+    bad = ok & (np.abs(res_d - res_p) > tol)
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    j = di[i]
+    return Finding("noise_coupling", (
+        f"{int(bad.sum())} of {int(ok.sum())} matched releases drew different noise on D and D' although both runs "
+        f"used the same seed and made identical releases and decisions: the noise depends on the data (e.g. "
+        f"{rel_d['mechanism'][j]}, replicate {rel_d['rep'][j]}, stream {rel_d['st'][j]}, footprint "
+        f"[{rel_d['lo'][j]}, {rel_d['hi'][j]}): noise {res_d[i]:.6g} on D, {res_p[i]:.6g} on D')"))
+
+
+class _SpendCheck:
+    """Check 8: realized <= certified on the coupled run on D, at about a dozen rounds."""
+
+    def __init__(self, policy: Policy, horizon: int, n_arms: int) -> None:
+        self.schedule = schedule_for(policy, horizon, n_arms, None, "entry")
+        self.rounds = set(int(t) for t in np.unique(np.geomspace(1, horizon, 12).round().astype(np.int64)))
+        self.rounds.add(int(horizon))
+        self.rows: list[tuple[int, float, float]] = []
+        self._findings: list[Finding] = []
+
+    def __call__(self, t: int, ledger: Ledger) -> None:
+        if t not in self.rounds or self._findings:
+            return
+        mu = ledger.realized_mu()
+        cert_mu = float(self.schedule.mu(t))
+        self.rows.append((t, float(np.nanmax(mu, initial=0.0)), cert_mu))
+        over = _exceeds(mu, cert_mu)
+        kind, realized, cert = "mu", mu, cert_mu
+        if not over.any():
+            cert_pure = _pure_certified(self.schedule, t)
+            if math.isfinite(cert_pure):
+                realized, cert, kind = ledger.realized_pure_epsilon(), cert_pure, "pure epsilon"
+                over = _exceeds(realized, cert)
+        if over.any():
+            r = int(np.flatnonzero(over)[0])
+            self._findings.append(Finding("schedule", (
+                f"{int(over.sum())} replicates spent more than the certified schedule by round {t}: e.g. replicate "
+                f"{r} realized {kind} {realized[r]:.6g} > certified {cert:.6g} (worst record, tight ledger of the run "
+                f"on D)")))
+
+    def findings(self) -> list[Finding]:
+        return list(self._findings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.policies import AnytimeLazyUCB, DPEXP3Lap, DPUCBInt, GaussianTS, PrivateUCB
+from privbandit.policies import AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, DPUCBInt, GaussianTS, PrivateUCB
 
 
 class PeeksAtMean(PrivateUCB):
@@ -122,4 +122,99 @@ class HalvedRecordNoise(DPEXP3Lap):
         sampler = run.noise.sampler
         draw = sampler._sum_release
         sampler._sum_release = lambda stat, scale, **kw: draw(stat, scale / 2.0, **kw)
+        return run
+
+
+# --- round 4: bugs that only the contract checks added in round 4 see at these sizes -------------------
+class ScaleAfterInsert(DPUCBInt):
+    """schedule: the release scale is computed for one item more than the mean holds, (n + 1)^(v/2 - 1),
+    and reported honestly: every report is right, the spend exceeds the schedule."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        im._default_scale = lambda n: (np.asarray(n, dtype=float) + 1.0) ** (im.v / 2.0 - 1.0)
+        return run
+
+
+class NextArmsStream(DPUCBBound):
+    """footprint (stream): every hybrid release is reported on the next arm's stream."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.hybrid._record
+        run.hybrid._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, (np.asarray(kk) + 1) % n_arms, lo, hi,
+                                                                           scale, m, node)
+        return run
+
+
+class ScaleGrowsWithSum(AnytimeLazyUCB):
+    """noise_coupling: the batch noise scale grows with the batch sum, (1/eps)(1 + min(sum, 1)/4), never
+    below the scale reported: no report is wrong and the noise law moves little, but the noise reads the
+    data (a data-dependent scale: the privacy loss is unbounded in the tails)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.batches.sampler
+
+        def release(stat, scale, **kw):
+            grow = 1.0 + np.minimum(np.asarray(stat, dtype=float), 1.0) / 4.0
+            return type(sampler)._sum_release(sampler, stat, np.asarray(scale) * grow, **kw)
+
+        sampler._sum_release = release
+        return run
+
+
+class GaussianNodes(PrivateUCB):
+    """noise_report (family): tree nodes get Gaussian noise of the Laplace's standard deviation through
+    the sampler's own Gaussian release, reported as Laplace."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.tree.sampler
+        sampler._sum_release = lambda stat, scale, **kw: type(sampler).gaussian_release(
+            sampler, stat, np.broadcast_to(np.sqrt(2.0) * np.asarray(scale), np.shape(stat)))
+        return run
+
+
+class HighLevelHalved(PrivateUCB):
+    """noise_report (scale): tree nodes of level >= 3 (the rare ones) are drawn at half the reported scale."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree, sampler = run.tree, run.tree.sampler
+        insert, state = tree._insert, {}
+
+        def ins(v, f, rr, kk):  # the one insert path: note the new counts of the inserted streams
+            state["tau"] = tree.count.reshape(-1)[f] + 1
+            try:
+                insert(v, f, rr, kk)
+            finally:
+                state.clear()
+
+        def release(stat, scale, **kw):
+            tau = state.get("tau")
+            high = (tau & -tau) >= 8 if tau is not None and np.size(tau) == np.size(stat) else False
+            return type(sampler)._sum_release(sampler, stat, np.where(high, np.asarray(scale) / 2.0, scale), **kw)
+
+        tree._insert, sampler._sum_release = ins, release
+        return run
+
+
+class HalvedLate(AnytimeLazyUCB):
+    """noise_report, late: batch noise at half the reported scale after round 200 (past the white-box
+    horizon of the audit command: only its long run reaches it)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler, select, clock = run.batches.sampler, run.select, {"t": 0}
+
+        def sel(t):
+            clock["t"] = t
+            return select(t)
+
+        def release(stat, scale, **kw):
+            return type(sampler)._sum_release(sampler, stat, scale / 2.0 if clock["t"] > 200 else scale, **kw)
+
+        run.select, sampler._sum_release = sel, release
         return run

@@ -102,3 +102,17 @@ def test_audit_command_says_when_the_black_box_horizon_sees_no_release(capsys):
     out = capsys.readouterr().out
     assert rc == 0 and re.search(r"ends before the policy's first release \(round \d+", out)
     assert re.search(r"rests on the white-box audit at T=\d+ \([1-9]\d* traced releases\)", out)
+
+
+def test_audit_command_long_white_box_run_reaches_a_late_bug(tmp_path, monkeypatch, capsys):
+    """A bug that starts after round 200 is past the white-box horizon (200): the command's long, thin
+    run (exact checks only; at the smoke tier twice the horizon, 8 replicates) refutes it."""
+    from _whitebox_planted import HalvedLate
+
+    monkeypatch.setitem(REGISTRY, "halved_late", HalvedLate)
+    rc = _run(["halved_late", "--tier", "smoke", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert rc == 1 and "white-box (long) noise_report" in out.splitlines()[-1]
+    assert summary["whitebox"]["verdict"] == "CONSISTENT" and summary["whitebox_long"]["horizon"] == 400
+    assert [f["check"] for f in summary["whitebox_long"]["findings"]] == ["noise_report"]
