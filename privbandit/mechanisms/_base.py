@@ -300,16 +300,17 @@ class BinaryCore:
         v = np.ascontiguousarray(v, dtype=float)
         new, dropped, out = np.empty((3, n))
         # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
-        level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(4))
+        level, lo, hi, node = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+                               np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
         prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
         top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         if top > self.levels:
             self._grow(top)
             prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
-        commit(self._tau_flat, self._total_flat, self._node_rows, f, new,
-                               noisy, dropped, level, top, out, lo, hi, node)
-        if not (np.ndim(offset) == 0 and offset == 0):  # footprints are stream positions
+        commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, out, lo, hi,
+               node)
+        if not (type(offset) is int and offset == 0):  # footprints are stream positions in the block
             lo, hi, node = lo + offset, hi + offset, node + offset * 64
         mech._record(rr, kk, lo, hi, scale, mechanism, node)
         return out
