@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from privbandit.feedback import Offer
+from privbandit.seeding import check_seed
 from privbandit.envs.base import Environment, EnvironmentRun
 
 DATASETS = ("digits", "wine", "breast_cancer", "iris")
@@ -83,7 +84,7 @@ class LinearContextual(ContextualEnvironment):
         if model not in ("disjoint", "shared"):
             raise ValueError(f"model must be 'disjoint' or 'shared', got {model!r}")
         self._dim, self._n_arms, self.noise, self.model = int(dim), int(n_arms), float(noise), model
-        self.theta_seed = theta_seed
+        self.theta_seed = check_seed("theta_seed", theta_seed)
         shape = (self._n_arms,) if model == "disjoint" else ()
         if theta is None:
             rng = np.random.default_rng(theta_seed)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandit.feedback import Offer
+from privbandit.seeding import check_seed
 
 _Z95 = 1.959963984540054
 
@@ -79,7 +80,7 @@ def uniform_log(env, n_events: int, seed=None) -> LoggedData:
     """``n_events`` events of the uniform logging policy on a classification reduction ``env``."""
     if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
         raise ValueError(f"n_events must be a whole number in [1, inf), got {n_events!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     idx = rng.integers(0, env.labels.size, n_events)
     actions = rng.integers(0, env.n_arms, n_events)
     rewards = (actions == env.labels[idx]).astype(float)
@@ -137,7 +138,7 @@ def replay(policy, log: LoggedData, replicates: int = 1, seed=None, *, ledger=No
                          "use ips_value for a fixed rule on this log")
     if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
         raise ValueError(f"replicates must be a whole number in [1, inf), got {replicates!r}")
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     order_seq, policy_seq = seq.spawn(2)
     n, k, d = len(log), log.n_arms, log.contexts.shape[1]
     if shuffle:

@@ -178,7 +178,8 @@ class ExponentialWeightsSchedule(PrivacySchedule):
         while self.cap > 0 and s < self.cap and len(steps) < 10_000:
             steps.append(s)
             # the next step's bound; rounded up a hair so floating point never errs downward
-            s = (s + math.expm1(s)) * (1.0 + 1e-12)
+            # (past 709 expm1 overflows; the next step then exceeds any cap, so it is inf)
+            s = (s + math.expm1(s)) * (1.0 + 1e-12) if s < 709.0 else math.inf
         self.growing = steps  # per-choice epsilons below the cap; every later choice costs the cap
 
     def choices(self, rounds: int) -> int:

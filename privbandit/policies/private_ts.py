@@ -62,8 +62,12 @@ _GAP, _RANDOM, _TS = 0, 1, 2
 
 
 def batch_size(batch_constant: float, k: int, horizon: int, epsilon: float, gap: float) -> int:
-    """Line 4: m = ceil(batch_constant k ln T / (eps Deltahat^2)), at least 1."""
-    return max(1, math.ceil(batch_constant * k * math.log(horizon) / (epsilon * gap * gap)))
+    """Line 4: m = ceil(batch_constant k ln T / (eps Deltahat^2)), at least 1 and at most T + 1.
+
+    Every m > T behaves alike (the batch of k m > T rounds never closes), so the cap changes nothing
+    but keeps an extreme constant or epsilon (m = inf) a number."""
+    m = batch_constant * k * math.log(horizon) / (epsilon * gap * gap)
+    return max(1, math.ceil(m)) if m <= horizon else int(horizon) + 1
 
 
 class _OffsetTree(TreeMechanism):
