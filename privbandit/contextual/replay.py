@@ -95,12 +95,18 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
 
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        frame = pd.read_csv(path)
-    elif suffix in (".parquet", ".pq"):
-        frame = pd.read_parquet(path)
-    else:
+    if suffix not in (".csv", ".parquet", ".pq"):
         raise ValueError(f"path must end in .csv, .parquet or .pq, got {path.name!r}")
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r} is not a file")
+    try:
+        frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"log {path.name!r} is empty (no header)") from None
+    if len(frame) == 0:
+        raise ValueError(f"log {path.name!r} has no rows")
+    if isinstance(context_columns, (str, bytes)):  # a name, not a list of names: not spelled out letter by letter
+        raise ValueError(f"context_columns must be a list of column names, got {context_columns!r}")
     missing = [c for c in ("action", "reward", "propensity") if c not in frame.columns]
     if missing:
         raise ValueError(f"log {path.name!r} lacks the column(s) {', '.join(missing)}")
@@ -113,7 +119,11 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
     if not np.issubdtype(actions.dtype, np.integer):
         raise ValueError("the action column must hold whole numbers")
     k = int(actions.max()) + 1 if n_arms is None else n_arms
-    return LoggedData(frame[cols].to_numpy(dtype=float), actions, frame["reward"].to_numpy(dtype=float),
+    try:
+        contexts = frame[cols].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"context columns {cols} of log {path.name!r} must hold numbers") from None
+    return LoggedData(contexts, actions, frame["reward"].to_numpy(dtype=float),
                       frame["propensity"].to_numpy(dtype=float), k)
 
 

@@ -160,6 +160,9 @@ class Deployment:
         if not pol.private:
             raise ValueError(f"policy {pol.name!r} is not private (it releases raw rewards); a deployment "
                              "with a privacy budget needs a private policy")
+        if "contexts" in pol.requires:  # select() has no contexts to offer: every decision would fail
+            raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
+                             "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2)
         if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf):
             raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
