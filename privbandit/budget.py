@@ -337,7 +337,15 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
         sched = GaussianTS(b=b).privacy_schedule(horizon, n_arms)
         n = sched.releases(horizon)
-        c = max(n / (mu_target ** 2 * (max(b, 1) + 1)), 1e-300) if n else 1.0
+        # mu ** 2 may overflow (a huge target: c at its floor) or underflow (a tiny one: no float c is enough)
+        try:
+            denominator = mu_target ** 2 * (max(b, 1) + 1)
+        except OverflowError:
+            denominator = math.inf
+        c = (max(n / denominator, 1e-300) if denominator > 0 else math.inf) if n else 1.0
+        if not math.isfinite(c):
+            raise UnreachableTargetError(f"target mu {mu_target:g} over {n} releases needs a variance factor c "
+                                         f"beyond the floats (c = {n} / (mu^2 (max(b, 1) + 1)), b = {b})")
 
         def certify(c_value: float, b=b) -> float:
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)

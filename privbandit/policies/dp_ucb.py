@@ -433,8 +433,11 @@ class DPUCBInt(Policy):
                 raise ValueError(f"interval must be a whole number in [1, inf), got {interval!r}")
             self.interval = int(interval)
         elif rate is not None:
-            self.rate = check_positive("rate", rate)
-            if self.rate > 1.0:  # 1/rate is the interval, a whole number of pulls >= 1
+            try:
+                self.rate = check_positive("rate", rate)
+            except ValueError:
+                self.rate = math.nan
+            if not 0.0 < self.rate <= 1.0:  # 1/rate is the interval, a whole number of pulls >= 1
                 raise ValueError(f"rate must lie in (0, 1] (the reciprocal of the interval), got {rate!r}")
             self.interval = math.ceil(1.0 / self.rate - 1e-12)
         else:

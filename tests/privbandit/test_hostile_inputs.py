@@ -197,3 +197,28 @@ def test_load_log_names_what_is_wrong(tmp_path):
     _raises("context_columns must be a list of column names", load_log, tmp_path / "ok.csv", context_columns="x1")
     _raises("is not a file", load_log, tmp_path / "missing.csv")
     assert len(load_log(tmp_path / "ok.csv", context_columns=["x1"])) == 2
+
+
+# ---------------------------------------------------------------- inversions, graph structure, relations
+def test_ts_frontier_at_extreme_mu_targets():
+    from accountants.calibrate import UnreachableTargetError
+
+    with pytest.raises(UnreachableTargetError, match="variance factor c beyond the floats"):
+        budget.ts_frontier(1e-200, 1000, 3, [0, 5])  # mu ** 2 underflowed: was ZeroDivisionError
+    points = budget.ts_frontier(1e300, 1000, 3, [0, 5])  # mu ** 2 overflowed: was OverflowError
+    assert all(p.certificate <= 1e300 and p.value == 1e-300 for p in points)
+    assert [p.value for p in budget.ts_frontier(5.0, 1000, 3, [0, 5])] == [19.98, 6.566666666666666]  # unchanged
+
+
+@pytest.mark.parametrize("degree", [math.nan, math.inf, -math.inf, 2.5, True, "2"])
+def test_graph_max_degree_is_named(degree):
+    _raises(r"max_degree must be a whole number in \[0, n_arms - 1 = 2\]", budget.epsilon, "dp_ucb_n", 100, 1e-6, 3,
+            structure={"max_degree": degree}, relation="round")
+
+
+def test_relations_reject_arrays_with_a_named_message():
+    from privbandit.feedback import check_relation
+    from privbandit.ledger import Ledger
+
+    _raises("relation must be one of", check_relation, np.array(["entry", "round"]))
+    _raises("relation must be 'entry' or 'round'", Ledger(1, 2).realized_epsilon, 1e-6, relation=np.array(["entry"]))
