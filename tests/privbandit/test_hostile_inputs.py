@@ -222,3 +222,47 @@ def test_relations_reject_arrays_with_a_named_message():
 
     _raises("relation must be one of", check_relation, np.array(["entry", "round"]))
     _raises("relation must be 'entry' or 'round'", Ledger(1, 2).realized_epsilon, 1e-6, relation=np.array(["entry"]))
+
+
+# ---------------------------------------------------------------- run options and contextual environments
+@pytest.mark.parametrize("option, value, match", [
+    ("checkpoints", [2.5], "checkpoints must be whole numbers"),  # was truncated to 2
+    ("checkpoints", [math.inf], "checkpoints must be whole numbers"),  # was OverflowError
+    ("checkpoints", [2**70], "checkpoints must be whole numbers"),  # was OverflowError
+    ("checkpoints", [True], "checkpoints must be whole numbers"),
+    ("checkpoints", "5", "checkpoints must be a 1-D sequence"),
+    ("ledger", "no", "ledger must be True, False or 'tight'"),  # any truthy value turned the ledger on
+    ("ledger", math.nan, "ledger must be"),
+    ("strict_rewards", "yes", "strict_rewards must be True or False"),
+    ("keep_arms", 1, "keep_arms must be True or False"),
+    ("progress", "no", "progress must be True or False"),
+    ("realized_points", 0, r"realized_points must be a whole number in \[1, inf\)"),  # was max(1, 0)
+    ("realized_points", 1.5, "realized_points"),  # was int(1.5)
+    ("realized_points", math.inf, "realized_points"),  # was OverflowError
+    ("max_tracked_bytes", -1, "max_tracked_bytes"),
+])
+def test_simulate_run_options_are_named(option, value, match):
+    from privbandit import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import PrivateUCB
+
+    _raises(match, simulate, PrivateUCB(), Bernoulli([0.2, 0.5]), 10, 2, seed=0, **{option: value})
+
+
+def test_simulate_run_options_accept_what_they_did():
+    from privbandit import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import PrivateUCB
+
+    a = simulate(PrivateUCB(), Bernoulli([0.2, 0.5]), 10, 2, seed=0, checkpoints=np.array([2, 4]), ledger="tight",
+                 strict_rewards=np.bool_(False), realized_points=np.int64(2), progress=None)
+    b = simulate(PrivateUCB(), Bernoulli([0.2, 0.5]), 10, 2, seed=0, checkpoints=[4.0, 2], ledger="tight")
+    np.testing.assert_array_equal(a.checkpoints, [2, 4, 10])
+    np.testing.assert_array_equal(a.certified_epsilon, b.certified_epsilon)
+
+
+def test_linear_contextual_noise_and_model_are_named():
+    from privbandit.contextual.envs import LinearContextual
+
+    _raises("noise must be", LinearContextual, 5, 3, noise=True)
+    _raises("model must be", LinearContextual, 5, 3, model=np.array(["disjoint", "shared"]))
