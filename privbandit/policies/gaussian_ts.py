@@ -141,7 +141,8 @@ class GaussianTS(Policy):
 
 
 def _check_route_args(horizon, delta) -> None:
-    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(horizon) or int(horizon) != horizon or horizon < 1:
         raise ValueError(f"horizon must be a whole number in [1, inf), got {horizon!r}")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")

@@ -266,3 +266,12 @@ def test_linear_contextual_noise_and_model_are_named():
 
     _raises("noise must be", LinearContextual, 5, 3, noise=True)
     _raises("model must be", LinearContextual, 5, 3, model=np.array(["disjoint", "shared"]))
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, True, 2.5, None])
+def test_graph_model_sizes_are_named(value):
+    from privbandit.envs.graphs import BarabasiAlbert, DisjointCliques, PlantedPartition
+
+    _raises("m must be a whole number", BarabasiAlbert, 6, value)  # NaN / inf: was an unnamed int() error
+    _raises("groups must be a whole number", PlantedPartition, 6, value, 0.5, 0.1)
+    _raises("size must be a whole number", DisjointCliques, 6, value)
