@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from accountants import ApproxDP, Laplace, PureDP, SelfComposed
+from accountants import GDP, ApproxDP, Composed, Gaussian, Laplace, PureDP, SelfComposed, best_delta, best_epsilon
 from accountants.advanced import AdvancedCompositionAccountant
 from accountants.best import default_accountants
 from accountants.kov import KOVHeterogeneousAccountant
@@ -99,3 +100,21 @@ def test_every_accountant_answers_with_a_monotone_number(leaf, count):
             assert 0.0 <= d <= 1.0
             assert d <= previous * (1 + 1e-12) + 1e-300, (factory.__name__, eps)
             previous = d
+
+
+@pytest.mark.parametrize("event", [Gaussian(1e-308, 1.0), Gaussian(1.0, 1e308), GDP(1e308),
+                                   SelfComposed(Gaussian(1e-200, 1.0), 10)], ids=repr)
+def test_a_gaussian_past_mu_1e154_certifies_infinity_not_an_error(event):
+    # mu^2 overflowed: the GDP accountant raised "mu must lie in (0, inf), got inf", the RDP one
+    # turned inf - inf into a NaN curve ("All-NaN slice") or raised OverflowError in mu ** 2
+    assert best_epsilon(event, 1e-6).value == math.inf
+    assert best_delta(event, 1.0).value == 1.0
+
+
+def test_a_finite_rdp_curve_is_unchanged_by_the_infinite_guard():
+    from accountants.rdp import RDPAccountant
+
+    acc = RDPAccountant()
+    acc.compose(Composed((Gaussian(1.0, 1.0), Laplace(2.0, 1.0))))
+    assert np.all(np.isfinite(acc.grid_curve()))
+    assert best_epsilon(Gaussian(1.0, 1.0), 1e-6).value == pytest.approx(4.886554117467313, rel=1e-12)
