@@ -51,7 +51,7 @@ import numpy as np
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
-from privbandit.mechanisms._base import flat
+from privbandit.mechanisms._base import flat, laplace_event
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -117,14 +117,20 @@ class PrivateTSSchedule(CachedSchedule):
                 if leaves and used + n_arms * m > horizon:
                     break
                 scale = 2.0 * n_arms / (eps * m)
-                leaves.append(Laplace(float(sampler.effective_scale(scale)),
-                                      float(sampler.effective_sensitivity(1.0 / m))))
+                # the event the ledger records: DiscreteLaplace in exact mode (a continuous Laplace
+                # there would be bounded by curves slightly better than the discrete release's)
+                leaves.append(laplace_event(sampler, scale, 1.0 / m))
                 used += n_arms * m
                 gap /= 2.0
             self._gap_event = max(leaves, key=lambda ev: ev.sensitivity / ev.scale)
+            # A continuous Laplace's curve depends on sensitivity / scale only, so the largest ratio
+            # dominates the others; a discrete one's also on its grid units, so in exact mode the
+            # gap certificate is the largest over every distinct leaf (:meth:`epsilon`).
+            self._gap_leaves = tuple(dict.fromkeys(leaves)) if policy.exact else (self._gap_event,)
         else:
             self.first_batch_rounds = 0
             self._gap_event = NO_EVENT
+            self._gap_leaves = ()
 
     def tree_count(self, rounds: int) -> int:
         """Most records an arm's tree can hold after ``rounds`` rounds (every transcript)."""
@@ -154,7 +160,9 @@ class PrivateTSSchedule(CachedSchedule):
         every pair of neighbours is the worse of the two (tighter than ``events``' PureDP)."""
         if rounds <= 0:
             return Certificate(0.0, "none", {})
-        certs = [self._certify(ev, delta, accountants) for ev in self._parts(rounds) if ev != NO_EVENT]
+        gap, tree = self._parts(rounds)
+        kinds = ([*self._gap_leaves] if gap != NO_EVENT else []) + ([tree] if tree != NO_EVENT else [])
+        certs = [self._certify(ev, delta, accountants) for ev in kinds]
         return max(certs, key=lambda c: c.value) if certs else Certificate(0.0, "none", {})
 
 
