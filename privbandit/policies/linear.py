@@ -69,15 +69,18 @@ def _check_dim(dim) -> int:
     return int(dim)
 
 
-_MAX_BOUND = 1e50
+_MIN_BOUND, _MAX_BOUND = 1e-50, 1e50
 
 
 def _check_bound(bound) -> float:
-    """The context norm bound L in (0, 1e50]: sensitivities use L^4 (Shariff & Sheffet's L~^4), which
-    must stay a finite float."""
-    value = check_positive("bound", bound)
-    if value > _MAX_BOUND:
-        raise ValueError(f"bound must lie in (0, {_MAX_BOUND:g}], got {bound!r}")
+    """The context norm bound L in [1e-50, 1e50]: sensitivities use L^2 and L^4 (Shariff & Sheffet's
+    L~^4), which must stay positive finite floats."""
+    try:
+        value = check_positive("bound", bound)
+    except ValueError:
+        value = math.nan
+    if not _MIN_BOUND <= value <= _MAX_BOUND:
+        raise ValueError(f"bound must lie in [{_MIN_BOUND:g}, {_MAX_BOUND:g}], got {bound!r}")
     return value
 
 

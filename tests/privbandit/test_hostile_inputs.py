@@ -56,7 +56,8 @@ def test_linear_shift_is_not_a_bool_and_bound_stays_finite_when_squared():
     _raises("shift", PrivateLinTS, shift=-1.0)
     assert PrivateLinUCB(shift=0).shift == 0.0
     for cls in (PrivateLinUCB, JointDPLinUCB, LinUCB):
-        _raises(r"bound must lie in \(0, 1e\+50\]", cls, bound=1e308)
+        _raises(r"bound must lie in \[1e-50, 1e\+50\]", cls, bound=1e308)
+        _raises(r"bound must lie in \[1e-50, 1e\+50\]", cls, bound=1e-308)  # L^2 underflowed to 0
     # the largest accepted bound certifies a finite number (was OverflowError in bound ** 2)
     assert math.isfinite(budget.epsilon(PrivateLinUCB(bound=1e50), 100, 1e-6, 2).value)
 
@@ -275,3 +276,36 @@ def test_graph_model_sizes_are_named(value):
     _raises("m must be a whole number", BarabasiAlbert, 6, value)  # NaN / inf: was an unnamed int() error
     _raises("groups must be a whole number", PlantedPartition, 6, value, 0.5, 0.1)
     _raises("size must be a whole number", DisjointCliques, 6, value)
+
+
+# ---------------------------------------------------------------- a deterministic slice of the constructor fuzz
+_HOSTILE = [math.nan, math.inf, -math.inf, -1, 1e308, 1e-308, 2**70, True, "1", None, [], np.array([1.0, 2.0])]
+
+
+def _registry_parameters():
+    import inspect
+
+    from privbandit.policies import REGISTRY
+
+    return [(name, p.name) for name, cls in sorted(REGISTRY.items())
+            for p in inspect.signature(cls).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+@pytest.mark.parametrize("name, parameter", _registry_parameters(), ids=lambda x: str(x))
+def test_every_policy_parameter_refuses_or_certifies_a_number(name, parameter):
+    """Every registered policy, every constructor parameter, hostile values: a ValueError (or TypeError)
+    naming the parameter, or a policy whose 1000-round certificate is a number (inf allowed) or a
+    ValueError -- never an OverflowError, ZeroDivisionError or NaN (the session-4 fuzz)."""
+    from privbandit.policies import REGISTRY
+
+    for value in _HOSTILE:
+        try:
+            policy = REGISTRY[name](**{parameter: value})
+        except (ValueError, TypeError) as exc:
+            assert parameter in str(exc), (value, exc)
+            continue
+        try:
+            value_out = budget.epsilon(policy, 1000, 1e-6, 3).value
+        except ValueError:  # e.g. a noise scale 1/eps past the floats, named by its mechanism
+            continue
+        assert not math.isnan(value_out) and value_out >= 0, (value, value_out)
