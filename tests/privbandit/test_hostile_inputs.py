@@ -309,3 +309,10 @@ def test_every_policy_parameter_refuses_or_certifies_a_number(name, parameter):
         except ValueError:  # e.g. a noise scale 1/eps past the floats, named by its mechanism
             continue
         assert not math.isnan(value_out) and value_out >= 0, (value, value_out)
+
+
+def test_budget_curve_horizons_past_int64_and_max_evaluations_are_named():
+    # 1e300 was cast to int64 and reported as "got -9223372036854775808"
+    _raises("horizons must be whole numbers below 2\\^63", budget.curve, "dp_exp3_lap", [1e300], 1e-6)
+    _raises(r"max_evaluations must be a whole number in \[1, inf\), got 1.5", budget.curve, "dp_exp3_lap", [5, 100],
+            1e-6, max_evaluations=1.5)
