@@ -101,7 +101,9 @@ class AdvancedCompositionAccountant(Accountant):
         margin = epsilon / (1 + ROUND_UP) - s3
         if not margin > 0:
             return 1.0
-        delta_prime = math.exp(-margin * margin / (2.0 * s2))
+        # an underflow to 0 would put log(0) in the forward formula: the least positive float is
+        # larger than the root, so it certifies epsilon too (verified below like any candidate)
+        delta_prime = max(math.exp(-margin * margin / (2.0 * s2)), math.ulp(0.0))
         # verify and step up until the forward formula certifies epsilon (guards float rounding)
         step = 1e-15
         while delta_prime < 1.0 and _closed_form(s2, s3, delta_prime) > epsilon:

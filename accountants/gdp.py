@@ -59,9 +59,13 @@ class GDPAccountant(Accountant):
     def epsilon(self, delta: float) -> float:
         delta = _validate.probability("delta", delta)
         mu = self.mu()
+        if not math.isfinite(mu):  # a release with mu past 1e154 (or eps past 1e308): no finite guarantee
+            return math.inf
         return 0.0 if mu == 0 else gdp_conversion.epsilon_for_delta(mu, delta)
 
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
         mu = self.mu()
+        if not math.isfinite(mu):
+            return 1.0
         return 0.0 if mu == 0 else gdp_conversion.delta_for_epsilon(mu, epsilon)

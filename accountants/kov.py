@@ -84,7 +84,10 @@ class KOVHeterogeneousAccountant(Accountant):
         if log_keep == 0.0:
             delta_prime = delta
         else:
-            delta_prime = -math.expm1(math.log1p(-delta) - log_keep)
+            excess = math.log1p(-delta) - log_keep
+            if excess > 0:  # prod(1 - delta_i) < 1 - delta: no delta' is left (and expm1 could overflow)
+                return math.inf
+            delta_prime = -math.expm1(excess)
             # log_keep is rounded down, which already makes delta' smaller; round down once more
             # for the expm1/log1p rounding (a smaller delta' gives a larger epsilon)
             delta_prime *= 1 - 1e-12

@@ -68,6 +68,8 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     q = math.exp(log_q)
     # nonzero terms need (k - 2j) eps0 > eps, i.e. j < (k - eps/eps0)/2
     bound = (k - epsilon / epsilon0) / 2.0
+    if not bound > 0:  # also eps / eps0 = inf (a huge eps): no term is nonzero, and ceil(-inf) would raise
+        return -math.inf
     jmax = math.ceil(bound) - 1
     if jmax < 0:
         return -math.inf
@@ -95,6 +97,14 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     # rounding margin for the log-binomials: magnitudes ~ gammaln(k+1) + k |log p| + k |log q|
     magnitude = float(special.gammaln(k + 1.0)) + k * (abs(log_p) + abs(log_q)) + abs(epsilon)
     return total + 1e-14 * magnitude + 1e-12
+
+
+def _exp_capped(log_d: float) -> float:
+    """min(1, exp(log_d)) without overflow: the rounding margins of :func:`log_delta_randomized_response`
+    grow with k eps0 and can push log_d far above 0 (a delta of 1, not an OverflowError)."""
+    if log_d >= 0.0:
+        return 1.0
+    return math.exp(log_d)
 
 
 class OptimalHomogeneousAccountant(Accountant):
@@ -163,7 +173,7 @@ class OptimalHomogeneousAccountant(Accountant):
         if not self.feasible():
             return 1.0
         log_d = self._rr_log_delta(epsilon)
-        d = min(1.0, math.exp(log_d)) if log_d > -math.inf else 0.0
+        d = _exp_capped(log_d)
         # 1 - keep (1 - d) = (1 - keep) + keep d
         log_keep = self._log_keep()
         total = -math.expm1(log_keep) + math.exp(log_keep) * d
@@ -177,8 +187,12 @@ class OptimalHomogeneousAccountant(Accountant):
         if self.k == 0 or self.epsilon0 is None:
             return 0.0
         log_keep = self._log_keep()
-        # need d(eps) <= target = 1 - (1 - delta)/keep
-        target = -math.expm1(math.log1p(-delta) - log_keep) * (1 - 1e-12)
+        # need d(eps) <= target = 1 - (1 - delta)/keep; none exists when keep <= 1 - delta (the
+        # releases' own deltas already exceed the target; expm1 of a large excess would overflow)
+        excess = math.log1p(-delta) - log_keep
+        if excess >= 0:
+            return math.inf
+        target = -math.expm1(excess) * (1 - 1e-12)
         if target <= 0:
             return math.inf
         log_target = math.log(target)
@@ -202,7 +216,7 @@ class OptimalHomogeneousAccountant(Accountant):
 
     def _delta(self, epsilon: float, log_floor: float | None) -> float:
         log_d = self._rr_log_delta(epsilon, log_floor)
-        d = min(1.0, math.exp(log_d)) if log_d > -math.inf else 0.0
+        d = _exp_capped(log_d)
         log_keep = self._log_keep()
         total = -math.expm1(log_keep) + math.exp(log_keep) * d
         if total > 0:

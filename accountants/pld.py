@@ -125,24 +125,28 @@ class PLDAccountant(Accountant):
         sqrt(sum count * scale^2) clipped to [1e-12, 1e-2] (connect-the-dots keeps this within ~0.1%)."""
         if self.value_discretization_interval is not None:
             return self.value_discretization_interval
-        spread = math.sqrt(sum(n * _loss_scale(leaf) ** 2 for leaf, n in self.groups.items()))
+        spread = self._spread()
         # many distinct releases (one transform each): a 10x coarser grid, measured to move epsilon
         # by < 1e-4 relative on 1000 heterogeneous Laplace releases (docs/benchmarks.md)
         rel = _REL_RESOLUTION * (10.0 if len(self.groups) > _MANY_GROUPS else 1.0)
         h = float(np.clip(spread * rel, _MIN_INTERVAL, _MAX_INTERVAL))
         pure = {leaf.epsilon for leaf in self.groups if isinstance(leaf, PureDP)}
-        if len(pure) == 1:
+        if len(pure) == 1 and math.isfinite(next(iter(pure)) / h):  # (an eps0 of 1e308 has no grid)
             # put +-eps0 on the grid: randomized response is then discretised without rounding
             eps0 = pure.pop()
             h = eps0 / math.ceil(eps0 / h) * (1 + 4 * 2.0 ** -52)  # m h >= eps0 despite rounding
         return h
+
+    def _spread(self) -> float:
+        """sqrt(sum count * scale^2); inf (not an OverflowError) for scales past 1e154."""
+        return math.sqrt(sum(n * (_loss_scale(leaf) * _loss_scale(leaf)) for leaf, n in self.groups.items()))
 
     def estimated_bins(self) -> float:
         """A prediction of the composed grid size (number of discretised loss values)."""
         if not self.groups:
             return 0.0
         h = self.interval()
-        spread = math.sqrt(sum(n * _loss_scale(leaf) ** 2 for leaf, n in self.groups.items()))
+        spread = self._spread()
         single = 0.0
         for leaf in self.groups:
             s = _loss_scale(leaf)

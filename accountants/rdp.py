@@ -70,7 +70,10 @@ class RDPAccountant(Accountant):
         x = self._leaf_curve(leaf) * count
         s = self._sum
         t = s + x
-        self._comp += np.where(np.abs(s) >= np.abs(x), (s - t) + x, (x - t) + s)
+        with np.errstate(invalid="ignore"):
+            comp = np.where(np.abs(s) >= np.abs(x), (s - t) + x, (x - t) + s)
+        # an infinite order (a Gaussian with mu past 1e154) stays infinite: inf - inf would make it NaN
+        self._comp = np.where(np.isfinite(t), self._comp + comp, 0.0)
         self._sum = t
         self.groups[leaf] = self.groups.get(leaf, 0) + count
 
@@ -94,7 +97,8 @@ class RDPAccountant(Accountant):
                 lap_eps.append(leaf.pure_epsilon())
                 lap_n.append(n)
             elif type(leaf) in (Gaussian, GDP):
-                gauss_sq += n * leaf.gdp_mu() ** 2
+                mu = leaf.gdp_mu()
+                gauss_sq += n * (mu * mu)  # (inf past mu = 1e154, where ** 2 would raise OverflowError)
             else:
                 other.append((leaf, n))
         if lap_eps:

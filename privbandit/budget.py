@@ -143,9 +143,13 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     delta = _delta(delta)
-    max_evaluations = _validate.count("max_evaluations", max_evaluations)
+    raw_evaluations = max_evaluations
+    try:
+        max_evaluations = _validate.count("max_evaluations", max_evaluations)
+    except ValueError:
+        max_evaluations = 0
     if max_evaluations < 1:
-        raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {max_evaluations}")
+        raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {raw_evaluations!r}")
     raw = np.asarray(horizons)
     if raw.size == 0:
         return np.empty(0)
@@ -155,6 +159,8 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     bad = ~np.isfinite(as_float) | (as_float < 0) | (as_float != np.round(as_float))
     if bad.any():
         raise ValueError(f"horizons must be whole numbers in [0, inf), got {raw[bad].ravel()[0]!r}")
+    if as_float.max() >= 2.0**63:  # int64 would wrap around to a negative horizon
+        raise ValueError(f"horizons must be whole numbers below 2^63, got {raw.ravel()[as_float.ravel().argmax()]!r}")
     rounds = raw.astype(np.int64)
     top = _horizon(int(rounds.max()), n_arms, "max(horizons)")
     return _evaluating(top, lambda: _schedule(pol, top, n_arms, structure, relation).curve(rounds, delta, max_evaluations=max_evaluations))
@@ -337,7 +343,15 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
         sched = GaussianTS(b=b).privacy_schedule(horizon, n_arms)
         n = sched.releases(horizon)
-        c = max(n / (mu_target ** 2 * (max(b, 1) + 1)), 1e-300) if n else 1.0
+        # mu ** 2 may overflow (a huge target: c at its floor) or underflow (a tiny one: no float c is enough)
+        try:
+            denominator = mu_target ** 2 * (max(b, 1) + 1)
+        except OverflowError:
+            denominator = math.inf
+        c = (max(n / denominator, 1e-300) if denominator > 0 else math.inf) if n else 1.0
+        if not math.isfinite(c):
+            raise UnreachableTargetError(f"target mu {mu_target:g} over {n} releases needs a variance factor c "
+                                         f"beyond the floats (c = {n} / (mu^2 (max(b, 1) + 1)), b = {b})")
 
         def certify(c_value: float, b=b) -> float:
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)

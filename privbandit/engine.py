@@ -38,6 +38,8 @@ from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
 from privbandit.policies.base import Policy, schedule_for
 from privbandit.results import SimulationResult
+from privbandit.run_options import check_run_options
+from privbandit.seeding import check_seed
 
 _Z95 = 1.959963984540054
 #: Regret is computed in blocks of about this many (round, replicate) cells (arms int16 + regret
@@ -211,10 +213,11 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             (``privbandit.feedback.RELATIONS``; the same for K-armed bandit feedback).
     """
     _validate(policy, env, horizon, replicates, delta)
+    check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes)
     check_relation(relation)
     _check_capabilities(policy, env)
     horizon, replicates = int(horizon), int(replicates)
-    seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     policy_seq, env_seq = seed_seq.spawn(2)
     policy_rng, env_rng = np.random.default_rng(policy_seq), np.random.default_rng(env_seq)
 

@@ -31,7 +31,7 @@ RELATIONS: tuple[str, ...] = ("entry", "round")
 
 def check_relation(relation) -> str:
     """``relation`` if it is one of :data:`RELATIONS`, else ValueError naming the valid values."""
-    if relation not in RELATIONS:
+    if not isinstance(relation, str) or relation not in RELATIONS:  # (an array is no relation either)
         raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {relation!r}")
     return relation
 

@@ -672,7 +672,7 @@ class Ledger:
         if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
             raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
         delta = float(delta)
-        if relation not in ("entry", "round"):
+        if not isinstance(relation, str) or relation not in ("entry", "round"):
             raise ValueError(f"relation must be 'entry' or 'round', got {relation!r}")
         if self.tight:
             out = np.full(self.replicates, np.nan)

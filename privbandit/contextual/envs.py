@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from privbandit.feedback import Offer
+from privbandit.seeding import check_seed
 from privbandit.envs.base import Environment, EnvironmentRun
 
 DATASETS = ("digits", "wine", "breast_cancer", "iris")
@@ -78,12 +79,12 @@ class LinearContextual(ContextualEnvironment):
             raise ValueError(f"dim must be a whole number in [2, 1000], got {dim!r}")
         if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 2:
             raise ValueError(f"n_arms must be a whole number in [2, inf), got {n_arms!r}")
-        if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
+        if isinstance(noise, bool) or not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
             raise ValueError(f"noise must be a real number in [0, inf), got {noise!r}")
-        if model not in ("disjoint", "shared"):
+        if not isinstance(model, str) or model not in ("disjoint", "shared"):
             raise ValueError(f"model must be 'disjoint' or 'shared', got {model!r}")
         self._dim, self._n_arms, self.noise, self.model = int(dim), int(n_arms), float(noise), model
-        self.theta_seed = theta_seed
+        self.theta_seed = check_seed("theta_seed", theta_seed)
         shape = (self._n_arms,) if model == "disjoint" else ()
         if theta is None:
             rng = np.random.default_rng(theta_seed)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandit.feedback import Offer
+from privbandit.seeding import check_seed
 
 _Z95 = 1.959963984540054
 
@@ -79,7 +80,7 @@ def uniform_log(env, n_events: int, seed=None) -> LoggedData:
     """``n_events`` events of the uniform logging policy on a classification reduction ``env``."""
     if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
         raise ValueError(f"n_events must be a whole number in [1, inf), got {n_events!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     idx = rng.integers(0, env.labels.size, n_events)
     actions = rng.integers(0, env.n_arms, n_events)
     rewards = (actions == env.labels[idx]).astype(float)
@@ -94,12 +95,18 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
 
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        frame = pd.read_csv(path)
-    elif suffix in (".parquet", ".pq"):
-        frame = pd.read_parquet(path)
-    else:
+    if suffix not in (".csv", ".parquet", ".pq"):
         raise ValueError(f"path must end in .csv, .parquet or .pq, got {path.name!r}")
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r} is not a file")
+    try:
+        frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"log {path.name!r} is empty (no header)") from None
+    if len(frame) == 0:
+        raise ValueError(f"log {path.name!r} has no rows")
+    if isinstance(context_columns, (str, bytes)):  # a name, not a list of names: not spelled out letter by letter
+        raise ValueError(f"context_columns must be a list of column names, got {context_columns!r}")
     missing = [c for c in ("action", "reward", "propensity") if c not in frame.columns]
     if missing:
         raise ValueError(f"log {path.name!r} lacks the column(s) {', '.join(missing)}")
@@ -112,7 +119,11 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
     if not np.issubdtype(actions.dtype, np.integer):
         raise ValueError("the action column must hold whole numbers")
     k = int(actions.max()) + 1 if n_arms is None else n_arms
-    return LoggedData(frame[cols].to_numpy(dtype=float), actions, frame["reward"].to_numpy(dtype=float),
+    try:
+        contexts = frame[cols].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"context columns {cols} of log {path.name!r} must hold numbers") from None
+    return LoggedData(contexts, actions, frame["reward"].to_numpy(dtype=float),
                       frame["propensity"].to_numpy(dtype=float), k)
 
 
@@ -137,7 +148,7 @@ def replay(policy, log: LoggedData, replicates: int = 1, seed=None, *, ledger=No
                          "use ips_value for a fixed rule on this log")
     if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
         raise ValueError(f"replicates must be a whole number in [1, inf), got {replicates!r}")
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     order_seq, policy_seq = seq.spawn(2)
     n, k, d = len(log), log.n_arms, log.contexts.shape[1]
     if shuffle:

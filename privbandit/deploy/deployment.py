@@ -79,6 +79,9 @@ class UpdateResult:
         return dataclasses.asdict(self)
 
 
+_MAX_ID = 2**63 - 1  # SQLite's largest INTEGER
+
+
 def _whole(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
@@ -157,6 +160,9 @@ class Deployment:
         if not pol.private:
             raise ValueError(f"policy {pol.name!r} is not private (it releases raw rewards); a deployment "
                              "with a privacy budget needs a private policy")
+        if "contexts" in pol.requires:  # select() has no contexts to offer: every decision would fail
+            raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
+                             "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2)
         if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf):
             raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
@@ -340,6 +346,8 @@ class Deployment:
         (``duplicate=True``); with a different reward it is refused (a reward is final)."""
         decision = _whole("decision", decision, 1)
         raw, reward = check_reward(reward, self.strict_rewards)
+        if decision > _MAX_ID:  # SQLite ids are 64-bit: such a decision cannot exist (and cannot be bound)
+            raise ValueError(f"decision {decision} does not exist in {self.path}")
 
         def body() -> UpdateResult:
             row = self._conn.execute("SELECT round, arm, kind FROM decisions WHERE id = ?", (decision,)).fetchone()
@@ -389,6 +397,7 @@ class Deployment:
         same currency; realized <= certified always)."""
         from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
 
+        last = min(_whole("last", last, 0), _MAX_ID)  # (SQLite's LIMIT -1 would list every round)
         conn = self._conn_checked()
         conn.execute("BEGIN")  # a read transaction: one consistent snapshot
         try:

@@ -122,6 +122,10 @@ def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Co
     """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
     an existing file by :func:`configure` after :func:`check`."""
     path = os.fspath(path)
+    text = os.fsdecode(path)
+    if text in ("", ":memory:") or "\0" in text:
+        # sqlite3 would open a temporary or in-memory database for these: nothing would persist
+        raise ValueError(f"store must be the path of a file (not empty, not ':memory:', no NUL byte), got {path!r}")
     if create and os.path.exists(path):
         raise ValueError(f"store {path!r} already exists; open it instead of initialising it again")
     if not create:

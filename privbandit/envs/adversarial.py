@@ -26,6 +26,7 @@ import numpy as np
 
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.envs.table import RewardTable
+from privbandit.seeding import check_seed
 
 
 def _whole(name: str, value, minimum: int) -> int:
@@ -41,9 +42,17 @@ def _unit(name: str, value, *, open_low: bool = False) -> float:
     return float(value)
 
 
+_MAX_ENTRIES = 2**30  # a table of horizon x n_arms float64 entries: 8 GiB at most
+
+
+def _table_shape(horizon: int, n_arms: int) -> None:
+    if horizon * n_arms > _MAX_ENTRIES:
+        raise ValueError(f"horizon x n_arms must be at most 2^30 table entries, got horizon={horizon}, n_arms={n_arms}")
+
+
 def _bernoulli_table(means: np.ndarray, seed) -> np.ndarray:
     """Bernoulli draws with per-(round, arm) ``means``, in row blocks (bounded temporary memory)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     out = np.empty(means.shape)
     step = max(1, 2**20 // means.shape[1])
     for i in range(0, means.shape[0], step):
@@ -57,6 +66,7 @@ def switching_best_arm(horizon: int, n_arms: int = 5, segments: int = 4, *, high
     ``segments`` equal segments (the best arm switches every T/m rounds)."""
     horizon, n_arms = _whole("horizon", horizon, 1), _whole("n_arms", n_arms, 2)
     segments = _whole("segments", segments, 1)
+    _table_shape(horizon, n_arms)
     if segments > horizon:
         raise ValueError(f"segments must lie in [1, horizon={horizon}], got {segments}")
     high, low = _unit("high", high), _unit("low", low)
@@ -70,12 +80,14 @@ def shifted_stochastic(horizon: int, before, after, shift_at: int | None = None,
     """Bernoulli arms with means ``before`` up to round ``shift_at`` (default T/2) and ``after`` from
     the next round on (a stochastic instance with one shift)."""
     horizon = _whole("horizon", horizon, 2)
+    check_seed("seed", seed, generator=True)
     before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     if before.ndim != 1 or before.size < 2 or before.shape != after.shape:
         raise ValueError(f"before and after must be 1-D sequences of the same length >= 2, got shapes "
                          f"{before.shape} and {after.shape}")
     if np.any((before < 0) | (before > 1)) or np.any((after < 0) | (after > 1)):
         raise ValueError("before and after means must lie in [0, 1]")
+    _table_shape(horizon, before.size)
     shift_at = horizon // 2 if shift_at is None else _whole("shift_at", shift_at, 1)
     if shift_at >= horizon:
         raise ValueError(f"shift_at must lie in [1, horizon - 1 = {horizon - 1}], got {shift_at}")
@@ -91,7 +103,8 @@ def auer_lower_bound(horizon: int, n_arms: int = 5, *, gap: float | None = None,
     gap = min(0.25, 0.25 * math.sqrt(n_arms / horizon)) if gap is None else _unit("gap", gap)
     if gap > 0.5:
         raise ValueError(f"gap must lie in [0, 0.5], got {gap}")
-    rng = np.random.default_rng(seed)
+    _table_shape(horizon, n_arms)
+    rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     good = int(rng.integers(n_arms))
     means = np.full(n_arms, 0.5)
     means[good] += gap

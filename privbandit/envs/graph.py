@@ -17,6 +17,7 @@ import numpy as np
 
 from privbandit.envs.base import EnvironmentRun, StationaryEnvironment
 from privbandit.feedback import Feedback, Offer
+from privbandit.seeding import check_seed
 from privbandit.envs.graphs import GraphModel, check_adjacency, max_degree
 
 
@@ -41,7 +42,7 @@ class GraphFeedback(StationaryEnvironment):
         super().__init__(arms.means)
         self.arms = arms
         self.redraw = redraw
-        self.graph_seed = graph_seed
+        self.graph_seed = check_seed("graph_seed", graph_seed)
         if isinstance(graph, GraphModel):
             if graph.n != arms.n_arms:
                 raise ValueError(f"graph must have n_arms = {arms.n_arms} nodes, got {graph.n}")

@@ -119,6 +119,12 @@ def _independent_pairs(rng: np.random.Generator, p) -> np.ndarray:
     return check_adjacency(upper | upper.T)
 
 
+def _integral(value) -> bool:
+    """A whole number (2.0 counts; NaN, inf and True do not -- int() of NaN or inf would raise unnamed)."""
+    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+            and np.isfinite(value) and int(value) == value)
+
+
 def _check_p(name: str, p) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0 <= p <= 1:
         raise ValueError(f"{name} must lie in [0, 1], got {p!r}")
@@ -149,7 +155,7 @@ class BarabasiAlbert(GraphModel):
 
     def __post_init__(self):
         whole("n", self.n, 2)
-        if isinstance(self.m, bool) or int(self.m) != self.m or not 1 <= self.m < self.n:
+        if not _integral(self.m) or not 1 <= self.m < self.n:
             raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {self.m!r}")
 
     def sample(self, rng):
@@ -168,7 +174,7 @@ class PlantedPartition(GraphModel):
 
     def __post_init__(self):
         whole("n", self.n, 2)
-        if isinstance(self.groups, bool) or int(self.groups) != self.groups or not 1 <= self.groups <= self.n \
+        if not _integral(self.groups) or not 1 <= self.groups <= self.n \
                 or self.n % self.groups:
             raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {self.groups!r}")
         object.__setattr__(self, "p_in", _check_p("p_in", self.p_in))
@@ -194,7 +200,7 @@ class DisjointCliques(GraphModel):
 
     def __post_init__(self):
         whole("n", self.n, 2)
-        if isinstance(self.size, bool) or int(self.size) != self.size or not 1 <= self.size <= self.n \
+        if not _integral(self.size) or not 1 <= self.size <= self.n \
                 or self.n % self.size:
             raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {self.size!r}")
 

@@ -218,6 +218,15 @@ class _BatchedPrivateExp3Run(PolicyRun):
             self.loss = np.zeros_like(self.loss)
 
 
+def _log_ratio_cap(n_arms: int, gamma: float) -> float:
+    """c = ln(1 + K (1 - gamma) / gamma); for a gamma so small that the ratio overflows (~1e-308),
+    ln K + ln(1 - gamma) - ln gamma (the 1 is then far below the ratio's rounding), rounded up."""
+    ratio = n_arms * (1.0 - gamma) / gamma
+    if math.isfinite(ratio):
+        return math.log1p(ratio)
+    return (math.log(n_arms) + math.log1p(-gamma) - math.log(gamma)) * (1.0 + 1e-12)
+
+
 class ExponentialWeightsSchedule(PrivacySchedule):
     """The certificate of EXP3 on mini-batches of ``tau`` rounds (``tau = 1``: EXP3 itself).
 
@@ -230,12 +239,13 @@ class ExponentialWeightsSchedule(PrivacySchedule):
     def __init__(self, n_arms: int, tau: int, gamma: float) -> None:
         self.tau, self.gamma = int(tau), float(gamma)
         # c: the exploration floor bounds any choice's likelihood ratio by (1 - gamma + gamma/K) / (gamma/K)
-        self.cap = math.log1p(n_arms * (1.0 - self.gamma) / self.gamma) if self.gamma < 1 else 0.0
+        self.cap = _log_ratio_cap(n_arms, self.gamma) if self.gamma < 1 else 0.0
         steps, s = [], 1.0 / self.tau
         while self.cap > 0 and s < self.cap and len(steps) < 10_000:
             steps.append(s)
             # the next step's bound; rounded up a hair so floating point never errs downward
-            s = (s + math.expm1(s)) * (1.0 + 1e-12)
+            # (past 709 expm1 overflows; the next step then exceeds any cap, so it is inf)
+            s = (s + math.expm1(s)) * (1.0 + 1e-12) if s < 709.0 else math.inf
         self.growing = steps  # per-choice epsilons below the cap; every later choice costs the cap
 
     def choices(self, rounds: int) -> int:

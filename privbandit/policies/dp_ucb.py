@@ -433,7 +433,12 @@ class DPUCBInt(Policy):
                 raise ValueError(f"interval must be a whole number in [1, inf), got {interval!r}")
             self.interval = int(interval)
         elif rate is not None:
-            self.rate = check_positive("rate", rate)
+            try:
+                self.rate = check_positive("rate", rate)
+            except ValueError:
+                self.rate = math.nan
+            if not 0.0 < self.rate <= 1.0:  # 1/rate is the interval, a whole number of pulls >= 1
+                raise ValueError(f"rate must lie in (0, 1] (the reciprocal of the interval), got {rate!r}")
             self.interval = math.ceil(1.0 / self.rate - 1e-12)
         else:
             self.epsilon = check_positive("epsilon", 1.0 if epsilon is None else epsilon)
@@ -495,13 +500,21 @@ def _paper_series_bound(f: int, v: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.0 / delta) * s) + 2.0 * s
 
 
+_MAX_INTERVAL = 1e18  # pulls between releases: beyond any horizon a run can hold
+
+
 def _calibrated_interval(target: float, delta: float, v: float) -> int:
     """The smallest fixed interval f with paper bound <= ``target`` at ``delta`` (ALGORITHMS.md 4.4's
     inversion standing in for Corollary 3.2): solve sqrt(ln S) + 2 S = target for S in closed form,
     start just below the implied f and step up, checking each candidate by re-evaluation."""
     ln = 2.0 * math.log(1.0 / delta)
     y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
-    f = max(1, math.floor((special.zeta(v) / y ** 2) ** (1.0 / v)) - 1)
+    with np.errstate(divide="ignore", over="ignore"):
+        start = (special.zeta(v) / np.float64(y) ** 2) ** (1.0 / v)
+    if not start < _MAX_INTERVAL:  # an epsilon ~1e-300 (y^2 underflows): no release would ever happen
+        raise ValueError(f"epsilon must be large enough that DP-UCB-Int's calibrated interval stays below "
+                         f"{_MAX_INTERVAL:.0e} pulls at delta={delta:g}, v={v:g}; got epsilon={target!r}")
+    f = max(1, math.floor(start) - 1)
     while _paper_series_bound(f, v, delta) > target:
         f += 1
     return f

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from accountants import Gaussian, gdp_conversion
+from accountants import Gaussian, _validate, gdp_conversion
 from accountants.events import NO_EVENT
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.policies.base import Policy, PolicyRun, check_arms
@@ -90,11 +90,11 @@ class GaussianTS(Policy):
     private = True
 
     def __init__(self, b: int = 0, c: float = 1.0):
-        if isinstance(b, bool) or int(b) != b or b < 0:
-            raise ValueError(f"b must be a whole number in [0, inf), got {b!r}")
-        if not (isinstance(c, (int, float)) and math.isfinite(c) and c > 0):
-            raise ValueError(f"c must lie in (0, inf), got {c!r}")
-        self.b, self.c = int(b), float(c)
+        try:  # a whole number (2.0 is fine; NaN, inf, True, None and strings are not)
+            self.b = _validate.count("b", b)
+        except ValueError:
+            raise ValueError(f"b must be a whole number in [0, inf), got {b!r}") from None
+        self.c = _validate.positive("c", c)  # (0, inf); True is not a number here
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
@@ -141,7 +141,8 @@ class GaussianTS(Policy):
 
 
 def _check_route_args(horizon, delta) -> None:
-    if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(horizon) or int(horizon) != horizon or horizon < 1:
         raise ValueError(f"horizon must be a whole number in [1, inf), got {horizon!r}")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")

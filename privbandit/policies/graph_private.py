@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from accountants import Certificate
+from accountants import Certificate, _validate
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms import FreshBatchMean, HybridMechanism
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
@@ -70,9 +70,13 @@ def streams_per_record(n_arms: int, relation: str = "entry", max_degree: int | N
         max_degree = degree_of(check_adjacency(graph, n_arms))
     if max_degree is None:
         max_degree = n_arms - 1
-    if isinstance(max_degree, bool) or int(max_degree) != max_degree or not 0 <= max_degree <= n_arms - 1:
+    try:  # a whole number (2.0 is fine; NaN and inf are not, and int() of them would raise unnamed)
+        whole = _validate.count("max_degree", max_degree)
+    except ValueError:
+        whole = -1
+    if not 0 <= whole <= n_arms - 1:
         raise ValueError(f"max_degree must be a whole number in [0, n_arms - 1 = {n_arms - 1}], got {max_degree!r}")
-    return 1 if relation == "entry" else int(max_degree) + 1
+    return 1 if relation == "entry" else whole + 1
 
 
 class StreamsSchedule(PrivacySchedule):

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from accountants import gdp_conversion
+from accountants import _validate
 from accountants.events import NO_EVENT, Event
 from privbandit.contextual import linalg
 from privbandit.mechanisms.vector_tree import VectorTreeMechanism
@@ -68,8 +69,23 @@ def _check_dim(dim) -> int:
     return int(dim)
 
 
+_MIN_BOUND, _MAX_BOUND = 1e-50, 1e50
+
+
+def _check_bound(bound) -> float:
+    """The context norm bound L in [1e-50, 1e50]: sensitivities use L^2 and L^4 (Shariff & Sheffet's
+    L~^4), which must stay positive finite floats."""
+    try:
+        value = check_positive("bound", bound)
+    except ValueError:
+        value = math.nan
+    if not _MIN_BOUND <= value <= _MAX_BOUND:
+        raise ValueError(f"bound must lie in [{_MIN_BOUND:g}, {_MAX_BOUND:g}], got {bound!r}")
+    return value
+
+
 def _check_choice(name: str, value, choices) -> str:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:  # (an array here is not a choice either)
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
 
@@ -94,7 +110,7 @@ class LinearPolicy(Policy):
         self.regularization = check_positive("regularization", regularization)
         self.model = _check_choice("model", model, _MODELS)
         self.dim = None if dim is None else _check_dim(dim)
-        self.bound = check_positive("bound", bound)
+        self.bound = _check_bound(bound)
         self.contexts = _check_choice("contexts", contexts, _CONTEXT_MODES)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -307,7 +323,7 @@ class PrivateLinearPolicy(LinearPolicy):
                  regularization: float = 1.0, shift: float = 0.0, contexts: str = "clip") -> None:
         super().__init__(alpha, regularization, "disjoint", _check_dim(dim), bound, contexts)
         self.epsilon = check_positive("epsilon", epsilon)
-        self.shift = 0.0 if shift == 0 else check_positive("shift", shift)
+        self.shift = _validate.nonnegative("shift", shift)  # [0, inf): False is not 0 here
 
     @property
     def streams_per_arm(self) -> int:

@@ -51,7 +51,7 @@ import numpy as np
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
-from privbandit.mechanisms._base import flat
+from privbandit.mechanisms._base import flat, laplace_event
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -62,8 +62,12 @@ _GAP, _RANDOM, _TS = 0, 1, 2
 
 
 def batch_size(batch_constant: float, k: int, horizon: int, epsilon: float, gap: float) -> int:
-    """Line 4: m = ceil(batch_constant k ln T / (eps Deltahat^2)), at least 1."""
-    return max(1, math.ceil(batch_constant * k * math.log(horizon) / (epsilon * gap * gap)))
+    """Line 4: m = ceil(batch_constant k ln T / (eps Deltahat^2)), at least 1 and at most T + 1.
+
+    Every m > T behaves alike (the batch of k m > T rounds never closes), so the cap changes nothing
+    but keeps an extreme constant or epsilon (m = inf) a number."""
+    m = batch_constant * k * math.log(horizon) / (epsilon * gap * gap)
+    return max(1, math.ceil(m)) if m <= horizon else int(horizon) + 1
 
 
 class _OffsetTree(TreeMechanism):
@@ -113,14 +117,20 @@ class PrivateTSSchedule(CachedSchedule):
                 if leaves and used + n_arms * m > horizon:
                     break
                 scale = 2.0 * n_arms / (eps * m)
-                leaves.append(Laplace(float(sampler.effective_scale(scale)),
-                                      float(sampler.effective_sensitivity(1.0 / m))))
+                # the event the ledger records: DiscreteLaplace in exact mode (a continuous Laplace
+                # there would be bounded by curves slightly better than the discrete release's)
+                leaves.append(laplace_event(sampler, scale, 1.0 / m))
                 used += n_arms * m
                 gap /= 2.0
             self._gap_event = max(leaves, key=lambda ev: ev.sensitivity / ev.scale)
+            # A continuous Laplace's curve depends on sensitivity / scale only, so the largest ratio
+            # dominates the others; a discrete one's also on its grid units, so in exact mode the
+            # gap certificate is the largest over every distinct leaf (:meth:`epsilon`).
+            self._gap_leaves = tuple(dict.fromkeys(leaves)) if policy.exact else (self._gap_event,)
         else:
             self.first_batch_rounds = 0
             self._gap_event = NO_EVENT
+            self._gap_leaves = ()
 
     def tree_count(self, rounds: int) -> int:
         """Most records an arm's tree can hold after ``rounds`` rounds (every transcript)."""
@@ -150,7 +160,9 @@ class PrivateTSSchedule(CachedSchedule):
         every pair of neighbours is the worse of the two (tighter than ``events``' PureDP)."""
         if rounds <= 0:
             return Certificate(0.0, "none", {})
-        certs = [self._certify(ev, delta, accountants) for ev in self._parts(rounds) if ev != NO_EVENT]
+        gap, tree = self._parts(rounds)
+        kinds = ([*self._gap_leaves] if gap != NO_EVENT else []) + ([tree] if tree != NO_EVENT else [])
+        certs = [self._certify(ev, delta, accountants) for ev in kinds]
         return max(certs, key=lambda c: c.value) if certs else Certificate(0.0, "none", {})
 
 

@@ -16,6 +16,7 @@ import abc
 import numpy as np
 from scipy import special
 
+from accountants import _validate
 from privbandit.policies.base import Policy, PolicyRun, check_arms
 
 
@@ -105,11 +106,14 @@ class KLUCB(Policy):
     name = "kl_ucb"
 
     def __init__(self, c: float = 0.0, iterations: int = 8):
-        if not np.isfinite(c) or c < 0:
-            raise ValueError(f"c must lie in [0, inf), got {c!r}")
-        if int(iterations) != iterations or not 1 <= iterations <= 60:
+        self.c = _validate.nonnegative("c", c)
+        try:  # a whole number (2.0 is fine; NaN, inf, True, None and strings are not)
+            n = _validate.count("iterations", iterations)
+        except ValueError:
+            n = 0
+        if not 1 <= n <= 60:
             raise ValueError(f"iterations must be a whole number in [1, 60], got {iterations!r}")
-        self.c, self.iterations = float(c), int(iterations)
+        self.iterations = n
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

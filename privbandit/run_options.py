@@ -1,0 +1,46 @@
+"""Validation of :func:`privbandit.simulate`'s run options (checkpoints, ledger mode, flags, counts).
+
+numpy and Python coerce quietly where these options are used: ``np.asarray([2.5], dtype=int64)``
+truncates a checkpoint, ``int(1.5)`` a count, and any truthy object (``"no"``, ``nan``) turns the
+ledger on. DESIGN.md "Inputs": no silent coercion -- a ValueError names the option and its range.
+Valid values pass unchanged, so runs are bit-identical to before.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def _flag(name: str, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _whole(name: str, value, minimum: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+
+
+def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep_arms, progress,
+                      realized_points, max_tracked_bytes) -> None:
+    """ValueError naming the first invalid option; nothing is returned or changed."""
+    if checkpoints is not None:
+        raw = np.asarray(checkpoints, dtype=object).ravel() if not isinstance(checkpoints, (str, bytes)) else None
+        if raw is None or np.ndim(checkpoints) > 1:
+            raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {checkpoints!r}")
+        for c in raw.tolist():
+            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.number))
+                     and math.isfinite(float(c)) and float(c) == int(c))
+            if not whole or not 1 <= int(c) <= horizon:
+                raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {c!r}")
+    if not (ledger == "tight" if isinstance(ledger, str) else isinstance(ledger, (bool, np.bool_))):
+        raise ValueError(f"ledger must be True, False or 'tight', got {ledger!r}")
+    _flag("strict_rewards", strict_rewards)
+    _flag("keep_arms", keep_arms)
+    if progress is not None:
+        _flag("progress", progress)
+    _whole("realized_points", realized_points, 1)
+    _whole("max_tracked_bytes", max_tracked_bytes, 0)
