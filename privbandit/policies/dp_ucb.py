@@ -29,9 +29,10 @@ from accountants import best_epsilon
 from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
 from accountants import GDPAccountant
-from accountants.events import NO_EVENT, Composed, Event, Laplace
+from accountants.events import NO_EVENT, Composed, DiscreteLaplace, Event, Laplace, PureDP
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
+from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
                                      check_unit)
 from privbandit.schedule import PrivacySchedule
@@ -280,6 +281,9 @@ class DPUCBIntSchedule(PrivacySchedule):
             c = np.arange(1, m + 1, dtype=float) * self.first
             scales = c ** (self.policy.v / 2.0 - 1.0)
             return Composed(tuple(Laplace(float(b), float(1.0 / n)) for b, n in zip(scales, c)))
+        if self.policy.exact:  # what the ledger records: the discrete Laplace actually drawn, by its own curves
+            return Composed(tuple(DiscreteLaplace(float(b), float(d), grid=GRID)
+                                  for b, d in zip(self._scale[:m], self._sens[:m])))
         return Composed(tuple(Laplace(float(b), float(d)) for b, d in zip(self._scale[:m], self._sens[:m])))
 
     def epsilons(self, rounds: int) -> np.ndarray:
@@ -304,9 +308,13 @@ class DPUCBIntSchedule(PrivacySchedule):
         sizes = np.diff(np.r_[starts, eps.size])
         tops = np.maximum.reduceat(eps, starts)
         parts = []
+        # Exact mode draws discrete Laplace, whose Renyi/PLD curves are slightly worse than the
+        # continuous one's at the same eps: a group is then charged as pure e-DP releases (valid for
+        # every e-DP mechanism, the discrete Laplace included), not by the continuous curves.
+        leaf = (lambda e: PureDP(e)) if self.policy.exact else (lambda e: Laplace(1.0 / e, 1.0))
         for lv, c, m in zip(level[starts], sizes, tops):
             e = max(math.exp(lv * ratio) * (1 + 1e-12), float(m))  # never below any member
-            parts.append(Laplace(1.0 / e, 1.0) * int(c))
+            parts.append(leaf(e) * int(c))
         return Composed(tuple(parts))
 
     def _fixed_groups(self, m: int) -> Event:

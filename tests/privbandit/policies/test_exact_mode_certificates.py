@@ -74,3 +74,37 @@ def test_tight_ledger_realized_within_the_exact_mode_certificate(policy):
     env = RewardTable(np.random.default_rng(0).random((200, 3)))
     result = simulate(policy, env, 200, 4, seed=3, ledger="tight", progress=False)
     assert result.realized_within_certificate()
+
+
+def test_dp_ucb_int_exact_mode_certifies_discrete_releases():
+    """DP-UCB-Int in exact mode: its schedule's releases are the DiscreteLaplace events the ledger
+    records (up to exact_limit releases), and beyond that the grouped releases are charged as pure
+    e-DP (valid for the discrete Laplace), never by the continuous Laplace curves."""
+    from accountants.events import Laplace, PureDP
+    from privbandit.policies import DPUCBInt
+
+    exact = schedule_for(DPUCBInt(epsilon=1.0, exact=True), 200_000, 5)
+    floating = schedule_for(DPUCBInt(epsilon=1.0), 200_000, 5)
+    small = exact.events(2000)
+    assert list(small.leaves()) and all(isinstance(leaf, DiscreteLaplace) for leaf, _ in small.leaves())
+    grouped = exact.grouped_events(200_000)
+    assert all(isinstance(leaf, PureDP) for leaf, _ in grouped.leaves())
+    assert all(isinstance(leaf, Laplace) for leaf, _ in floating.grouped_events(200_000).leaves())
+    # the single-release certificate is at least the discrete truth (mpmath profile above)
+    first = schedule_for(DPUCBInt(epsilon=1.0, exact=True), 2000, 5)
+    rounds = 5 * first.first  # the round-robin phase: one release of the worst record
+    [(leaf, count)] = list(first.events(rounds).leaves())
+    assert count == 1
+    for delta in (1e-3, 1e-6, 1e-10):
+        eps = first.epsilon(rounds, delta).value
+        assert exact_delta(leaf, eps) <= delta
+
+
+def test_dp_ucb_int_exact_tight_ledger_realized_within_certificate():
+    from privbandit import simulate
+    from privbandit.envs import RewardTable
+    from privbandit.policies import DPUCBInt
+
+    env = RewardTable(np.random.default_rng(1).random((1500, 2)))
+    result = simulate(DPUCBInt(interval=20, exact=True), env, 1500, 2, seed=5, ledger="tight", progress=False)
+    assert result.realized_within_certificate()
