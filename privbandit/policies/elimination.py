@@ -54,9 +54,12 @@ def epoch_size(epoch: np.ndarray | int, active: np.ndarray | int, epsilon: float
     e = np.asarray(epoch, dtype=float)
     s = np.asarray(active, dtype=float)
     gap = 2.0 ** -e
-    a = 32.0 * np.log(8.0 * s * e * e / beta) / gap ** 2
-    b = 8.0 * np.log(4.0 * s * e * e / beta) / (epsilon * gap)
-    return (np.floor(np.maximum(a, b)) + 1).astype(np.int64)
+    with np.errstate(over="ignore", divide="ignore"):  # extreme eps/beta: sizes past any horizon
+        a = 32.0 * np.log(8.0 * s * e * e / beta) / gap ** 2
+        b = 8.0 * np.log(4.0 * s * e * e / beta) / (epsilon * gap)
+    # capped at 2^62 (an epoch no horizon completes) so that an overflow to inf never casts to a
+    # negative int64
+    return np.minimum(np.floor(np.maximum(a, b)) + 1, 2.0 ** 62).astype(np.int64)
 
 
 class _DPSERun(PolicyRun):

@@ -145,3 +145,17 @@ def test_small_t_qualitative_ordering_five_arms():
     reg = {p.name: simulate(p, env, 6000, 30, seed=4, ledger=False).regret_mean[-1]
            for p in [DPSE(1.0), AnytimeLazyUCB(1.0)]}
     assert reg["anytime_lazy_ucb"] < reg["dp_se"]
+
+
+def test_epoch_size_never_wraps_negative_at_extreme_parameters():
+    """An epoch size that overflows to inf (epsilon 1e-308, or epochs past ~500 where Delta_e^2
+    underflows) is capped at 2^62 -- an epoch no horizon completes -- instead of casting inf to the
+    most negative int64 (which made every arm look finished)."""
+    import numpy as np
+
+    from privbandit.policies.elimination import epoch_size
+
+    sizes = [epoch_size(1, 5, 1e-308, 1e-3), epoch_size(np.array([1, 600, 1100]), 5, 1.0, 1e-3)]
+    for size in sizes:
+        assert np.all(np.asarray(size) >= 1)
+    assert int(epoch_size(1, 5, 1e-308, 1e-3)) == 2 ** 62
