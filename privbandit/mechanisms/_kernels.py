@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import types
+import warnings
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class Kernel:
     calls interpreted ones, a compiled kernel compiled ones)."""
 
     def __init__(self, fn) -> None:
-        self.fn, self._py, self._jit = fn, None, None
+        self.fn, self._py, self._jit, self._dispatcher = fn, None, None, None
         _KERNELS[fn.__name__] = self
 
     @property
@@ -49,21 +50,60 @@ class Kernel:
         return self._py
 
     @property
+    def compiled(self):
+        """numba's dispatcher for this kernel (None when numba is unavailable or failed)."""
+        if self._dispatcher is None and COMPILED and not _FAILED:
+            try:
+                import numba
+            except Exception as exc:  # installed but unusable (e.g. built for another numpy)
+                _fall_back(f"numba could not be imported ({exc})")
+                return None
+            self._dispatcher = numba.njit(cache=True, nogil=True)(_rebind(self.fn, lambda k: k.compiled))
+        return self._dispatcher
+
+    @property
     def jit(self):
         if self._jit is None:
-            if COMPILED:
-                import numba
-
-                self._jit = numba.njit(cache=True, nogil=True)(_rebind(self.fn, lambda k: k.jit))
-            else:
-                self._jit = self.py_func
+            dispatcher = self.compiled
+            self._jit = self.py_func if dispatcher is None else self._first_call(dispatcher)
         return self._jit
+
+    def _first_call(self, dispatcher):
+        """The dispatcher, behind a guard on its first call: a numba that cannot compile this kernel
+        (a version it was not tested with) makes it fall back to the interpreted function, with a
+        warning, instead of failing the run. Compilation happens before any state is written."""
+
+        def first(*args):
+            try:
+                out = dispatcher(*args)
+            except Exception as exc:
+                if not type(exc).__module__.startswith("numba"):
+                    raise  # an error of the computation itself, raised the same way interpreted
+                _fall_back(f"numba could not compile {self.fn.__name__} ({type(exc).__name__})")
+                self._jit = self.py_func
+                return self.py_func(*args)
+            self._jit = dispatcher
+            return out
+
+        return first
 
     def at(self, n: int):
         return self.py_func if n < JIT_MIN_ROWS else self.jit
 
     def __call__(self, *args):
         return self.jit(*args)
+
+
+_FAILED = False
+
+
+def _fall_back(reason: str) -> None:
+    """Run interpreted from now on (same results, slower on many replicates); warn once."""
+    global _FAILED
+    if not _FAILED:
+        warnings.warn(f"{reason}; privbandit runs its kernels interpreted (same results, slower)",
+                      RuntimeWarning, stacklevel=3)
+    _FAILED = True
 
 
 def _rebind(fn, way):

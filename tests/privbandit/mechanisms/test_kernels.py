@@ -90,3 +90,35 @@ def test_state_pickled_before_the_interleaved_nodes_resumes_identically():
         mech.insert_pulled(arms, vals)
         old.insert_pulled(arms, vals)
         assert np.array_equal(mech.noisy_sum.view(np.int64), old.noisy_sum.view(np.int64))
+
+
+def test_a_numba_that_cannot_compile_falls_back_to_the_interpreted_kernel(monkeypatch):
+    """A numba version that fails to compile a kernel (typing/lowering errors come from numba's own
+    modules) must not fail the run: the kernel falls back to its interpreted function with a
+    RuntimeWarning, giving the same results."""
+    monkeypatch.setattr(_kernels, "_KERNELS", dict(_kernels._KERNELS))  # the kernels below register there
+    kernel = _kernels.Kernel(_kernels.pulled_index.fn)
+
+    class TypingError(Exception):
+        pass
+
+    TypingError.__module__ = "numba.core.errors"
+
+    def broken(*args):
+        raise TypingError("cannot type this")
+
+    monkeypatch.setattr(_kernels, "_FAILED", False)
+    kernel._jit = kernel._first_call(broken)
+    f = np.empty(2, dtype=np.intp)
+    with pytest.warns(RuntimeWarning, match="interpreted"):
+        assert kernel.jit(np.array([1, 0]), np.array([0.5, 0.25]), 3, f) == 0
+    assert f.tolist() == [1, 3]
+    assert kernel.jit is kernel.py_func
+
+    def failing(*args):
+        raise IndexError("a real error")
+
+    other = _kernels.Kernel(_kernels.pulled_index.fn)
+    other._jit = other._first_call(failing)
+    with pytest.raises(IndexError):
+        other.jit(np.array([1, 0]), np.array([0.5, 0.25]), 3, f)
