@@ -21,7 +21,8 @@ import sys
 from collections.abc import Sequence
 
 import privbandit
-from privbandit.cli_checks import positive, probability, real, require_extra, whole, writable_dir, writable_file
+from privbandit.cli_checks import (positive, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
+                                   writable_file)
 
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 #: ``certify`` skips these accountants above these numbers of releases (their cost grows with it)
@@ -173,7 +174,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _add_structure_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-degree", type=int, help="graph feedback: the feedback graph's maximum degree")
+    parser.add_argument("--max-degree", type=whole(0), help="graph feedback: the feedback graph's maximum degree, >= 0")
     parser.add_argument("--relation", choices=["entry", "round"], default="entry",
                         help="neighbouring relation certified (round: one round's whole reward vector)")
 
@@ -292,6 +293,10 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
         self.exit(2, f"privbandit: error: {where}{message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
