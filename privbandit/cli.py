@@ -244,6 +244,8 @@ def _invert(args: argparse.Namespace) -> int:
 
 def _dask_client(address: str):
     """A Dask client for ``--dask ADDRESS``, connected (or refused) before any computing."""
+    if not address.strip():
+        raise ValueError("--dask needs a scheduler address HOST:PORT, got an empty string")
     require_extra("dask.distributed", "--dask")
     from dask.distributed import Client
 
@@ -266,7 +268,7 @@ def _experiment(args: argparse.Namespace) -> int:
         require_extra("pandas", "--out (summary.csv)")
         require_extra("matplotlib", "--out (regret.png)")
         writable_dir(args.out, "--out")
-    executor = _dask_client(args.dask) if args.dask else None
+    executor = _dask_client(args.dask) if args.dask is not None else None  # --dask '' is an error, not "local"
     result = run_experiment(args.name, args.horizon, args.replicates, args.seed, executor=executor)
     print(f"experiment {args.name}: horizon {args.horizon}, {args.replicates} replicates, seed {args.seed}, "
           f"delta {result.cells[0][2].delta:g}")

@@ -99,6 +99,8 @@ def writable_dir(path: str, option: str) -> Path:
     if not path or not path.strip():
         raise ValueError(f"{option} needs a directory name, got an empty string")
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{option} {path!r} is a file, not a directory; give a directory name")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
