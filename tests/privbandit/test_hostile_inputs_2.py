@@ -6,6 +6,7 @@ coerced its input (a bool read as a round count, a truthy 1 read as True, an emp
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -115,3 +116,77 @@ def test_budget_tune_names_candidates_and_env():
             target=1.0, delta=1e-6)
     _raises("env must be a simulated environment", budget.tune, [PrivateUCB()], "bernoulli", 100, target=1.0,
             delta=1e-6)
+
+
+# ---------------------------------------------------------------- sweep and experiments
+@pytest.mark.parametrize("policies", [None, PrivateUCB(), "private_ucb"])
+def test_sweep_names_a_grid_that_is_not_one(policies):
+    from privbandit import sweep
+
+    # None / a lone policy: "'NoneType' object is not iterable"; a name: iterated letter by letter
+    _raises("policies must be a sequence of Policy objects", sweep, policies, [Bernoulli([0.6, 0.4])], 20, 2)
+    _raises("envs must be a sequence of Environment objects", sweep, [PrivateUCB()], Bernoulli([0.6, 0.4]), 20, 2)
+
+
+@pytest.mark.parametrize("seed", [-1, math.nan, "a", True, 1.5])
+def test_sweep_and_experiment_seeds_are_named(seed):
+    from privbandit import sweep
+    from privbandit.experiments import run_experiment
+
+    # numpy's "expected non-negative integer" / "SeedSequence expects int ..." / True read as 1
+    _raises("seed must be None, a whole number", sweep, [PrivateUCB()], [Bernoulli([0.6, 0.4])], 20, 2, seed=seed)
+    _raises("seed must be None, a whole number", run_experiment, "tossou2016-2arm", 20, 2, seed=seed)
+
+
+# ---------------------------------------------------------------- accountants reached through the CLI
+def test_a_subnormal_delta_is_named_not_an_endless_walk():
+    # 5e-324: exp(log delta) is too coarse there; the GDP conversion's lattice walk never ended
+    _raises(r"delta must lie in \[2.2250738585072014e-308, 1\)", best_epsilon, Laplace(scale=10.0) * 10, 5e-324)
+    assert best_epsilon(Laplace(scale=10.0) * 10, 2.2250738585072014e-308).value <= 1.0 + 1e-9
+
+
+def test_calibrate_over_six_hundred_decades():
+    from accountants.calibrate import calibrate
+
+    # brentq gave up after 200 iterations (an internal RuntimeError); plain bisection then stopped at
+    # ~1e240. The boundary is c = 49.5 (mu^2 = 49.5 / c for Gaussian TS b=0 over 100 rounds, 2 arms)
+    result = calibrate(lambda c: math.sqrt(49.5 / c), 1.0, 1e-300, 1e300, increasing=False)
+    assert result.certificate <= 1.0 and result.parameter == pytest.approx(49.5, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the command line
+def _cli(argv, capsys) -> str:
+    from privbandit.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("privbandit: error: ") and "internal error" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["run", "private_ucb", "--horizon", "30", "--horizon=40"], "argument --horizon: given 2 times"),
+    (["deploy", "status", "store.db", "--last", "1", "--last", "2"], "argument --last: given 2 times"),
+    (["budget", "gaussian_ts_n", "--horizon", "100", "--max-degree", "-1"], r"--max-degree: must be a whole number in \[0"),
+    (["certify", "--releases", "10", "--delta", "5e-324"], "delta must lie in"),
+    (["run", "private_ucb", "--epsilon", "1e-308", "--horizon", "20", "--quiet"], r"epsilon must lie in \[1e-300, inf\)"),
+    (["experiment", "tossou2016-2arm", "--dask", ""], "--dask needs a scheduler address"),
+])
+def test_cli_hostile_values_are_one_line(argv, match, capsys):
+    assert re.search(match, _cli(argv, capsys))
+
+
+def test_cli_out_naming_a_file_is_one_line(tmp_path, capsys):
+    existing = tmp_path / "summary"
+    existing.write_text("")
+    err = _cli(["experiment", "tossou2016-2arm", "--horizon", "10", "--replicates", "1", "--out", str(existing)], capsys)
+    assert "is a file, not a directory" in err
+
+
+def test_cli_invert_over_a_huge_bracket_finds_the_boundary(capsys):
+    from privbandit.cli import main
+
+    # was: "internal error RuntimeError: Failed to converge after 200 iterations"
+    assert main(["invert", "gaussian_ts", "--horizon", "100", "--mu", "1", "--solve-for", "c", "--bounds", "1e-300",
+                 "1e300"]) == 0
+    assert capsys.readouterr().out.startswith("c = 49.5")
