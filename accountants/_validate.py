@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -43,6 +44,8 @@ def probability(name: str, value: object) -> float:
     x = _as_float(name, value)
     if not 0 < x < 1:
         raise ValueError(f"{name} must lie in (0, 1), got {x!r}")
+    if x < sys.float_info.min:  # subnormal: exp(log x) is too coarse there, the GDP conversion walked forever
+        raise ValueError(f"{name} must lie in [{sys.float_info.min:.17g}, 1) (a normal float), got {x!r}")
     return x
 
 

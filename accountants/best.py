@@ -28,19 +28,42 @@ from accountants.events import Composed, Event
 class Certificate:
     """A certified privacy value and where it came from.
 
-    ``value`` is epsilon (for :func:`best_epsilon`) or delta (for :func:`best_delta`); ``by`` names
-    the accountant that achieved it; ``values`` maps every accountant tried to its value, or to
-    ``None`` when it does not support the events.
+    ``value`` is an epsilon (``kind == "epsilon"``, from :func:`best_epsilon`) or a delta
+    (``kind == "delta"``, from :func:`best_delta`); ``by`` names the accountant that achieved it;
+    ``values`` maps every accountant tried to its value, or to ``None`` when it does not support
+    the events. :attr:`epsilon` and :attr:`delta` read ``value`` only when it is of that kind, so a
+    delta is never read as an epsilon (or the reverse).
     """
 
     value: float
     by: str
     values: dict[str, float | None]
     notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    kind: str = "epsilon"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
 
     @property
     def epsilon(self) -> float:
+        """The certified epsilon; ValueError on a delta certificate (read ``.delta`` or ``.value``)."""
+        if self.kind != "epsilon":
+            raise ValueError(f"this certificate's value is a {self.kind} (from best_delta), not an epsilon; "
+                             f"read .{self.kind} or .value")
         return self.value
+
+    @property
+    def delta(self) -> float:
+        """The certified delta; ValueError on an epsilon certificate (read ``.epsilon`` or ``.value``)."""
+        if self.kind != "delta":
+            raise ValueError(f"this certificate's value is a {self.kind} (from best_epsilon), not a delta; "
+                             f"read .{self.kind} or .value")
+        return self.value
+
+
+#: what a :class:`Certificate`'s ``value`` can be
+KINDS = ("epsilon", "delta")
 
 
 def default_accountants() -> list[Callable[[], Accountant]]:
@@ -96,7 +119,8 @@ def exact_accountant(event: Event) -> str | None:
     return None
 
 
-def _best(events, query: Callable[[Accountant], float], accountants, time_budget) -> Certificate:
+def _best(events, query: Callable[[Accountant], float], accountants, time_budget,
+          kind: str = "epsilon") -> Certificate:
     from accountants.pld import PLDAccountant
 
     event = _as_event(events)
@@ -105,7 +129,7 @@ def _best(events, query: Callable[[Accountant], float], accountants, time_budget
     notes: dict[str, str] = {}
     best_value, best_name = math.inf, "none"
     exact = exact_accountant(event)
-    factories = list(accountants or default_accountants())
+    factories = default_accountants() if accountants is None else _factories(accountants)
     # closed forms first, the PLD last: an exact answer makes it unnecessary
     factories.sort(key=lambda f: isinstance(f, type) and issubclass(f, PLDAccountant))
     for factory in factories:
@@ -137,7 +161,22 @@ def _best(events, query: Callable[[Accountant], float], accountants, time_budget
         values[acc.name] = v
         if v < best_value:
             best_value, best_name = v, acc.name
-    return Certificate(best_value, best_name, values, notes)
+    return Certificate(best_value, best_name, values, notes, kind)
+
+
+def _factories(accountants) -> list:
+    """``accountants`` as a non-empty list of accountant factories (classes or callables); an empty
+    list used to mean "all of them" silently, and a string failed with "'str' object is not callable"."""
+    if isinstance(accountants, (str, bytes)) or not isinstance(accountants, Sequence):
+        raise ValueError(f"accountants must be a sequence of accountant classes (e.g. [PureAccountant]) or None "
+                         f"for all of them, got {accountants!r}")
+    factories = list(accountants)
+    if not factories:
+        raise ValueError("accountants must hold at least one accountant class (None: all of them), got an empty sequence")
+    wrong = [f for f in factories if not callable(f)]
+    if wrong:
+        raise ValueError(f"accountants must be accountant classes (e.g. PureAccountant), got {wrong[0]!r}")
+    return factories
 
 
 def _budget(time_budget: float | None) -> float | None:
@@ -162,4 +201,4 @@ def best_delta(events: Event | Sequence[Event], epsilon: float,
                time_budget: float | None = None) -> Certificate:
     """The smallest valid delta at ``epsilon`` over ``accountants`` (default: all of them)."""
     epsilon = _validate.nonnegative("epsilon", epsilon)
-    return _best(events, lambda a: a.delta(epsilon), accountants, _budget(time_budget))
+    return _best(events, lambda a: a.delta(epsilon), accountants, _budget(time_budget), "delta")

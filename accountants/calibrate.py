@@ -75,12 +75,16 @@ def calibrate(certificate: Callable[[float], float], target: float, lower: float
                 if min(good, bad) <= cand <= max(good, bad) and feasible(cand):
                     good = cand
                     break
-        except ValueError:  # no sign change found numerically: fall back to bisection
+        except (ValueError, RuntimeError):  # no sign change found numerically, or brentq did not converge
+            # in maxiter (a range of 600 decades): fall back to bisection, which keeps the invariant
             pass
         for _ in range(200):
             if abs(bad - good) <= xtol * max(1.0, abs(good)):
                 break
-            mid = 0.5 * (good + bad)
+            lo, hi = min(good, bad), max(good, bad)
+            # a range over many decades (bounds 1e-300 .. 1e300): halve it in log scale first, or
+            # 200 halvings stop at ~1e240 with a valid but uselessly loose parameter
+            mid = math.sqrt(lo) * math.sqrt(hi) if lo > 0 and hi > 1e3 * lo else 0.5 * (good + bad)
             if feasible(mid):
                 good = mid
             else:

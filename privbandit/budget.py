@@ -87,6 +87,13 @@ def _delta(delta) -> float:
     return _validate.probability("delta", delta)
 
 
+def _flag(name: str, value) -> bool:
+    """True or False exactly: ``target_mu=1`` or ``integer="yes"`` are not read by truthiness."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _evaluating(horizon: int, fn):
     try:
         return fn()
@@ -150,10 +157,16 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
         max_evaluations = 0
     if max_evaluations < 1:
         raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {raw_evaluations!r}")
+    # bools are not round counts: np.asarray([True, 5]) would silently read True as 1
+    if isinstance(horizons, (bool, np.bool_)) or (isinstance(horizons, (list, tuple))
+                                                 and any(isinstance(h, (bool, np.bool_)) for h in horizons)):
+        raise ValueError(f"horizons must be whole numbers in [0, inf), not bools; got {horizons!r}")
     raw = np.asarray(horizons)
+    if raw.ndim != 1:  # a bare number is not a sequence (it returned a 0-d result)
+        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {horizons!r}")
     if raw.size == 0:
         return np.empty(0)
-    if raw.dtype.kind not in "iuf" or raw.ndim > 1:
+    if raw.dtype.kind not in "iuf":
         raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {horizons!r}")
     as_float = raw.astype(float)
     bad = ~np.isfinite(as_float) | (as_float < 0) | (as_float != np.round(as_float))
@@ -237,6 +250,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
     target = _validate.positive("target", target)
+    target_mu, integer = _flag("target_mu", target_mu), _flag("integer", integer)
     if target_mu:
         if delta is not None:
             raise ValueError("delta is for an epsilon target; a mu target (target_mu=True) takes none")
@@ -291,6 +305,7 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
     pol = _policy(policy, params)
     n_arms = _arms(n_arms)
     target = _validate.positive("target", target)
+    target_mu = _flag("target_mu", target_mu)
     if not target_mu and delta is None:
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
     if not target_mu:
@@ -377,13 +392,21 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
     """
     from privbandit.engine import simulate
 
+    from privbandit.envs.base import Environment
+
     target = _validate.positive("target", target)
+    target_mu = _flag("target_mu", target_mu)
     if not target_mu and delta is None:
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
     if not target_mu:
         delta = _delta(delta)
     if not candidates:
         raise ValueError("candidates must hold at least one policy")
+    wrong = [c for c in candidates if not isinstance(c, Policy)]
+    if wrong:
+        raise ValueError(f"candidates must be configured policies (e.g. PrivateUCB(epsilon=1.0)), got {wrong[0]!r}")
+    if not isinstance(env, Environment):
+        raise ValueError(f"env must be a simulated environment (e.g. Bernoulli([...])), got {env!r}")
     horizon = _horizon(horizon, env.n_arms)
     seeds = np.random.SeedSequence(seed).spawn(len(candidates))
     rows, best = [], None

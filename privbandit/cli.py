@@ -21,7 +21,8 @@ import sys
 from collections.abc import Sequence
 
 import privbandit
-from privbandit.cli_checks import positive, probability, real, require_extra, whole, writable_dir, writable_file
+from privbandit.cli_checks import (positive, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
+                                   writable_file)
 
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 #: ``certify`` skips these accountants above these numbers of releases (their cost grows with it)
@@ -173,7 +174,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _add_structure_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-degree", type=int, help="graph feedback: the feedback graph's maximum degree")
+    parser.add_argument("--max-degree", type=whole(0), help="graph feedback: the feedback graph's maximum degree, >= 0")
     parser.add_argument("--relation", choices=["entry", "round"], default="entry",
                         help="neighbouring relation certified (round: one round's whole reward vector)")
 
@@ -243,6 +244,8 @@ def _invert(args: argparse.Namespace) -> int:
 
 def _dask_client(address: str):
     """A Dask client for ``--dask ADDRESS``, connected (or refused) before any computing."""
+    if not address.strip():
+        raise ValueError("--dask needs a scheduler address HOST:PORT, got an empty string")
     require_extra("dask.distributed", "--dask")
     from dask.distributed import Client
 
@@ -265,7 +268,7 @@ def _experiment(args: argparse.Namespace) -> int:
         require_extra("pandas", "--out (summary.csv)")
         require_extra("matplotlib", "--out (regret.png)")
         writable_dir(args.out, "--out")
-    executor = _dask_client(args.dask) if args.dask else None
+    executor = _dask_client(args.dask) if args.dask is not None else None  # --dask '' is an error, not "local"
     result = run_experiment(args.name, args.horizon, args.replicates, args.seed, executor=executor)
     print(f"experiment {args.name}: horizon {args.horizon}, {args.replicates} replicates, seed {args.seed}, "
           f"delta {result.cells[0][2].delta:g}")
@@ -292,6 +295,10 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
         self.exit(2, f"privbandit: error: {where}{message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:

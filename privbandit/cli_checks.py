@@ -4,6 +4,7 @@
   valid range (``whole``, ``real``): ``nan``, ``inf``, ``0`` or ``1.5`` never reach a computation;
 * :func:`writable_file` / :func:`writable_dir` — an output path is checked (and a directory
   created) *before* a run of minutes, not after it;
+* :func:`refuse_repeated_options` — ``--horizon 30 --horizon 40`` is an error, not "the last wins";
 * :func:`require_extra` — an optional extra (matplotlib, pandas, pyarrow, dask) is imported up front,
   so a missing one is reported at once with the ``pip install`` line that fixes it.
 
@@ -98,6 +99,8 @@ def writable_dir(path: str, option: str) -> Path:
     if not path or not path.strip():
         raise ValueError(f"{option} needs a directory name, got an empty string")
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{option} {path!r} is a file, not a directory; give a directory name")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -115,3 +118,17 @@ def require_extra(module: str, purpose: str) -> None:
         extra = EXTRAS.get(module.split(".")[0], "all")
         raise ValueError(f"{purpose} needs {module.split('.')[0]}, which is not installed; "
                          f"install the optional extra: pip install 'privbandit[{extra}]'") from None
+
+
+def refuse_repeated_options(parser: argparse.ArgumentParser, args: list[str]) -> None:
+    """An option that takes one value given twice (``--horizon 30 --horizon 40``) is a usage error
+    (``parser.error``), not "the last one wins" (argparse's default): one of the two was not meant.
+    Repeatable options (``--param``) are ``append`` actions and are left alone; flags too."""
+    args = args[:args.index("--")] if "--" in args else args
+    for action in parser._actions:
+        if not action.option_strings or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+            continue
+        given = [a for a in args if a in action.option_strings
+                 or any(a.startswith(o + "=") for o in action.option_strings if o.startswith("--"))]
+        if len(given) > 1:
+            parser.error(f"argument {'/'.join(action.option_strings)}: given {len(given)} times; give it once")

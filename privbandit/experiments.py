@@ -221,7 +221,7 @@ EXPERIMENTS: dict[str, Callable] = {
 def run_experiment(name: str, horizon: int = 10_000, replicates: int = 20, seed=0, *, executor=None,
                    **simulate_kwargs) -> SweepResult:
     """Run the named experiment (see :data:`EXPERIMENTS`) as a sweep; returns its result."""
-    if name not in EXPERIMENTS:
+    if not isinstance(name, str) or name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
     policies, envs = EXPERIMENTS[name](horizon)
     return sweep(policies, envs, horizon, replicates, seed, executor=executor,

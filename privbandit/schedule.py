@@ -34,10 +34,12 @@ def _certified(events: Event, delta: float, accountants) -> Certificate:
     (immutable, hashable) events, delta and accountant classes, and every run of a sweep or a repeated
     experiment certifies the same schedule at the same checkpoints again. Each caller gets its own
     copy of the certificate's dicts. Unhashable arguments are computed directly."""
-    key = None if accountants is None else tuple(accountants)
     try:
+        if isinstance(accountants, (str, bytes)):
+            raise TypeError  # not a sequence of accountants: best_epsilon names it
+        key = None if accountants is None else tuple(accountants)
         cert = _certified_cached(events, float(delta), key)
-    except TypeError:  # an unhashable accountant or event: no memo
+    except TypeError:  # an unhashable (or not iterable) accountant or event: no memo
         return best_epsilon(events, delta, accountants)
     return dataclasses.replace(cert, values=dict(cert.values), notes=dict(cert.notes))
 
@@ -170,7 +172,7 @@ class NonPrivateSchedule(PrivacySchedule):
         return Certificate(math.inf if rounds > 0 else 0.0, "non-private", {})
 
     def delta(self, rounds, epsilon, accountants=None) -> Certificate:
-        return Certificate(1.0 if rounds > 0 else 0.0, "non-private", {})
+        return Certificate(1.0 if rounds > 0 else 0.0, "non-private", {}, kind="delta")
 
     def mu(self, rounds: int) -> float:
         return math.inf if rounds > 0 else 0.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,9 +27,15 @@ from privbandit.engine import simulate
 from privbandit.envs.base import Environment
 from privbandit.policies.base import Policy
 from privbandit.results import SimulationResult
+from privbandit.seeding import check_seed
 
 
 def _labelled(items, kind: str, cls) -> list[tuple[str, Any]]:
+    # a lone object, a name or None is not a grid (was "'NoneType' object is not iterable", or a
+    # string iterated character by character)
+    if isinstance(items, (str, bytes, cls)) or not isinstance(items, (Mapping, Iterable)):
+        raise ValueError(f"{kind} must be a sequence of {cls.__name__} objects or a mapping label -> "
+                         f"{cls.__name__}, got {items!r}")
     pairs = list(items.items()) if isinstance(items, Mapping) else [(repr(x), x) for x in items]
     if not pairs:
         raise ValueError(f"{kind} must not be empty")
@@ -111,7 +117,8 @@ def sweep(policies: Sequence[Policy] | Mapping[str, Policy], envs: Sequence[Envi
     pols = _labelled(policies, "policies", Policy)
     envs_ = _labelled(envs, "envs", Environment)
     grid = list(itertools.product(pols, envs_))
-    children = np.random.SeedSequence(seed).spawn(len(grid))
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
+    children = root.spawn(len(grid))
     kwargs = dict(simulate_kwargs) | {"progress": False}
     if executor is None:
         results = [simulate(p, e, horizon, replicates, child, **kwargs) for ((_, p), (_, e)), child in zip(grid, children)]

@@ -27,6 +27,12 @@ class _OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(EXIT_BAD_INPUT, f"privbandit: error: {self.prog}: {message}\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        from privbandit.cli_checks import refuse_repeated_options
+
+        refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args, namespace)
+
 
 def _number(option: str, kind: Callable, text: str):
     try:

@@ -339,9 +339,14 @@ class PrivateEXP3(PureEpsilonPolicy):
 
     def rates(self, n_arms: int, horizon: int) -> tuple[float, float]:
         """(gamma, eta) of the reconstruction above."""
-        noise = 1.0 + 2.0 * math.log2(n_arms * horizon) / self.epsilon ** 2
-        eta = math.sqrt(math.log2(n_arms) / (2.0 * n_arms * horizon * noise))
-        return min(1.0, eta * n_arms * math.sqrt(noise)), eta
+        if 1e-150 <= self.epsilon <= 1e150:  # epsilon ** 2 neither underflows to 0 nor overflows
+            noise = 1.0 + 2.0 * math.log2(n_arms * horizon) / self.epsilon ** 2
+            eta = math.sqrt(math.log2(n_arms) / (2.0 * n_arms * horizon * noise))
+            return min(1.0, eta * n_arms * math.sqrt(noise)), eta
+        # the same formulas with sqrt(noise) = hypot(1, sqrt(2 log2 KT) / eps), eps never squared
+        root = math.hypot(1.0, math.sqrt(2.0 * math.log2(n_arms * horizon)) / self.epsilon)
+        eta = math.sqrt(math.log2(n_arms) / (2.0 * n_arms * horizon)) / root
+        return min(1.0, eta * n_arms * root), eta
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

@@ -149,7 +149,7 @@ class PureEpsilonPolicy(Policy):
     claim_source: ClassVar[str] = "the source paper"
 
     def __init__(self, epsilon: float = 1.0, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+        self.epsilon = check_epsilon(epsilon)
         self.exact = check_flag("exact", exact)
 
     def claimed_epsilon(self, horizon, n_arms, delta):
@@ -167,6 +167,23 @@ class PureEpsilonPolicy(Policy):
 def check_positive(name: str, value) -> float:
     """A real number in (0, inf), or ValueError naming ``name`` and the range (epsilons, constants)."""
     return _validate.positive(name, value)
+
+
+#: the least epsilon a private policy accepts. Below it a noise scale ``c / epsilon`` (c up to a few
+#: thousand: log factors of 2^63 rounds, d^2 streams) overflows the floats, or the per-release
+#: epsilon ``1 / scale`` the ledger records underflows to 0; both used to surface mid-run as a
+#: mechanism's "scale" or the ledger's error. 1e-300 leaves a factor 1e8 of headroom for c.
+EPSILON_FLOOR = 1e-300
+
+
+def check_epsilon(value, floor: float = EPSILON_FLOOR) -> float:
+    """A private policy's ``epsilon``: a real number in [floor, inf), or ValueError naming
+    ``epsilon`` and that range (an epsilon below ``floor`` is not representable as a noise scale)."""
+    epsilon = check_positive("epsilon", value)
+    if epsilon < floor:
+        raise ValueError(f"epsilon must lie in [{floor:g}, inf): below {floor:g} the noise scale it calibrates "
+                         f"leaves the floating-point range; got {epsilon!r}")
+    return epsilon
 
 
 def check_unit(name: str, value) -> float:

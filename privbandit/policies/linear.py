@@ -56,7 +56,7 @@ from accountants import _validate
 from accountants.events import NO_EVENT, Event
 from privbandit.contextual import linalg
 from privbandit.mechanisms.vector_tree import VectorTreeMechanism
-from privbandit.policies.base import Policy, PolicyRun, check_positive, check_unit
+from privbandit.policies.base import Policy, PolicyRun, check_epsilon, check_positive, check_unit
 from privbandit.schedule import PrivacySchedule
 
 _MODELS = ("disjoint", "shared")
@@ -307,6 +307,13 @@ def _entry_only(policy, relation: str) -> None:
                          "its certificate covers reward entries with contexts public (relation='entry')")
 
 
+#: the largest ratio of the noise on a private Gram matrix to its ridge ``lambda`` that the eigenvalue
+#: shift of :func:`linalg.regularized_inverse` resolves: lambda must survive ``lambda - lambda_min``
+#: with lambda_min about -noise, i.e. noise * 2^-52 well below lambda (measured: "Singular matrix"
+#: from a ratio of about 1e15 up)
+MAX_NOISE_TO_RIDGE = 1e12
+
+
 class PrivateLinearPolicy(LinearPolicy):
     """Mishra & Thakurta's private LinUCB (Alg. 3) / linear TS (Alg. 4), reconstructed (module docstring).
 
@@ -322,7 +329,7 @@ class PrivateLinearPolicy(LinearPolicy):
     def __init__(self, epsilon: float = 1.0, dim: int = 5, bound: float = 1.0, alpha: float = 1.0,
                  regularization: float = 1.0, shift: float = 0.0, contexts: str = "clip") -> None:
         super().__init__(alpha, regularization, "disjoint", _check_dim(dim), bound, contexts)
-        self.epsilon = check_positive("epsilon", epsilon)
+        self.epsilon = check_epsilon(epsilon)
         self.shift = _validate.nonnegative("shift", shift)  # [0, inf): False is not 0 here
 
     @property
@@ -359,8 +366,22 @@ class PrivateLinearPolicy(LinearPolicy):
     def _statistics(self, n_groups, replicates, horizon, rng, ledger, dim):
         if dim != self.dim:
             raise ValueError(f"contexts have dimension {dim}, but the policy declares dim={self.dim}")
+        self.check_conditioning(horizon)
         return _NoisyStatistics(self.tree(n_groups, replicates, horizon, rng, ledger), n_groups, replicates,
                                 dim, self.regularization, self.shift, with_r2=False)
+
+    def check_conditioning(self, horizon: int) -> None:
+        """Refuse, before any round, an epsilon whose noise on ``A`` (about
+        :meth:`noise_scale_shift`) exceeds ``MAX_NOISE_TO_RIDGE`` times the ridge ``lambda``: the
+        eigenvalue shift ``lambda - lambda_min`` then loses ``lambda`` to rounding and the shifted
+        matrix is singular in floating point (numpy's "Singular matrix" mid-run)."""
+        noise = self.noise_scale_shift(horizon)
+        if not noise <= MAX_NOISE_TO_RIDGE * self.regularization:
+            least = self.epsilon * noise / (MAX_NOISE_TO_RIDGE * self.regularization)
+            raise ValueError(f"epsilon must be at least {least:.3g} for {self.name} at dim={self.dim}, bound={self.bound:g}, "
+                             f"regularization={self.regularization:g} and horizon {horizon}: below it the noise on "
+                             f"the Gram matrix exceeds {MAX_NOISE_TO_RIDGE:g} x regularization and the ridge is lost "
+                             f"to rounding; got epsilon={self.epsilon!r}")
 
     def privacy_schedule(self, horizon, n_arms, relation="entry", contexts=None):
         _entry_only(self, relation)
@@ -429,10 +450,16 @@ class JointDPLinUCB(LinearPolicy):
                  alpha: float = 1.0, regularization: float = 1.0, model: str = "shared",
                  calibration: str = "paper", failure: float = 0.01, contexts: str = "clip") -> None:
         super().__init__(alpha, regularization, model, _check_dim(dim), bound, contexts)
-        self.epsilon = check_positive("epsilon", epsilon)
+        self.epsilon = check_epsilon(epsilon)
         self.delta = check_unit("delta", delta)
         self.calibration = _check_choice("calibration", calibration, ("paper", "gdp"))
         self.failure = check_unit("failure", failure)
+        if self.calibration == "gdp":  # the root-finder's bracket ends at mu = 1e8: say so for epsilon now
+            try:
+                gdp_conversion.mu_for_epsilon_delta(self.epsilon, self.delta)
+            except ValueError as exc:
+                raise ValueError(f"epsilon={self.epsilon!r} at delta={self.delta:g} is past what calibration='gdp' "
+                                 f"can calibrate ({exc}); give a smaller epsilon") from None
 
     def sensitivity(self) -> float:
         return math.sqrt(2.0) * (self.bound ** 2 + 1.0)
@@ -453,6 +480,11 @@ class JointDPLinUCB(LinearPolicy):
         return 2.0 * upsilon
 
     def tree(self, n_groups, replicates, horizon, rng, ledger) -> VectorTreeMechanism:
+        sigma, shift = self.sigma(horizon), self.shift(horizon)
+        if not (0.0 < sigma < math.inf and shift < math.inf):  # epsilon, bound or delta at the floats' edge
+            raise ValueError(f"epsilon={self.epsilon!r} with bound={self.bound:g}, delta={self.delta:g} and horizon "
+                             f"{horizon} calibrates a node noise sigma={sigma:g} (shift {shift:g}) outside (0, inf); "
+                             f"{'a larger epsilon or a smaller bound' if sigma > 0 else 'a smaller epsilon'} is needed")
         size = (self.dim + 1) * (self.dim + 2) // 2
         return VectorTreeMechanism(replicates, n_groups, size, horizon=horizon, noise="gaussian",
                                    scale=self.sigma(horizon), sensitivity=self.sensitivity(), rng=rng,

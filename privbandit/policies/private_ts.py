@@ -52,7 +52,7 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
-from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_positive
+from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
 PAPER_CONSTANT = 192.0
@@ -266,7 +266,7 @@ class PrivateTS(Policy):
 
     def __init__(self, epsilon: float = 1.0, gap_estimation: bool = True, batch_constant: float = 1.0,
                  pull_constant: float = 0.01, random_pulls: int | None = None, exact: bool = False):
-        self.epsilon = check_positive("epsilon", epsilon)
+        self.epsilon = check_epsilon(epsilon)
         if not isinstance(gap_estimation, (bool, np.bool_)):
             raise ValueError(f"gap_estimation must be True or False, got {gap_estimation!r}")
         self.gap_estimation = bool(gap_estimation)
