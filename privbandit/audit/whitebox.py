@@ -142,13 +142,13 @@ class WhiteBoxResult:
         tested = [g for g in self.groups if g.n >= MIN_GROUP]
         if not tested:
             return (f"noise law: no group large enough to test (or not tested); decisions/unreported/sensitivity/"
-                    f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
-                    f"replicates")
+                    f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on "
+                    f"{self.replicates} coupled replicates")
         worst = min(tested, key=lambda g: g.power_factor2)
         return (f"noise law: {len(tested)} groups, power >= {worst.power_factor2:.3f} against a factor-2 scale "
                 f"error in the weakest ({worst.mechanism}, n={worst.n}); decisions/unreported/sensitivity/"
-                f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
-                f"replicates")
+                f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on "
+                f"{self.replicates} coupled replicates")
 
     def summary(self) -> str:
         head = (f"white-box audit of {self.policy}: T={self.horizon}, K={self.n_arms}, {self.replicates} coupled "
@@ -442,7 +442,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
         # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
-        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d, arm, pull, diverged, notes)
+        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d, arm, pull, diverged, n_arms, notes)
         if finding is not None:
             findings.append(finding)
         # 7. noise_coupling: same seed, same releases, same decisions => the same noise on D and D'
@@ -583,7 +583,7 @@ def changed_record_positions(tr_d: ReleaseTracer, tr_p: ReleaseTracer, act_d: np
 
 
 def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
-                        act_d: np.ndarray, arm: np.ndarray, pull: np.ndarray, diverged: np.ndarray,
+                        act_d: np.ndarray, arm: np.ndarray, pull: np.ndarray, diverged: np.ndarray, n_arms: int,
                         notes: list[str]) -> Finding | None:
     """Check 4c: the changed record's position p in its stream (:func:`changed_record_positions`) lies
     in the declared footprint [lo, hi) of every release on that stream whose statistic changed (a
@@ -591,7 +591,7 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
     record, leaves the record it read out); and no release made before the record was revealed
     claims it (a footprint reaching past the records the stream held). Releases whose statistic did
     not change are not required to leave p out: a statistic can miss one record's change by chance."""
-    R, n_arms = act_d.shape[0], int(max(arm.max(), rel_d["st"].max() if rel_d["st"].size else 0)) + 1
+    R = act_d.shape[0]
     pos, before, how = changed_record_positions(tr_d, tr_p, act_d, arm, pull, diverged, n_arms)
     known = pos >= 0
     if not known.any():
@@ -617,7 +617,6 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
         lo = np.concatenate([rp.lo for rp in tr_d.reports])
         hi = np.concatenate([rp.hi for rp in tr_d.reports])
         seq = np.concatenate([np.full(rp.rep.size, i, np.int64) for i, rp in enumerate(tr_d.reports)])
-        mech = np.concatenate([np.full(rp.rep.size, i, np.int64) for i, rp in enumerate(tr_d.reports)])
         q = pos[rep]
         early = known[rep] & (seq < before[rep]) & (st == arm[rep]) & (lo <= q) & (q < hi)
         if early.any():
@@ -626,7 +625,7 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
             parts.append(
                 f"{int(early.sum())} releases made before a record was revealed declare footprints that contain it: "
                 f"e.g. replicate {rr} (arm {arm[rr]} pull #{pull[rr]}, record {pos[rr]} of its stream) "
-                f"{tr_d.reports[mech[j]].mechanism} declared [{lo[j]}, {hi[j]})")
+                f"{tr_d.reports[seq[j]].mechanism} declared [{lo[j]}, {hi[j]})")
     notes.append(f"footprint_position: the changed record's position in its stream known on {int(known.sum())} of "
                  f"{R} replicates (from the {how})")
     return Finding("footprint_position", "; ".join(parts)) if parts else None
