@@ -518,9 +518,12 @@ def _insert_positions(tr: ReleaseTracer, replicates: int, streams: int) -> dict 
 
 
 def changed_record_positions(tr_d: ReleaseTracer, tr_p: ReleaseTracer, act_d: np.ndarray, arm: np.ndarray,
-                             pull: np.ndarray, diverged: np.ndarray, n_arms: int) -> tuple[np.ndarray, np.ndarray, str]:
+                             pull: np.ndarray, diverged: np.ndarray,
+                             n_arms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """Per replicate: (position of the changed record in stream ``arm[r]``'s numbering, or -1 where
-    unknown; reports of the run on D made before that record was revealed; how the positions were found).
+    unknown; a second candidate (equal to the first unless the mechanisms were handed fewer records
+    than the arm's earlier pulls: then the pull index); reports of the run on D made before that
+    record was revealed; how the positions were found).
 
     From what the runs inserted, not from a per-policy formula: where the run's stream mechanisms
     inserted into that stream, the position is the one at which the values inserted on D and D' first
@@ -579,7 +582,14 @@ def changed_record_positions(tr_d: ReleaseTracer, tr_p: ReleaseTracer, act_d: np
         before[fallback] = marks[t_star[fallback]]
     if how == "inserts" and fallback.any():
         how = "inserts and pulls"
-    return pos, before, how
+    # A mechanism handed fewer records than the arm's earlier pulls did not see some of them: the
+    # policy kept those itself (Private-TS's gap-estimation batches), and the ledger may number the
+    # mechanism's records after them (an offset: the pull index) or not (the insert index). Both
+    # are candidates; one handed more (fake zeros, side observations) numbers the stream itself.
+    alt = pos.copy()
+    fewer = (pos >= 0) & inserted & (pos < pull)
+    alt[fewer] = pull[fewer]
+    return pos, alt, before, how
 
 
 def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
@@ -592,7 +602,7 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
     claims it (a footprint reaching past the records the stream held). Releases whose statistic did
     not change are not required to leave p out: a statistic can miss one record's change by chance."""
     R = act_d.shape[0]
-    pos, before, how = changed_record_positions(tr_d, tr_p, act_d, arm, pull, diverged, n_arms)
+    pos, alt, before, how = changed_record_positions(tr_d, tr_p, act_d, arm, pull, diverged, n_arms)
     known = pos >= 0
     if not known.any():
         return None
@@ -600,8 +610,9 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
     sel = changed_rows[known[rel_d["rep"][changed_rows]]]
     r = rel_d["rep"][sel]
     on = sel[rel_d["st"][sel] == arm[r]]  # other streams: the stream check's business
-    p = pos[rel_d["rep"][on]]
-    miss = on[~((rel_d["lo"][on] <= p) & (p < rel_d["hi"][on]))]
+    p, p2 = pos[rel_d["rep"][on]], alt[rel_d["rep"][on]]
+    lo_, hi_ = rel_d["lo"][on], rel_d["hi"][on]
+    miss = on[~(((lo_ <= p) & (p < hi_)) | ((lo_ <= p2) & (p2 < hi_)))]  # neither candidate declared
     if miss.size:
         i = miss[0]
         reps = np.unique(rel_d["rep"][miss])
@@ -617,8 +628,9 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
         lo = np.concatenate([rp.lo for rp in tr_d.reports])
         hi = np.concatenate([rp.hi for rp in tr_d.reports])
         seq = np.concatenate([np.full(rp.rep.size, i, np.int64) for i, rp in enumerate(tr_d.reports)])
-        q = pos[rep]
-        early = known[rep] & (seq < before[rep]) & (st == arm[rep]) & (lo <= q) & (q < hi)
+        q, q2 = pos[rep], alt[rep]
+        # both candidates claimed: whichever the ledger's numbering is, the release claims the record
+        early = known[rep] & (seq < before[rep]) & (st == arm[rep]) & (lo <= q) & (q < hi) & (lo <= q2) & (q2 < hi)
         if early.any():
             j = int(np.flatnonzero(early)[0])
             rr = int(rep[j])
