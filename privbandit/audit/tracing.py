@@ -14,6 +14,10 @@ noise entry points and the ledger's recording entry points are wrapped at class 
   wrapped too.
   :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
   to a statistic itself) log as draws of statistic 0;
+* inserts -- :meth:`StreamMechanism.insert` / ``insert_pulled`` of a mechanism reporting to the run's
+  ledger: the records handed over, per (replicate, stream) in insertion order (the ledger's record
+  numbering), with the number of reports made before the call (``inserts``; the white-box
+  ``footprint_position`` check finds the changed record's position from them);
 * reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
   ``_record_from_mechanism``) and :meth:`Ledger._record_dense` (the prefix recorder of a tight
   ledger). Only reports into the run's own ledger count.

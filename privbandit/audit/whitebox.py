@@ -53,7 +53,11 @@ changed arm's stream, so every release whose statistic changed must be reported 
    tracer logs every record handed to a stream mechanism (``insert`` / ``insert_pulled``), and the
    changed record is the one inserted with different values on D and D' (fake zero records and side
    observations are counted like any other); a stream no mechanism inserted into is numbered by the
-   arm's pulls (bandit feedback: one record per pull). Every release on that stream whose statistic
+   arm's pulls (bandit feedback: one record per pull); a mechanism handed fewer records than the
+   arm's earlier pulls (the policy kept some itself, e.g. Private-TS's gap phase, and may number the
+   mechanism's records after them) gives two candidates, its insert index and the pull index: a
+   changed release must declare one, an early release is flagged only if it declares both. Every
+   release on that stream whose statistic
    changed must declare a footprint [lo, hi) containing that position, and no release made before the
    record was revealed (before the update of the round that revealed it) may declare it. A footprint
    shifted by one record, or one that drops a batch's first or an interval's newest record, composes
