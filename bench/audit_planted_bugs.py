@@ -17,7 +17,10 @@ logarithmic release, an interval scale computed one count ahead, raw means at sm
 that shrinks with the data, noise seeded by the data, Gaussian noise reported as Laplace, releases
 reported on the wrong stream, interval releases at every round, an exact posterior for one arm,
 rewards normalised by their running maximum, a noisy mean clipped to the seen range, a posterior
-subclass with sigma one count ahead, and noise halved after round 1,000.
+subclass with sigma one count ahead, and noise halved after round 1,000. ``ROUND5`` lists footprints
+wrong *within* the right stream (docs/audit.md, "Round 5"): tree nodes reported one record later, a
+batch that drops its first record (DP-SE; Lazy-DP-TS for batches of two or more), an interval release that drops its newest record, a posterior that
+drops its newest record, and adversarial batch releases reported one record later.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import numpy as np
 
 from privbandit.mechanisms._base import exact_log2, flat
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
-from privbandit.policies import DPUCB, AnytimeLazyUCB, DPUCBBound, DPUCBInt, GaussianTS, LazyDPTS, PrivateUCB
+from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPUCBBound, DPUCBInt,
+                                 GaussianTS, LazyDPTS, PrivateUCB)
 
 
 def _named(cls, name):
@@ -647,6 +651,119 @@ class HalvedAfterRound1000(AnytimeLazyUCB):
         return run
 
 
+# --- round 5: footprints wrong within the right stream ------------------------------------------------------
+# Each reports its releases on the right stream with the right scale, sensitivity and noise; only the
+# record positions [lo, hi) are off, so the ledger composes the wrong records of the stream and
+# under-reports some records' realized spend.
+
+
+class TreeFootprintShifted(PrivateUCB):
+    """Private-UCB whose tree reports every node one record later: [lo + 1, hi + 1) for the dyadic
+    range [lo, hi) it summed (an off-by-one between the count before and after the insert)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree = run.tree
+        record = tree._record
+        tree._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, np.asarray(lo) + 1, np.asarray(hi) + 1,
+                                                                     scale, m, node)
+        return run
+
+
+class BatchDropsFirst(DPSE):
+    """DP-SE whose epoch batch releases report [lo + 1, hi): the batch's first record is left out of
+    the footprint (an off-by-one in the batch start)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        record = fb._record
+        fb._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, np.asarray(lo) + 1, hi, scale, m, node)
+        return run
+
+
+class LazyBatchDropsFirst(LazyDPTS):
+    """Lazy-DP-TS whose batch releases of two or more records report [lo + 1, hi) (the one-record
+    batches are reported right, so no footprint is empty)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        record = fb._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            lo = np.asarray(lo)
+            return record(rr, kk, np.where(np.asarray(hi) - lo >= 2, lo + 1, lo), hi, scale, m, node)
+
+        fb._record = rec
+        return run
+
+
+class IntervalDropsLast(DPUCBInt):
+    """DP-UCB-Int (rate 1/4: interval 4) whose interval releases report [0, n - 1) for the mean of n
+    items: the newest record (the one that made the release due) is left out of the footprint."""
+
+    def __init__(self, rate: float = 0.25, **kwargs):
+        super().__init__(rate=rate, **kwargs)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        led = im.ledger
+        record = led._record_from_mechanism  # the mechanism reports through its ledger: patched on this run's
+
+        def rec(rep, st, lo, hi, scale, sensitivity, mechanism, node, **kw):
+            if mechanism == im.name:
+                hi = np.asarray(hi) - 1
+            return record(rep, st, lo, hi, scale, sensitivity, mechanism, node, **kw)
+
+        led._record_from_mechanism = rec
+        return run
+
+
+class PosteriorDropsNewest(GaussianTS):
+    """Gaussian TS (b = 4) whose posterior releases report footprint [0, k - 1) for a posterior over k
+    records (sigma and sensitivity those of k, as drawn): the newest record is charged nothing."""
+
+    def __init__(self, b: int = 4, c: float = 1.0):
+        super().__init__(b=b, c=c)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        post = run.posterior
+        if post._record is not None:
+            led = post.ledger
+
+            def record(counts):
+                k = np.asarray(counts).astype(np.int64)
+                sigma, sens = post._release_parameters(k)
+                led._record_dense(k >= 1, 0, np.maximum(k - 1, 0), np.asarray(sigma, dtype=float),
+                                  np.asarray(sens, dtype=float), post.name, gaussian=True,
+                                  discrete=post.sampler.exact)
+
+            post._record = record
+        return run
+
+
+class Exp3BatchShifted(BatchedPrivateEXP3):
+    """Batched private EXP3 whose batch releases report [lo + 1, hi + 1) of the played arm's stream
+    (the batch's first record read after it was counted)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        noise = run.noise
+        release, release_records = noise.release, noise.release_records
+
+        def rel(statistic, scale, sensitivity, replicate, stream, lo, hi, node=None):
+            return release(statistic, scale, sensitivity, replicate, stream, np.asarray(lo) + 1, np.asarray(hi) + 1,
+                           node)
+
+        noise.release = rel
+        noise.release_records = lambda values, scale, rr, kk, pos: release_records(values, scale, rr, kk,
+                                                                                   np.asarray(pos) + 1)
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -676,6 +793,13 @@ BUGS = {
     "clipped_to_seen_range": ClippedToSeenRange,
     "posterior_sigma_off_by_one": PosteriorSigmaOffByOne,
     "halved_after_round_1000": HalvedAfterRound1000,
+    # round 5 (footprints wrong within the right stream)
+    "tree_footprint_shifted": TreeFootprintShifted,
+    "batch_drops_first": BatchDropsFirst,
+    "lazy_batch_drops_first": LazyBatchDropsFirst,
+    "interval_drops_last": IntervalDropsLast,
+    "posterior_drops_newest": PosteriorDropsNewest,
+    "exp3_batch_shifted": Exp3BatchShifted,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -688,6 +812,10 @@ ROUND4 = {"tree_levels_off_by_one", "late_log_half_scale", "interval_scale_after
           "posterior_exact_one_arm", "normalise_by_max", "clipped_to_seen_range", "posterior_sigma_off_by_one",
           "halved_after_round_1000"}
 """Round 4: planted as an outside tester would, against the auditor as it stood (docs/audit.md)."""
+
+ROUND5 = {"tree_footprint_shifted", "batch_drops_first", "lazy_batch_drops_first", "interval_drops_last", "posterior_drops_newest",
+          "exp3_batch_shifted"}
+"""Round 5: footprints misattributed within the right stream (docs/audit.md, "Round 5")."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)

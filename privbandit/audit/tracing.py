@@ -14,6 +14,10 @@ noise entry points and the ledger's recording entry points are wrapped at class 
   wrapped too.
   :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
   to a statistic itself) log as draws of statistic 0;
+* inserts -- :meth:`StreamMechanism.insert` / ``insert_pulled`` of a mechanism reporting to the run's
+  ledger: the records handed over, per (replicate, stream) in insertion order (the ledger's record
+  numbering), with the number of reports made before the call (``inserts``; the white-box
+  ``footprint_position`` check finds the changed record's position from them);
 * reports -- :meth:`Ledger._store` (every listed record: ``record_laplace``/``record_gaussian``/
   ``_record_from_mechanism``) and :meth:`Ledger._record_dense` (the prefix recorder of a tight
   ledger). Only reports into the run's own ledger count.
@@ -45,6 +49,7 @@ import functools
 import numpy as np
 
 from privbandit.ledger import Ledger
+from privbandit.mechanisms._base import StreamMechanism
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
 
@@ -110,6 +115,12 @@ class ReleaseTracer:
         self._open: list[int] = []  # indices of draws not yet paired, oldest first
         self._depth = 0
         self._normals: np.ndarray | None = None  # the standard normals of the posterior release in progress
+        # records inserted into the stream mechanisms (:meth:`StreamMechanism.insert` / ``insert_pulled``)
+        # of the run's ledger, in call order: (mechanism index, rows, cols, values, reports before the call)
+        self.inserts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self._mechanisms: list = []  # index -> mechanism (kept alive: ids stay unique)
+        self._mechanism_ids: dict[int, int] = {}
+        self._inserting = False
 
     # --- activation ------------------------------------------------------------------------
     def __enter__(self) -> "ReleaseTracer":
@@ -170,6 +181,14 @@ class ReleaseTracer:
             report.draw, report.elems = d.index, elems
             return
         self.orphans.append(report)
+
+    def _insert(self, mech, rows, cols, values) -> None:
+        idx = self._mechanism_ids.get(id(mech))
+        if idx is None:
+            idx = self._mechanism_ids[id(mech)] = len(self._mechanisms)
+            self._mechanisms.append(mech)
+        self.inserts.append((idx, np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64),
+                             np.array(values, dtype=float), len(self.reports)))
 
     # --- summaries -------------------------------------------------------------------------
     def unreported(self) -> list[Draw]:
@@ -354,7 +373,40 @@ def _dense_wrapper(original):
     return wrapped
 
 
+def _insert_wrapper(original, pulled: bool):
+    """``StreamMechanism.insert(values, mask)`` / ``insert_pulled(arms, values)``: the records a
+    mechanism of the run's ledger was handed, per (replicate, stream), in insertion order -- the
+    ledger's record numbering (a stream's records are numbered 0, 1, ... as they are inserted)."""
+    @functools.wraps(original)
+    def wrapped(self, a, b, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is not None and tr.ledger is not None and getattr(self, "ledger", None) is tr.ledger:
+            try:
+                if pulled:  # (arms, values): stream arms[r] of every replicate r
+                    cols = np.asarray(a).reshape(-1)
+                    rows, vals = np.arange(cols.size), np.asarray(b, dtype=float).reshape(-1)
+                else:  # (values, mask): row-major over the masked entries, as the mechanisms insert them
+                    mask = np.asarray(b, dtype=bool)
+                    rows, cols = np.nonzero(mask)
+                    vals = np.asarray(a, dtype=float)[rows, cols]
+            except (TypeError, ValueError, IndexError):
+                rows = cols = vals = None  # malformed input: the mechanism itself refuses it
+            if rows is not None and rows.size == vals.size == cols.size and not tr._inserting:
+                tr._insert(self, rows, cols, vals)
+            outer, tr._inserting = not tr._inserting, True  # an override calling super() logs once
+            try:
+                return original(self, a, b, *args, **kwargs)
+            finally:
+                if outer:
+                    tr._inserting = False
+        return original(self, a, b, *args, **kwargs)
+
+    return wrapped
+
+
 _TARGETS = (
+    (StreamMechanism, "insert", lambda f: _insert_wrapper(f, False)),
+    (StreamMechanism, "insert_pulled", lambda f: _insert_wrapper(f, True)),
     (NoiseSampler, "_sum_release", lambda f: _sampler_wrapper(f, "laplace")),
     (NoiseSampler, "laplace_release", lambda f: _sampler_wrapper(f, "laplace")),
     (NoiseSampler, "gaussian_release", lambda f: _sampler_wrapper(f, "gaussian")),

@@ -48,7 +48,22 @@ fail only for a bug, never by chance, except the goodness-of-fit test whose leve
 The footprint check also uses the ground truth the coupled runs know: the changed record is in the
 changed arm's stream, so every release whose statistic changed must be reported on that stream.
 
-Checks 1-4 and 6-8 are exact (a violation is a deterministic witness, reproducible from the seed).
+9. **footprint_position** -- the changed record's *position* in its stream's numbering (the ledger
+   numbers a stream's records 0, 1, ... in insertion order), found from what the runs inserted: the
+   tracer logs every record handed to a stream mechanism (``insert`` / ``insert_pulled``), and the
+   changed record is the one inserted with different values on D and D' (fake zero records and side
+   observations are counted like any other); a stream no mechanism inserted into is numbered by the
+   arm's pulls (bandit feedback: one record per pull); a mechanism handed fewer records than the
+   arm's earlier pulls (the policy kept some itself, e.g. Private-TS's gap phase, and may number the
+   mechanism's records after them) gives two candidates, its insert index and the pull index: a
+   changed release must declare one, an early release is flagged only if it declares both. Every
+   release on that stream whose statistic
+   changed must declare a footprint [lo, hi) containing that position, and no release made before the
+   record was revealed (before the update of the round that revealed it) may declare it. A footprint
+   shifted by one record, or one that drops a batch's first or an interval's newest record, composes
+   the wrong records in the ledger; the stream-level checks above cannot see it.
+
+Checks 1-4 and 6-9 are exact (a violation is a deterministic witness, reproducible from the seed).
 Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
 """
 
@@ -83,8 +98,8 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 
 @dataclasses.dataclass
 class Finding:
-    check: str  # decisions | unreported | sensitivity | footprint | redraw | noise_law | noise_report |
-    #             noise_coupling | schedule
+    check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
+    #             noise_report | noise_coupling | schedule
     detail: str
 
 
@@ -131,13 +146,13 @@ class WhiteBoxResult:
         tested = [g for g in self.groups if g.n >= MIN_GROUP]
         if not tested:
             return (f"noise law: no group large enough to test (or not tested); decisions/unreported/sensitivity/"
-                    f"footprint/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
-                    f"replicates")
+                    f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on "
+                    f"{self.replicates} coupled replicates")
         worst = min(tested, key=lambda g: g.power_factor2)
         return (f"noise law: {len(tested)} groups, power >= {worst.power_factor2:.3f} against a factor-2 scale "
                 f"error in the weakest ({worst.mechanism}, n={worst.n}); decisions/unreported/sensitivity/"
-                f"footprint/noise_report/noise_coupling/schedule checks are exact on {self.replicates} coupled "
-                f"replicates")
+                f"footprint/footprint_position/noise_report/noise_coupling/schedule checks are exact on "
+                f"{self.replicates} coupled replicates")
 
     def summary(self) -> str:
         head = (f"white-box audit of {self.policy}: T={self.horizon}, K={self.n_arms}, {self.replicates} coupled "
@@ -189,10 +204,14 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         pulls = np.zeros((R, K), dtype=np.int64)
         rows = np.arange(R)
         actions = np.empty((R, horizon), dtype=np.int64)
+        # reports made before each round's update: a release among the first marks[t] reports was made
+        # before round t's reward was revealed, so it cannot depend on that record
+        tracer.marks = np.zeros(horizon + 2, dtype=np.int64)
         for t in range(1, horizon + 1):
             arms = np.asarray(run.select(t)).astype(np.int64)
             j = pulls[rows, arms]
             pulls[rows, arms] += 1
+            tracer.marks[t] = len(tracer.reports)
             run.update(t, arms, tapes[rows, arms, j])
             actions[:, t - 1] = arms
             if on_round is not None:
@@ -426,6 +445,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"{len(bad_reps)} replicates: the releases that changed with one record are not all reported on that "
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
+        # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
+        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d, arm, pull, diverged, n_arms, notes)
+        if finding is not None:
+            findings.append(finding)
         # 7. noise_coupling: same seed, same releases, same decisions => the same noise on D and D'
         if not diverged.any() and not tr_p.replay_broken and getattr(policy, "records_releases", True):
             finding = _noise_coupling(rel_d, rel_p, di, pi)
@@ -474,6 +497,154 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
                           n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
                           time.perf_counter() - started, spend.rows)
+
+
+def _insert_positions(tr: ReleaseTracer, replicates: int, streams: int) -> dict | None:
+    """The records the run inserted into its stream mechanisms, one row per record: mechanism index,
+    replicate, stream, position (records inserted into that (mechanism, replicate, stream) before it:
+    the ledger's 0-based numbering), value and the number of reports made before its insert call."""
+    if not tr.inserts:
+        return None
+    mech = np.concatenate([np.full(rr.size, m, np.int64) for m, rr, _, _, _ in tr.inserts])
+    rr = np.concatenate([x[1] for x in tr.inserts])
+    kk = np.concatenate([x[2] for x in tr.inserts])
+    v = np.concatenate([x[3] for x in tr.inserts])
+    before = np.concatenate([np.full(x[1].size, x[4], np.int64) for x in tr.inserts])
+    key = (mech * replicates + rr) * streams + kk
+    order = np.argsort(key, kind="stable")  # stable: call order within each stream
+    sk = key[order]
+    new = np.ones(sk.size, dtype=bool)
+    new[1:] = sk[1:] != sk[:-1]
+    start = np.maximum.accumulate(np.where(new, np.arange(sk.size), 0))
+    pos = np.empty(sk.size, dtype=np.int64)
+    pos[order] = np.arange(sk.size) - start
+    return dict(mech=mech, rep=rr, st=kk, pos=pos, v=v, before=before, key=key)
+
+
+def changed_record_positions(tr_d: ReleaseTracer, tr_p: ReleaseTracer, act_d: np.ndarray, arm: np.ndarray,
+                             pull: np.ndarray, diverged: np.ndarray,
+                             n_arms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """Per replicate: (position of the changed record in stream ``arm[r]``'s numbering, or -1 where
+    unknown; a second candidate (equal to the first unless the mechanisms were handed fewer records
+    than the arm's earlier pulls: then the pull index); reports of the run on D made before that
+    record was revealed; how the positions were found).
+
+    From what the runs inserted, not from a per-policy formula: where the run's stream mechanisms
+    inserted into that stream, the position is the one at which the values inserted on D and D' first
+    differ (the only record that differs; a policy's fake zero records, e.g. DP-UCB's, are counted
+    like any other), provided every mechanism that inserted it agrees; a replicate whose changed
+    record no mechanism inserted (never revealed by the horizon) gets -1. A stream no mechanism
+    inserted into (a policy keeping its own sums: Gaussian TS's posterior, EXP3's per-record releases)
+    numbers its records by the arm's pulls (bandit feedback, the tape model: one record per pull), and
+    the changed record is the ``pull[r]``-th pull's, revealed in the round of that pull."""
+    R = act_d.shape[0]
+    rows = np.arange(R)
+    # the round of the changed pull on D (the runner's own loop: bandit feedback)
+    hits = np.cumsum(act_d == arm[:, None], axis=1)
+    reached = hits[:, -1] > pull
+    t_star = np.where(reached, np.argmax(hits > pull[:, None], axis=1) + 1, 0)
+    marks = getattr(tr_d, "marks", None)
+    pos = np.full(R, -1, np.int64)
+    before = np.full(R, -1, np.int64)
+    ins_d, ins_p = _insert_positions(tr_d, R, n_arms), _insert_positions(tr_p, R, n_arms)
+    inserted = np.zeros(R, dtype=bool)
+    how = "pulls"
+    if ins_d is not None and ins_p is not None:
+        how = "inserts"
+        on_arm = ins_d["st"] == arm[ins_d["rep"]]
+        inserted[np.unique(ins_d["rep"][on_arm])] = True
+        # match the records of the two runs by (mechanism, replicate, stream, position)
+        top = int(max(ins_d["pos"].max(), ins_p["pos"].max())) + 1
+        kd = ins_d["key"] * top + ins_d["pos"]
+        kp = ins_p["key"] * top + ins_p["pos"]
+        order = np.argsort(kp)
+        at = np.clip(np.searchsorted(kp, kd, sorter=order), 0, max(kp.size - 1, 0))
+        mate = order[at] if kp.size else np.zeros(0, np.int64)
+        same = (kp[mate] == kd) if kp.size else np.zeros(kd.size, bool)
+        differs = same & on_arm & (ins_d["v"] != ins_p["v"][mate])
+        differs &= ~diverged[ins_d["rep"]]
+        idx = np.flatnonzero(differs)
+        if idx.size:
+            # the first differing record per (replicate, mechanism); all mechanisms must agree
+            o = idx[np.lexsort((ins_d["pos"][idx], ins_d["mech"][idx], ins_d["rep"][idx]))]
+            first = np.ones(o.size, dtype=bool)
+            first[1:] = (ins_d["rep"][o][1:] != ins_d["rep"][o][:-1]) | (ins_d["mech"][o][1:] != ins_d["mech"][o][:-1])
+            o = o[first]
+            r_, p_, b_ = ins_d["rep"][o], ins_d["pos"][o], ins_d["before"][o]
+            lo_p = np.full(R, np.iinfo(np.int64).max)
+            hi_p = np.full(R, -1, np.int64)
+            np.minimum.at(lo_p, r_, p_)
+            np.maximum.at(hi_p, r_, p_)
+            agree = (hi_p >= 0) & (lo_p == hi_p)
+            pos[agree] = hi_p[agree]
+            first_b = np.full(R, np.iinfo(np.int64).max)
+            np.minimum.at(first_b, r_, b_)
+            before[agree] = first_b[agree]
+    fallback = ~inserted & reached & ~diverged
+    pos[fallback] = pull[fallback]
+    if marks is not None:
+        before[fallback] = marks[t_star[fallback]]
+    if how == "inserts" and fallback.any():
+        how = "inserts and pulls"
+    # A mechanism handed fewer records than the arm's earlier pulls did not see some of them: the
+    # policy kept those itself (Private-TS's gap-estimation batches), and the ledger may number the
+    # mechanism's records after them (an offset: the pull index) or not (the insert index). Both
+    # are candidates; one handed more (fake zeros, side observations) numbers the stream itself.
+    alt = pos.copy()
+    fewer = (pos >= 0) & inserted & (pos < pull)
+    alt[fewer] = pull[fewer]
+    return pos, alt, before, how
+
+
+def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
+                        act_d: np.ndarray, arm: np.ndarray, pull: np.ndarray, diverged: np.ndarray, n_arms: int,
+                        notes: list[str]) -> Finding | None:
+    """Check 4c: the changed record's position p in its stream (:func:`changed_record_positions`) lies
+    in the declared footprint [lo, hi) of every release on that stream whose statistic changed (a
+    footprint shifted by one record, or one that drops the batch's first or the interval's last
+    record, leaves the record it read out); and no release made before the record was revealed
+    claims it (a footprint reaching past the records the stream held). Releases whose statistic did
+    not change are not required to leave p out: a statistic can miss one record's change by chance."""
+    R = act_d.shape[0]
+    pos, alt, before, how = changed_record_positions(tr_d, tr_p, act_d, arm, pull, diverged, n_arms)
+    known = pos >= 0
+    if not known.any():
+        return None
+    parts = []
+    sel = changed_rows[known[rel_d["rep"][changed_rows]]]
+    r = rel_d["rep"][sel]
+    on = sel[rel_d["st"][sel] == arm[r]]  # other streams: the stream check's business
+    p, p2 = pos[rel_d["rep"][on]], alt[rel_d["rep"][on]]
+    lo_, hi_ = rel_d["lo"][on], rel_d["hi"][on]
+    miss = on[~(((lo_ <= p) & (p < hi_)) | ((lo_ <= p2) & (p2 < hi_)))]  # neither candidate declared
+    if miss.size:
+        i = miss[0]
+        reps = np.unique(rel_d["rep"][miss])
+        parts.append(
+            f"{reps.size} replicates: {miss.size} releases whose statistic changed with one record declare footprints "
+            f"that leave that record out: e.g. replicate {rel_d['rep'][i]} (arm {arm[rel_d['rep'][i]]} pull "
+            f"#{pull[rel_d['rep'][i]]}, record {pos[rel_d['rep'][i]]} of its stream) {rel_d['mechanism'][i]} declared "
+            f"[{rel_d['lo'][i]}, {rel_d['hi'][i]})")
+    # the converse that is safe: a release made before the record was revealed cannot depend on it
+    if tr_d.reports:
+        rep = np.concatenate([rp.rep for rp in tr_d.reports])
+        st = np.concatenate([rp.st for rp in tr_d.reports])
+        lo = np.concatenate([rp.lo for rp in tr_d.reports])
+        hi = np.concatenate([rp.hi for rp in tr_d.reports])
+        seq = np.concatenate([np.full(rp.rep.size, i, np.int64) for i, rp in enumerate(tr_d.reports)])
+        q, q2 = pos[rep], alt[rep]
+        # both candidates claimed: whichever the ledger's numbering is, the release claims the record
+        early = known[rep] & (seq < before[rep]) & (st == arm[rep]) & (lo <= q) & (q < hi) & (lo <= q2) & (q2 < hi)
+        if early.any():
+            j = int(np.flatnonzero(early)[0])
+            rr = int(rep[j])
+            parts.append(
+                f"{int(early.sum())} releases made before a record was revealed declare footprints that contain it: "
+                f"e.g. replicate {rr} (arm {arm[rr]} pull #{pull[rr]}, record {pos[rr]} of its stream) "
+                f"{tr_d.reports[seq[j]].mechanism} declared [{lo[j]}, {hi[j]})")
+    notes.append(f"footprint_position: the changed record's position in its stream known on {int(known.sum())} of "
+                 f"{R} replicates (from the {how})")
+    return Finding("footprint_position", "; ".join(parts)) if parts else None
 
 
 def _noise_report(rel: dict) -> Finding | None:

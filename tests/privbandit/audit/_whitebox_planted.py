@@ -218,3 +218,42 @@ class HalvedLate(AnytimeLazyUCB):
 
         run.select, sampler._sum_release = sel, release
         return run
+
+
+class TreeOneRecordLater(PrivateUCB):
+    """footprint_position: every tree node declared one record later, [lo + 1, hi + 1) (right stream,
+    scale and sensitivity; the changed releases still share a record)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.tree._record
+        run.tree._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, np.asarray(lo) + 1,
+                                                                         np.asarray(hi) + 1, scale, m, node)
+        return run
+
+
+class Exp3RecordLater(DPEXP3Lap):
+    """footprint_position on a stream no mechanism inserts into (numbered by the arm's pulls): each
+    per-record release declared as the arm's next record, [pos + 1, pos + 2)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        release = run.noise.release_records
+        run.noise.release_records = lambda v, scale, rr, kk, pos: release(v, scale, rr, kk, np.asarray(pos) + 1)
+        return run
+
+
+class LateBatchDropsFirst(AnytimeLazyUCB):
+    """footprint_position: batch releases of two or more records declare [lo + 1, hi) (no footprint is
+    empty, so the changed releases of a stream -- one per batch -- trivially share a record)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.batches._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            lo = np.asarray(lo)
+            return record(rr, kk, np.where(np.asarray(hi) - lo >= 2, lo + 1, lo), hi, scale, m, node)
+
+        run.batches._record = rec
+        return run
