@@ -38,7 +38,8 @@ def _certified(events: Event, delta: float, accountants) -> Certificate:
         if isinstance(accountants, (str, bytes)):
             raise TypeError  # not a sequence of accountants: best_epsilon names it
         key = None if accountants is None else tuple(accountants)
-        cert = _certified_cached(events, float(delta), key)
+        # delta as given (best_epsilon validates it): float() here would silently accept "1e-6" or True
+        cert = _certified_cached(events, delta, key)
     except TypeError:  # an unhashable (or not iterable) accountant or event: no memo
         return best_epsilon(events, delta, accountants)
     return dataclasses.replace(cert, values=dict(cert.values), notes=dict(cert.notes))

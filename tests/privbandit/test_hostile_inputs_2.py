@@ -190,3 +190,14 @@ def test_cli_invert_over_a_huge_bracket_finds_the_boundary(capsys):
     assert main(["invert", "gaussian_ts", "--horizon", "100", "--mu", "1", "--solve-for", "c", "--bounds", "1e-300",
                  "1e300"]) == 0
     assert capsys.readouterr().out.startswith("c = 49.5")
+
+
+@pytest.mark.parametrize("delta", ["1e-6", True, None, float("nan")], ids=repr)
+def test_schedule_epsilon_refuses_a_delta_that_is_not_a_float(delta):
+    """The certificate memo keys on delta as given: a string or a bool is refused by the accountants'
+    validation, never converted (a float() on the key once made "1e-6" certify silently)."""
+    from privbandit.policies import PrivateUCB
+    from privbandit.policies.base import schedule_for
+
+    with pytest.raises((ValueError, TypeError), match="delta"):
+        schedule_for(PrivateUCB(), 1000, 3).epsilon(500, delta)
