@@ -123,12 +123,29 @@ def require_extra(module: str, purpose: str) -> None:
 def refuse_repeated_options(parser: argparse.ArgumentParser, args: list[str]) -> None:
     """An option that takes one value given twice (``--horizon 30 --horizon 40``) is a usage error
     (``parser.error``), not "the last one wins" (argparse's default): one of the two was not meant.
-    Repeatable options (``--param``) are ``append`` actions and are left alone; flags too."""
+    Abbreviations argparse would accept count as the option they abbreviate (``--hor 30 --horizon 40``,
+    ``--hor=30``). Repeatable options (``--param``) are ``append`` actions and are left alone; flags too."""
     args = args[:args.index("--")] if "--" in args else args
-    for action in parser._actions:
-        if not action.option_strings or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+    longs = {o: a for a in parser._actions for o in a.option_strings if o.startswith("--")}
+
+    def owner(token: str):
+        name = token.split("=", 1)[0] if token.startswith("--") else token
+        for action in parser._actions:
+            if name in action.option_strings:
+                return action
+        if token.startswith("--") and parser.allow_abbrev:
+            # argparse resolves a unique prefix of a long option to it (an ambiguous one is its own error)
+            hits = {id(a): a for o, a in longs.items() if o.startswith(name)}
+            if len(hits) == 1:
+                return next(iter(hits.values()))
+        return None
+
+    given: dict[int, list[str]] = {}
+    for token in args:
+        action = owner(token) if token.startswith("-") else None
+        if action is None or action.nargs == 0 or isinstance(action, argparse._AppendAction):
             continue
-        given = [a for a in args if a in action.option_strings
-                 or any(a.startswith(o + "=") for o in action.option_strings if o.startswith("--"))]
-        if len(given) > 1:
-            parser.error(f"argument {'/'.join(action.option_strings)}: given {len(given)} times; give it once")
+        given.setdefault(id(action), []).append(token)
+        if len(given[id(action)]) > 1:
+            parser.error(f"argument {'/'.join(action.option_strings)}: given {len(given[id(action)])} times "
+                         f"({' and '.join(t.split('=', 1)[0] for t in given[id(action)])}); give it once")

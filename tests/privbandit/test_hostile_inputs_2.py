@@ -167,6 +167,9 @@ def _cli(argv, capsys) -> str:
 @pytest.mark.parametrize("argv, match", [
     (["run", "private_ucb", "--horizon", "30", "--horizon=40"], "argument --horizon: given 2 times"),
     (["deploy", "status", "store.db", "--last", "1", "--last", "2"], "argument --last: given 2 times"),
+    # abbreviations argparse accepts count as the option they abbreviate
+    (["run", "private_ucb", "--hor", "30", "--horizon", "40"], r"argument --horizon: given 2 times \(--hor and --horizon\)"),
+    (["run", "private_ucb", "--horizon=30", "--horiz=40"], "argument --horizon: given 2 times"),
     (["budget", "gaussian_ts_n", "--horizon", "100", "--max-degree", "-1"], r"--max-degree: must be a whole number in \[0"),
     (["certify", "--releases", "10", "--delta", "5e-324"], "delta must lie in"),
     (["run", "private_ucb", "--epsilon", "1e-308", "--horizon", "20", "--quiet"], r"epsilon must lie in \[1e-300, inf\)"),
@@ -201,3 +204,10 @@ def test_schedule_epsilon_refuses_a_delta_that_is_not_a_float(delta):
 
     with pytest.raises((ValueError, TypeError), match="delta"):
         schedule_for(PrivateUCB(), 1000, 3).epsilon(500, delta)
+
+
+def test_one_abbreviated_option_is_still_accepted(capsys):
+    """The repeat check resolves abbreviations only to count them: a single ``--hor`` still runs."""
+    from privbandit.cli import main
+
+    assert main(["run", "private_ucb", "--hor", "30", "--rep", "2", "--quiet"]) == 0
