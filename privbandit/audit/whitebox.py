@@ -172,10 +172,17 @@ class WhiteBoxResult:
 
 
 def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Generator, first: int = 0,
-                    window: int = 6) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    window: int = 6, late: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """R pairs of neighbouring tapes (R, K, pulls): a quarter each uniform [0, 1], Bernoulli(p_k),
     constant per arm from {0, 0.5, 1}, and constant 0.5. Replicate r changes arm ``r mod K`` at a pull
-    in [first, first + window): 0 on D, 1 on D'. Returns (tape, tape_prime, arm, pull)."""
+    in [first, first + window): 0 on D, 1 on D'. Returns (tape, tape_prime, arm, pull).
+
+    ``late``: the replicates r with floor(r / 4) odd (every tape kind and arm among them) change a
+    *late* pull instead, in [first + window, late) -- a record deep in its stream, where a footprint
+    that is wrong only for late records shows (the early pulls sit in the low tree nodes, the first
+    batches and intervals): log-uniform for floor(r / 4) = 1 mod 4, on a power-of-two block boundary
+    (2^j - 2, 2^j - 1, 2^j) for floor(r / 4) = 3 mod 4. The early positions are drawn first, so they
+    do not depend on ``late``."""
     R, K = replicates, n_arms
     kind = np.arange(R) % 4
     tape = np.empty((R, K, pulls))
@@ -188,6 +195,18 @@ def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Gen
     tape[kind == 3] = 0.5
     arm = np.arange(R) % K
     pull = np.minimum(first + rng.integers(0, window, R), pulls - 1)
+    if late is not None and late > first + window:
+        group = np.arange(R) // 4
+        lo, hi = np.log(first + window), np.log(late)
+        at = np.exp(lo + (hi - lo) * rng.random(R)).astype(np.int64)
+        # every other deep group sits on a block boundary instead: 2^j - 2, 2^j - 1 or 2^j, the first and
+        # last records of the logarithmic / hybrid / split releases and of the tree's dyadic nodes, where
+        # an off-by-one in a footprint's ends has its only witnesses
+        j_lo, j_hi = int(np.ceil(np.log2(first + window + 2))), int(np.floor(np.log2(late)))
+        if j_hi >= j_lo:
+            edge = np.left_shift(1, rng.integers(j_lo, j_hi + 1, R)) - rng.integers(0, 3, R)
+            at = np.where(group % 4 == 3, edge, at)
+        pull = np.where(group % 2 == 1, np.minimum(np.clip(at, first + window, late - 1), pulls - 1), pull)
     tape[np.arange(R), arm, pull] = 0.0
     tape_prime = tape.copy()
     tape_prime[np.arange(R), arm, pull] = 1.0
@@ -333,11 +352,15 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
-                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True) -> WhiteBoxResult:
+                   alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
+                   late_records: bool = False) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
-    paths at no cost in alpha."""
+    paths at no cost in alpha. ``late_records=True``: half the replicates change a late record of
+    their arm (log-uniform up to horizon / n_arms pulls, :func:`neighbour_tapes`), so the footprint
+    checks also see records deep in their streams; a replicate whose arm is not pulled that often
+    changes nothing and is not a witness."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
@@ -355,7 +378,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     # the changed pull: anywhere in the pre-pulls (if any) and the first ``window`` pulls after them
     span = int(getattr(policy, "b", 0) or 0) + window
     tape, tape_prime, arm, pull = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq),
-                                                  first=0, window=span)
+                                                  first=0, window=span,
+                                                  late=max(span + 1, horizon // n_arms) if late_records else None)
     spend = _SpendCheck(policy, horizon, n_arms)
     act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend)
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws)

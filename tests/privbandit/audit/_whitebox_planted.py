@@ -257,3 +257,38 @@ class LateBatchDropsFirst(AnytimeLazyUCB):
 
         run.batches._record = rec
         return run
+
+
+class TreeLateNodesShifted(PrivateUCB):
+    """footprint_position on late records only: tree nodes starting at record 128 or later are declared
+    one record later, [lo + 1, hi + 1); every node over the first 128 records is right, so a changed
+    record among an arm's first pulls never sees the bug (docs/audit.md, "Late records")."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.tree._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            shift = (np.asarray(lo) >= 128).astype(np.int64)
+            return record(rr, kk, np.asarray(lo) + shift, np.asarray(hi) + shift, scale, m, node)
+
+        run.tree._record = rec
+        return run
+
+
+class HybridLateLogDropsFirst(DPUCBBound):
+    """footprint_position on late records only: the hybrid's logarithmic releases at counts >= 256
+    declare [t/2 + 1, t), leaving out the first record of their increment."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.hybrid._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            if m.endswith("/log"):
+                lo = np.asarray(lo)
+                lo = np.where(lo >= 128, lo + 1, lo)
+            return record(rr, kk, lo, hi, scale, m, node)
+
+        run.hybrid._record = rec
+        return run

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from privbandit.audit.whitebox import _run, changed_record_positions, neighbour_tapes, whitebox_audit
-from privbandit.policies import DPUCB, AnytimeLazyUCB, DPEXP3Lap, GaussianTS, PrivateTS, PrivateUCB
+from privbandit.policies import DPUCB, AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, GaussianTS, PrivateTS, PrivateUCB
 
-from _whitebox_planted import Exp3RecordLater, LateBatchDropsFirst, TreeOneRecordLater
+from _whitebox_planted import (Exp3RecordLater, HybridLateLogDropsFirst, LateBatchDropsFirst, TreeLateNodesShifted,
+                               TreeOneRecordLater)
 
 CASES = [
     # (bug, clean twin, horizon, replicates): positions from the tree's inserts, from the arm's pulls
@@ -69,3 +70,41 @@ def test_a_mechanism_numbered_after_records_the_policy_kept_itself_passes(policy
     ledger's position. The pull index is the second candidate; the clean policy must pass."""
     res = whitebox_audit(policy, 200, 2, 64, seed=0, law=False)
     assert res.verdict == "CONSISTENT" and not res.findings, res.summary()
+
+
+LATE = [
+    # (bug, clean twin): footprints wrong only for records at position >= 128 of their stream
+    (TreeLateNodesShifted(), PrivateUCB()),
+    (HybridLateLogDropsFirst(), DPUCBBound()),
+]
+
+
+@pytest.mark.parametrize("bug, clean", LATE, ids=[type(c[0]).__name__ for c in LATE])
+def test_late_records_see_footprints_wrong_only_deep_in_a_stream(bug, clean):
+    # The early changed records (an arm's first pulls) never witness these bugs; with late_records half
+    # the replicates change a record deep in the stream (log-uniform, or on a 2^j block boundary), and
+    # the check is exact. Seed 0 has witnesses for both (the hybrid bug's only witnesses are the records
+    # 2^j, j >= 7: found on 5 of 8 (seed, horizon) pairs tried, 32 replicates).
+    assert whitebox_audit(bug, 1000, 2, 32, seed=0, law=False).verdict == "CONSISTENT"
+    res = whitebox_audit(bug, 1000, 2, 32, seed=0, law=False, late_records=True)
+    assert res.verdict == "VIOLATION" and "footprint_position" in res.checks, res.summary()
+    twin = whitebox_audit(clean, 1000, 2, 32, seed=0, law=False, late_records=True)
+    assert twin.verdict == "CONSISTENT" and not twin.findings, twin.summary()
+
+
+def test_late_positions_leave_the_early_ones_alone():
+    early = neighbour_tapes(2, 600, 64, np.random.default_rng(5), window=6)
+    late = neighbour_tapes(2, 600, 64, np.random.default_rng(5), window=6, late=500)
+    group = np.arange(64) // 4
+    shallow = group % 2 == 0
+    # the early replicates are untouched (their tapes and positions do not depend on ``late``)
+    assert np.array_equal(early[3][shallow], late[3][shallow])
+    assert np.array_equal(early[0][shallow], late[0][shallow])
+    deep = late[3][~shallow]
+    assert deep.min() >= 6 and deep.max() < 500
+    # the boundary groups sit at 2^j - 2, 2^j - 1 or 2^j
+    edge = late[3][group % 4 == 3]
+    assert np.all(np.isin(edge, [(1 << j) - d for j in range(3, 9) for d in range(3)]))
+    # still neighbours: one entry each differs, 0 on D and 1 on D'
+    diff = late[0] != late[1]
+    assert np.array_equal(diff.sum(axis=(1, 2)), np.ones(64))
