@@ -764,6 +764,45 @@ class Exp3BatchShifted(BatchedPrivateEXP3):
         return run
 
 
+
+# --- round 6: footprints wrong only for records deep in their stream ---------------------------------------
+# The early changed records (an arm's first pulls) never witness these: only the long run's late records do.
+
+
+class TreeLateNodesShifted(PrivateUCB):
+    """Private-UCB whose tree nodes starting at record 128 or later are reported one record later,
+    [lo + 1, hi + 1) (an off-by-one that only appears once the stream is long)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.tree._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            shift = (np.asarray(lo) >= 128).astype(np.int64)
+            return record(rr, kk, np.asarray(lo) + shift, np.asarray(hi) + shift, scale, m, node)
+
+        run.tree._record = rec
+        return run
+
+
+class HybridLateLogDropsFirst(DPUCBBound):
+    """DP-UCB-Bound whose logarithmic releases at counts >= 256 report [t/2 + 1, t): the first record of
+    the increment is left out (its only witnesses are the records 2^j, j >= 7)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        record = run.hybrid._record
+
+        def rec(rr, kk, lo, hi, scale, m, node):
+            if m.endswith("/log"):
+                lo = np.asarray(lo)
+                lo = np.where(lo >= 128, lo + 1, lo)
+            return record(rr, kk, lo, hi, scale, m, node)
+
+        run.hybrid._record = rec
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -800,6 +839,9 @@ BUGS = {
     "interval_drops_last": IntervalDropsLast,
     "posterior_drops_newest": PosteriorDropsNewest,
     "exp3_batch_shifted": Exp3BatchShifted,
+    # round 6 (footprints wrong only for late records)
+    "tree_late_nodes_shifted": TreeLateNodesShifted,
+    "hybrid_late_log_drops_first": HybridLateLogDropsFirst,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -816,6 +858,9 @@ ROUND4 = {"tree_levels_off_by_one", "late_log_half_scale", "interval_scale_after
 ROUND5 = {"tree_footprint_shifted", "batch_drops_first", "lazy_batch_drops_first", "interval_drops_last", "posterior_drops_newest",
           "exp3_batch_shifted"}
 """Round 5: footprints misattributed within the right stream (docs/audit.md, "Round 5")."""
+
+ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first"}
+"""Round 6 (session 5): footprints wrong only for records deep in their stream (docs/audit.md)."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)
