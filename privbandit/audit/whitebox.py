@@ -2,7 +2,8 @@
 
 One audit is a pair of *coupled* runs of a policy, vectorised over R replicates, each replicate on
 its own reward tape (the j-th pull of arm k pays ``tape[r, k, j]``) and its own neighbour: tape D has
-0 at one entry (arm ``r mod K``, an early pull) and D' has 1 there, everything else equal. Both runs
+0 at one entry (arm ``r mod K``, an early pull -- or, with ``late_records``, for half the replicates a
+pull deep in the stream) and D' has 1 there, everything else equal. Both runs
 use the same seed, every release is traced (:mod:`privbandit.audit.tracing`), and the D' run replays
 D's released values. Under the privacy contract (DESIGN.md: every noise draw goes through a
 mechanism that reports it to the ledger; the policy decides from releases only) the checks below can
