@@ -36,7 +36,7 @@ import numpy as np
 from accountants._validate import count as _count
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
-from privbandit.policies.base import Policy, schedule_for
+from privbandit.policies.base import Policy, PolicyRun, schedule_for
 from privbandit.results import SimulationResult
 from privbandit.run_options import check_run_options
 from privbandit.seeding import check_seed
@@ -108,16 +108,33 @@ def _check_capabilities(policy, env) -> None:
 
 
 def _clip(x: np.ndarray, t: int, strict: bool, what: str) -> np.ndarray:
+    """``x`` clipped to [0, 1] (or checked, when ``strict``): one round's (R,) values, or the (n, R)
+    values of planned rounds t .. t + n - 1 (an error names the round of the first bad value)."""
     if strict:
         bad = (x < 0) | (x > 1) | np.isnan(x)
         if bad.any():
-            raise ValueError(f"{what} {x[bad][0]!r} in round {t} lies outside [0, 1] (strict_rewards=True)")
+            first = np.argwhere(bad)[0]
+            where = t + int(first[0]) if x.ndim == 2 else t
+            raise ValueError(f"{what} {x[tuple(first)]!r} in round {where} lies outside [0, 1] (strict_rewards=True)")
         return x
     return np.clip(x, 0.0, 1.0)
 
 
-def _overrides(run, name: str) -> bool:
-    return getattr(type(run), name) is not getattr(EnvironmentRun, name)
+def _overrides(run, name: str, base=EnvironmentRun) -> bool:
+    return getattr(type(run), name) is not getattr(base, name)
+
+
+def _checked_plan(arms, replicates: int, limit: int) -> np.ndarray:
+    """A run's ``plan`` answer (not None), or ValueError: an integer array (n, replicates), 1 <= n <= limit.
+
+    Only the form can be checked here; the commitment (that ``select`` would have returned these
+    arms whatever the rewards) cannot -- see policies.base.
+    """
+    arms = np.asarray(arms)
+    if arms.ndim != 2 or arms.shape[1] != replicates or not 1 <= arms.shape[0] <= limit or arms.dtype.kind not in "iu":
+        raise ValueError(f"a policy run's plan must return None or an integer array of shape (n, {replicates}) "
+                         f"with n in [1, {limit}], got {arms.dtype} {arms.shape}")
+    return arms
 
 
 class _RegretAccumulator:
@@ -260,13 +277,37 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # strict_rewards): the run's own check (policies.base.check_rewards) would be double work. After
     # plain clipping the run still checks, as np.clip lets NaN through.
     run.rewards_checked = not must_check or strict_rewards
-    for t in range(1, horizon + 1):
-        if plain:
+    # Planned rounds (policies.base, ``plan``): on the plain contract, when regret needs no per-round
+    # call, a run that commits to the arms of rounds ahead gets them as one block -- rewards drawn
+    # with env_run.rewards_block (the same variates in the same order), one update_block. A block
+    # ends at the next checkpoint (the ledger is queried after the same rounds), at the end of the
+    # regret block and at the progress bar's next step.
+    planning = plain and not per_round_regret and _overrides(run, "plan", PolicyRun)
+    t = 1
+    while t <= horizon:
+        if planning:
+            limit = min(cp_rounds[next_cp] - t + 1, block - row, 1000 - (t - 1) % 1000)
+            planned = run.plan(t, limit)
+        else:
+            planned = None
+        if planned is not None:
+            arms = _checked_plan(planned, replicates, limit)
+            n = arms.shape[0]
+            rewards = env_run.rewards_block(t, arms)
+            if must_check:
+                rewards = _clip(rewards, t, strict_rewards, "reward")
+            run.update_block(t, arms, rewards)
+            arms_played[row:row + n] = arms
+            row += n
+            t += n - 1  # the block's last round: the bookkeeping below is that round's
+        elif plain:
             arms = run.select(t)
             rewards = env_run.rewards(t, arms)
             if must_check:
                 rewards = _clip(rewards, t, strict_rewards, "reward")
             run.update(t, arms, rewards)
+            arms_played[row] = arms
+            row += 1
         else:
             offer = env_run.offer(t)
             arms = run.select(t, offer) if (with_offer and offer is not None) else run.select(t)
@@ -280,10 +321,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                 run.update(t, fb.arms, rewards)
             else:
                 run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-        arms_played[row] = arms
+            arms_played[row] = arms
+            row += 1
         if per_round_regret:
-            increments[row] = env_run.regret(t, arms)
-        row += 1
+            increments[row - 1] = env_run.regret(t, arms)
         if row == block:
             acc.flush(first, arms_played, increments)
             first += row
@@ -295,6 +336,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             next_cp += 1
         if bar is not None and t % 1000 == 0:
             bar.update(1000)
+        t += 1
     if row:
         acc.flush(first, arms_played[:row], None if increments is None else increments[:row])
     seconds = time.perf_counter() - started

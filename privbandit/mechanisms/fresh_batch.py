@@ -90,6 +90,58 @@ class FreshBatchMean(StreamMechanism):
         if full.any():
             self._close((rr[full], kk[full]))
 
+    def insert_pulled_rounds(self, arms: np.ndarray, values: np.ndarray, replicates: np.ndarray | None = None) -> None:
+        """``n`` bandit rounds at once, arms and values (n, R): exactly ``insert_pulled(arms[j],
+        values[j])`` for j = 0 .. n - 1 -- the same state, and every batch that fills is released in
+        the round it fills, with the rest of that round's filled batches, in the same order (the same
+        noise draws and ledger records). ``replicates`` (R,) bool: only those replicates insert, i.e.
+        ``insert`` of the one-hot values masked to them, round by round. For rounds a policy planned
+        ahead (policies.base, ``plan``). Invalid input is refused before anything is inserted.
+        """
+        arms = np.asarray(arms)
+        values = np.asarray(values, dtype=float)
+        if arms.ndim != 2 or arms.shape[1] != self.replicates or arms.dtype.kind not in "iu":
+            raise ValueError(f"arms must be an integer array of shape (rounds, {self.replicates}), "
+                             f"got {arms.dtype} {arms.shape}")
+        if values.shape != arms.shape:
+            raise ValueError(f"values must have the shape of arms {arms.shape}, got {values.shape}")
+        rows = self._pulled_rows
+        if replicates is not None:
+            replicates = np.asarray(replicates)
+            if replicates.shape != (self.replicates,) or replicates.dtype != bool:
+                raise ValueError(f"replicates must be a bool array of shape ({self.replicates},)")
+            rows = rows[replicates]
+            arms, values = arms[:, replicates], values[:, replicates]
+        if arms.size == 0:
+            return
+        if arms.min() < 0 or arms.max() >= self.streams:
+            raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
+        if not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
+            raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
+        v = self.sampler.quantize(values)
+        f = arms.astype(np.intp) + (rows * self.streams)[None, :]
+        n, j = arms.shape[0], 0
+        while j < n:
+            stop = first_reaching(f[j:], flat(self.pending), self._fill_target)
+            end = n if stop < 0 else j + stop + 1
+            seg = f[j:end].ravel()
+            # sequential adds in round order (ufunc.at is unbuffered): the per-round sums' rounding
+            np.add.at(flat(self._open_sum), seg, v[j:end].ravel())
+            c = np.bincount(seg, minlength=self.pending.size)
+            flat(self.pending)[:] += c
+            flat(self.count)[:] += c
+            if stop >= 0:  # release the batches filled in round end - 1, in replicate order
+                last = f[end - 1]
+                full = flat(self.pending)[last] == self._fill_target(last)
+                self._close((rows[full], last[full] - rows[full] * self.streams))
+            j = end
+
+    def _fill_target(self, f: np.ndarray) -> np.ndarray:
+        """The pending count at which the open batch of flat streams ``f`` closes itself (0: never)."""
+        if self.batches == "doubling":
+            return np.left_shift(1, flat(self.n_batches)[f])
+        return flat(self._target)[f]
+
     def close_batch(self, mask: np.ndarray) -> None:
         """Manual mode: release the open batch of every masked stream that holds at least one item."""
         if self.batches != "manual":
@@ -123,3 +175,30 @@ class FreshBatchMean(StreamMechanism):
         whole("n", n, 0)
         gamma = probability("gamma", gamma)
         return self.scale * math.log(1.0 / gamma)
+
+
+def first_reaching(f: np.ndarray, counts: np.ndarray, target) -> int:
+    """The first row of ``f`` (m, R) -- flat stream indices, one entry per replicate per round, in
+    round order -- in which some stream's running count (``counts[f]`` before the first row, + 1 per
+    entry) reaches ``target(f)`` (an int array over ``f``; 0 = never); -1 when no row does.
+
+    For rounds planned ahead: a fresh batch that fills releases in the round it fills (FreshBatchMean,
+    DP-SE's epochs), so block inserts stop there.
+    """
+    ravel = f.ravel()
+    goal = target(ravel)
+    live = goal > 0
+    if not live.any():
+        return -1
+    # the occurrence number of each entry in its stream (a stable sort keeps rounds in order)
+    order = np.argsort(ravel, kind="stable")
+    ordered = ravel[order]
+    new = np.empty(ordered.size, dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    first = np.repeat(starts, np.diff(np.append(starts, ordered.size)))
+    occurrence = np.empty(ordered.size, dtype=np.int64)
+    occurrence[order] = np.arange(1, ordered.size + 1) - first
+    hit = np.flatnonzero(live & (counts[ravel] + occurrence == goal))
+    return int(hit[0] // f.shape[1]) if hit.size else -1
