@@ -97,7 +97,34 @@ class FreshBatchMean(StreamMechanism):
         noise draws and ledger records). ``replicates`` (R,) bool: only those replicates insert, i.e.
         ``insert`` of the one-hot values masked to them, round by round. For rounds a policy planned
         ahead (policies.base, ``plan``). Invalid input is refused before anything is inserted.
+
+        Rounds in which no batch fills are appended in bulk (sequential adds, so every open sum has
+        the per-round rounding); a round in which one fills goes through the per-round ``_insert``.
         """
+        f, v, rows = self._rounds_index(arms, values, replicates)
+        n, j = f.shape[0], 0
+        while j < n:
+            stop = first_reaching(f[j:], flat(self.pending), self._fill_target)
+            bulk = n if stop < 0 else j + stop
+            if bulk > j:
+                seg = f[j:bulk].ravel()
+                # ufunc.at adds unbuffered, in order: round by round, as ``_insert``'s ``+=`` would
+                np.add.at(flat(self._open_sum), seg, v[j:bulk].ravel())
+                c = np.bincount(seg, minlength=self.pending.size)
+                flat(self.pending)[:] += c
+                flat(self.count)[:] += c
+            if stop >= 0:  # the round in which a batch fills: the per-round path, which releases it
+                self._insert(v[bulk], f[bulk], rows.copy(), f[bulk] - rows * self.streams)
+            j = bulk + 1
+
+    def filling_round(self, arms: np.ndarray, replicates: np.ndarray | None = None) -> int:
+        """The first row j of ``arms`` (n, R) in which ``insert_pulled_rounds`` of those arms would
+        fill (and so release) a batch; -1 when none would. Depends on the arms only, never on values."""
+        f, _, _ = self._rounds_index(arms, np.zeros(np.shape(arms)), replicates)
+        return first_reaching(f, flat(self.pending), self._fill_target)
+
+    def _rounds_index(self, arms, values, replicates):
+        """Validate a block of rounds; return (flat stream index (n, R'), quantized values, rows)."""
         arms = np.asarray(arms)
         values = np.asarray(values, dtype=float)
         if arms.ndim != 2 or arms.shape[1] != self.replicates or arms.dtype.kind not in "iu":
@@ -112,29 +139,11 @@ class FreshBatchMean(StreamMechanism):
                 raise ValueError(f"replicates must be a bool array of shape ({self.replicates},)")
             rows = rows[replicates]
             arms, values = arms[:, replicates], values[:, replicates]
-        if arms.size == 0:
-            return
-        if arms.min() < 0 or arms.max() >= self.streams:
+        if arms.size and (arms.min() < 0 or arms.max() >= self.streams):
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
-        if not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
+        if values.size and not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
             raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
-        v = self.sampler.quantize(values)
-        f = arms.astype(np.intp) + (rows * self.streams)[None, :]
-        n, j = arms.shape[0], 0
-        while j < n:
-            stop = first_reaching(f[j:], flat(self.pending), self._fill_target)
-            end = n if stop < 0 else j + stop + 1
-            seg = f[j:end].ravel()
-            # sequential adds in round order (ufunc.at is unbuffered): the per-round sums' rounding
-            np.add.at(flat(self._open_sum), seg, v[j:end].ravel())
-            c = np.bincount(seg, minlength=self.pending.size)
-            flat(self.pending)[:] += c
-            flat(self.count)[:] += c
-            if stop >= 0:  # release the batches filled in round end - 1, in replicate order
-                last = f[end - 1]
-                full = flat(self.pending)[last] == self._fill_target(last)
-                self._close((rows[full], last[full] - rows[full] * self.streams))
-            j = end
+        return arms.astype(np.intp) + (rows * self.streams)[None, :], self.sampler.quantize(values), rows
 
     def _fill_target(self, f: np.ndarray) -> np.ndarray:
         """The pending count at which the open batch of flat streams ``f`` closes itself (0: never)."""
@@ -186,10 +195,21 @@ def first_reaching(f: np.ndarray, counts: np.ndarray, target) -> int:
     DP-SE's epochs), so block inserts stop there.
     """
     ravel = f.ravel()
+    if ravel.size == 0:
+        return -1
     goal = target(ravel)
     live = goal > 0
     if not live.any():
         return -1
+    m = f.shape[0]
+    if m == 1:  # one round: every entry is its stream's first (one entry per replicate)
+        return 0 if np.any(live & (counts[ravel] + 1 == goal)) else -1
+    if m <= 8:  # a few rounds: occurrence = 1 + earlier rounds of the same stream (a replicate's
+        # streams are its own, so only its column can repeat a stream), without sorting
+        earlier = np.tril(np.ones((m, m), dtype=bool), -1)[:, :, None]
+        occurrence = 1 + np.count_nonzero((f[:, None, :] == f[None, :, :]) & earlier, axis=1).ravel()
+        hit = np.flatnonzero(live & (counts[ravel] + occurrence == goal))
+        return int(hit[0] // f.shape[1]) if hit.size else -1
     # the occurrence number of each entry in its stream (a stable sort keeps rounds in order)
     order = np.argsort(ravel, kind="stable")
     ordered = ravel[order]
