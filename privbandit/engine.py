@@ -123,6 +123,18 @@ def _overrides(run, name: str, base=EnvironmentRun) -> bool:
     return getattr(type(run), name) is not getattr(base, name)
 
 
+def _unchecked(run, name: str):
+    """``run.<name>`` without the reward check ``PolicyRun`` wraps around it (policies.base), when
+    the engine has set ``rewards_checked`` (the wrapper would skip the check anyway: one call less
+    per round). A method set on the instance itself is used as it is."""
+    method = getattr(run, name)
+    if not run.rewards_checked or name in getattr(run, "__dict__", {}):
+        return method
+    wrapper = getattr(type(run), name)
+    raw = getattr(wrapper, "__wrapped__", None) if getattr(wrapper, "validates_rewards", False) else None
+    return method if raw is None else raw.__get__(run)
+
+
 def _checked_plan(arms, replicates: int, limit: int) -> np.ndarray:
     """A run's ``plan`` answer (not None), or ValueError: an integer array (n, replicates), 1 <= n <= limit.
 
@@ -282,15 +294,17 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # ends at the next checkpoint (the ledger is queried after the same rounds), at the end of the
     # regret block and at the progress bar's next step.
     planning = plain and not per_round_regret and _overrides(run, "plan", PolicyRun)
+    # bound once: the per-round loop below is the engine's fixed cost per round
+    select, update = run.select, _unchecked(run, "update")
+    regret = env_run.regret if per_round_regret else None
     t = 1
     while t <= horizon:
-        if planning:
-            limit = min(cp_rounds[next_cp] - t + 1, block - row, 1000 - (t - 1) % 1000)
-            planned = run.plan(t, limit)
-        else:
-            planned = None
+        # A stretch of rounds ends at the next checkpoint, the regret block's end or the progress
+        # bar's next step (a multiple of 1000): its bookkeeping happens once, after its last round.
+        end = min(cp_rounds[next_cp], t + block - row - 1, t + 999 - (t - 1) % 1000)
+        planned = run.plan(t, end - t + 1) if planning else None
         if planned is not None:
-            arms = _checked_plan(planned, replicates, limit)
+            arms = _checked_plan(planned, replicates, end - t + 1)
             n = arms.shape[0]
             rewards = env_run.rewards_block(t, arms)
             if must_check:
@@ -298,32 +312,40 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             run.update_block(t, arms, rewards)
             arms_played[row:row + n] = arms
             row += n
-            t += n - 1  # the block's last round: the bookkeeping below is that round's
-        elif plain:
-            arms = run.select(t)
-            rewards = env_run.rewards(t, arms)
-            if must_check:
-                rewards = _clip(rewards, t, strict_rewards, "reward")
-            run.update(t, arms, rewards)
-            arms_played[row] = arms
-            row += 1
+            t += n - 1  # the stretch's last round
         else:
-            offer = env_run.offer(t)
-            arms = run.select(t, offer) if (with_offer and offer is not None) else run.select(t)
-            fb = env_run.feedback(t, arms)
-            rewards, values = fb.rewards, fb.values
-            if must_check:
-                rewards = _clip(rewards, t, strict_rewards, "reward")
-                if values is not None:
-                    values = _clip(values, t, strict_rewards, "side-observation value")
-            if fb.observed is None:
-                run.update(t, fb.arms, rewards)
+            if planning:  # no commitment this round: one round per round, then ask again
+                end = t
+            if plain:
+                rewards_of = env_run.rewards
+                for t in range(t, end + 1):
+                    arms = select(t)
+                    rewards = rewards_of(t, arms)
+                    if must_check:
+                        rewards = _clip(rewards, t, strict_rewards, "reward")
+                    update(t, arms, rewards)
+                    arms_played[row] = arms
+                    if regret is not None:
+                        increments[row] = regret(t, arms)
+                    row += 1
             else:
-                run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-            arms_played[row] = arms
-            row += 1
-        if per_round_regret:
-            increments[row - 1] = env_run.regret(t, arms)
+                for t in range(t, end + 1):
+                    offer = env_run.offer(t)
+                    arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
+                    fb = env_run.feedback(t, arms)
+                    rewards, values = fb.rewards, fb.values
+                    if must_check:
+                        rewards = _clip(rewards, t, strict_rewards, "reward")
+                        if values is not None:
+                            values = _clip(values, t, strict_rewards, "side-observation value")
+                    if fb.observed is None:
+                        update(t, fb.arms, rewards)
+                    else:
+                        run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
+                    arms_played[row] = arms
+                    if regret is not None:
+                        increments[row] = regret(t, arms)
+                    row += 1
         if row == block:
             acc.flush(first, arms_played, increments)
             first += row
