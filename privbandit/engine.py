@@ -313,9 +313,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             arms_played[row:row + n] = arms
             row += n
             t += n - 1  # the stretch's last round
-        else:
-            if planning:  # no commitment this round: one round per round, then ask again
-                end = t
+        else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
             if plain:
                 rewards_of = env_run.rewards
                 for t in range(t, end + 1):

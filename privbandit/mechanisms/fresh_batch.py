@@ -101,6 +101,9 @@ class FreshBatchMean(StreamMechanism):
         Rounds in which no batch fills are appended in bulk (sequential adds, so every open sum has
         the per-round rounding); a round in which one fills goes through the per-round ``_insert``.
         """
+        if replicates is None and np.ndim(arms) == 2 and np.shape(arms)[0] == 1:
+            self._insert(*self._select_pulled(np.asarray(arms)[0], np.asarray(values, dtype=float)[0]))
+            return  # one round: exactly insert_pulled's path
         f, v, rows = self._rounds_index(arms, values, replicates)
         n, j = f.shape[0], 0
         while j < n:

@@ -118,7 +118,8 @@ class PolicyRun(abc.ABC):
     def plan(self, t: int, limit: int) -> np.ndarray | None:
         """The arms (n, R) of rounds t .. t + n - 1, 1 <= n <= ``limit``, that this run commits to
         whatever the rewards of those rounds (it then stands for their ``select`` calls), or None:
-        no commitment (the default), the caller selects round by round. See the module docstring."""
+        no commitment (the default): the caller selects round by round (the engine to the end of its
+        current stretch of rounds, then asks again). See the module docstring."""
         return None
 
     def update_block(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
