@@ -105,6 +105,12 @@ class _DPSERun(PolicyRun):
             n = min(n, int(left[self.exploring].min()))
         return self._arms_ahead(max(n, 1))
 
+    def __setstate__(self, state) -> None:
+        # a snapshot (privbandit.deploy) written before ``order``/``n_active`` existed loads too:
+        # they derive from ``active``
+        self.__dict__.update(state)
+        self._refresh()
+
     def _refresh(self) -> None:
         """Quantities that change only at eliminations: who explores, and the order of active arms."""
         self.n_active = self.active.sum(axis=1)

@@ -373,3 +373,22 @@ def test_strict_rewards_names_the_round_inside_a_planned_stretch(monkeypatch):
     _per_round(monkeypatch, policy)
     per_round = privbandit.simulate(policy, _OutOfRange(), 100, 2, seed=0, progress=False, keep_arms=True)
     _assert_same(_result_digest(planned), _result_digest(per_round))
+
+
+def test_dpse_snapshot_without_the_round_robin_order_loads():
+    """A deployment snapshot pickled before the planning state existed (no ``order``/``n_active``)
+    restores them from ``active``: the run continues as the original."""
+    import pickle
+
+    policy = make_policy("dp_se", **PLANNERS["dp_se"])
+    run = policy.start(5, 2, T, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    for t in range(1, 2900):  # past the first epoch's elimination
+        arms = run.select(t)
+        run.update(t, arms, (rng.random(2) < 0.5).astype(float))
+    old = pickle.loads(pickle.dumps(run))
+    for name in ("order", "n_active"):
+        del old.__dict__[name]
+    restored = pickle.loads(pickle.dumps(old))
+    np.testing.assert_array_equal(restored.plan(2900, 50), run.plan(2900, 50))
+    np.testing.assert_array_equal(restored.select(2900), run.select(2900))
