@@ -392,3 +392,15 @@ def test_dpse_snapshot_without_the_round_robin_order_loads():
     restored = pickle.loads(pickle.dumps(old))
     np.testing.assert_array_equal(restored.plan(2900, 50), run.plan(2900, 50))
     np.testing.assert_array_equal(restored.select(2900), run.select(2900))
+
+
+def test_round_relation_planned_equals_per_round(monkeypatch):
+    """relation="round": with bandit feedback every record is its own round (note_rounds is needed
+    only with side observations, which never plan), so the realized round-level spend is unchanged."""
+    policy = make_policy("dp_se", **PLANNERS["dp_se"])
+    kwargs = dict(seed=3, progress=False, keep_arms=True, checkpoints=CHECKPOINTS, relation="round")
+    planned = privbandit.simulate(policy, Bernoulli(MEANS), T, 7, **kwargs)
+    _per_round(monkeypatch, policy)
+    per_round = privbandit.simulate(policy, Bernoulli(MEANS), T, 7, **kwargs)
+    assert np.isfinite(planned.realized_epsilon[-1, 0])
+    _assert_same(_result_digest(planned), _result_digest(per_round))
