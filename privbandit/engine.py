@@ -18,6 +18,11 @@ The feedback contract (privbandit/feedback.py, docs/feedback.md): per round, ``e
 ``run.observe`` (side observations). Environments that override none of ``offer``/``feedback`` take
 the original fast path (``rewards`` and ``update`` only), with the same calls and random streams.
 
+Planned rounds (policies.base ``plan``/``update_block``, docs/feedback.md): on the plain contract, a
+run that commits to the arms of rounds ahead whatever their rewards (DP-SE within an epoch, a batched
+EXP3 within a batch) is advanced a stretch at a time -- ``env_run.rewards_block``, one
+``update_block`` -- with the same results, bit for bit, as round by round.
+
 Memory is O(T + R K) (plus a bounded block): regret accumulates online -- per-replicate cumulative
 regret carried across blocks of rounds, the per-round mean and band written as each block completes
 -- and the (T, R) arms array exists only with ``keep_arms=True``.
