@@ -18,6 +18,11 @@ The feedback contract (privbandit/feedback.py, docs/feedback.md): per round, ``e
 ``run.observe`` (side observations). Environments that override none of ``offer``/``feedback`` take
 the original fast path (``rewards`` and ``update`` only), with the same calls and random streams.
 
+Planned rounds (policies.base ``plan``/``update_block``, docs/feedback.md): on the plain contract, a
+run that commits to the arms of rounds ahead whatever their rewards (DP-SE within an epoch, a batched
+EXP3 within a batch) is advanced a stretch at a time -- ``env_run.rewards_block``, one
+``update_block`` -- with the same results, bit for bit, as round by round.
+
 Memory is O(T + R K) (plus a bounded block): regret accumulates online -- per-replicate cumulative
 regret carried across blocks of rounds, the per-round mean and band written as each block completes
 -- and the (T, R) arms array exists only with ``keep_arms=True``.
@@ -36,7 +41,7 @@ import numpy as np
 from accountants._validate import count as _count
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
-from privbandit.policies.base import Policy, schedule_for
+from privbandit.policies.base import Policy, PolicyRun, schedule_for
 from privbandit.results import SimulationResult
 from privbandit.run_options import check_run_options
 from privbandit.seeding import check_seed
@@ -108,16 +113,44 @@ def _check_capabilities(policy, env) -> None:
 
 
 def _clip(x: np.ndarray, t: int, strict: bool, what: str) -> np.ndarray:
+    """``x`` clipped to [0, 1] (or checked, when ``strict``): one round's (R,) values, or the (n, R)
+    values of planned rounds t .. t + n - 1 (an error names the round of the first bad value)."""
     if strict:
         bad = (x < 0) | (x > 1) | np.isnan(x)
         if bad.any():
-            raise ValueError(f"{what} {x[bad][0]!r} in round {t} lies outside [0, 1] (strict_rewards=True)")
+            where = t + int(np.argwhere(bad)[0][0]) if x.ndim == 2 else t
+            raise ValueError(f"{what} {x[bad][0]!r} in round {where} lies outside [0, 1] (strict_rewards=True)")
         return x
     return np.clip(x, 0.0, 1.0)
 
 
-def _overrides(run, name: str) -> bool:
-    return getattr(type(run), name) is not getattr(EnvironmentRun, name)
+def _overrides(run, name: str, base=EnvironmentRun) -> bool:
+    return getattr(type(run), name) is not getattr(base, name)
+
+
+def _unchecked(run, name: str):
+    """``run.<name>`` without the reward check ``PolicyRun`` wraps around it (policies.base), when
+    the engine has set ``rewards_checked`` (the wrapper would skip the check anyway: one call less
+    per round). A method set on the instance itself is used as it is."""
+    method = getattr(run, name)
+    if not run.rewards_checked or name in getattr(run, "__dict__", {}):
+        return method
+    wrapper = getattr(type(run), name)
+    raw = getattr(wrapper, "__wrapped__", None) if getattr(wrapper, "validates_rewards", False) else None
+    return method if raw is None else raw.__get__(run)
+
+
+def _checked_plan(arms, replicates: int, limit: int) -> np.ndarray:
+    """A run's ``plan`` answer (not None), or ValueError: an integer array (n, replicates), 1 <= n <= limit.
+
+    Only the form can be checked here; the commitment (that ``select`` would have returned these
+    arms whatever the rewards) cannot -- see policies.base.
+    """
+    arms = np.asarray(arms)
+    if arms.ndim != 2 or arms.shape[1] != replicates or not 1 <= arms.shape[0] <= limit or arms.dtype.kind not in "iu":
+        raise ValueError(f"a policy run's plan must return None or an integer array of shape (n, {replicates}) "
+                         f"with n in [1, {limit}], got {arms.dtype} {arms.shape}")
+    return arms
 
 
 class _RegretAccumulator:
@@ -260,30 +293,62 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # strict_rewards): the run's own check (policies.base.check_rewards) would be double work. After
     # plain clipping the run still checks, as np.clip lets NaN through.
     run.rewards_checked = not must_check or strict_rewards
-    for t in range(1, horizon + 1):
-        if plain:
-            arms = run.select(t)
-            rewards = env_run.rewards(t, arms)
+    # Planned rounds (policies.base, ``plan``): on the plain contract, when regret needs no per-round
+    # call, a run that commits to the arms of rounds ahead gets them as one block -- rewards drawn
+    # with env_run.rewards_block (the same variates in the same order), one update_block. A block
+    # ends at the next checkpoint (the ledger is queried after the same rounds), at the end of the
+    # regret block and at the progress bar's next step.
+    planning = plain and not per_round_regret and _overrides(run, "plan", PolicyRun)
+    # bound once: the per-round loop below is the engine's fixed cost per round
+    select, update = run.select, _unchecked(run, "update")
+    regret = env_run.regret if per_round_regret else None
+    t = 1
+    while t <= horizon:
+        # A stretch of rounds ends at the next checkpoint, the regret block's end or the progress
+        # bar's next step (a multiple of 1000): its bookkeeping happens once, after its last round.
+        end = min(cp_rounds[next_cp], t + block - row - 1, t + 999 - (t - 1) % 1000)
+        planned = run.plan(t, end - t + 1) if planning else None
+        if planned is not None:
+            arms = _checked_plan(planned, replicates, end - t + 1)
+            n = arms.shape[0]
+            rewards = env_run.rewards_block(t, arms)
             if must_check:
                 rewards = _clip(rewards, t, strict_rewards, "reward")
-            run.update(t, arms, rewards)
-        else:
-            offer = env_run.offer(t)
-            arms = run.select(t, offer) if (with_offer and offer is not None) else run.select(t)
-            fb = env_run.feedback(t, arms)
-            rewards, values = fb.rewards, fb.values
-            if must_check:
-                rewards = _clip(rewards, t, strict_rewards, "reward")
-                if values is not None:
-                    values = _clip(values, t, strict_rewards, "side-observation value")
-            if fb.observed is None:
-                run.update(t, fb.arms, rewards)
+            run.update_block(t, arms, rewards)
+            arms_played[row:row + n] = arms
+            row += n
+            t += n - 1  # the stretch's last round
+        else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
+            if plain:
+                rewards_of = env_run.rewards
+                for t in range(t, end + 1):
+                    arms = select(t)
+                    rewards = rewards_of(t, arms)
+                    if must_check:
+                        rewards = _clip(rewards, t, strict_rewards, "reward")
+                    update(t, arms, rewards)
+                    arms_played[row] = arms
+                    if regret is not None:
+                        increments[row] = regret(t, arms)
+                    row += 1
             else:
-                run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-        arms_played[row] = arms
-        if per_round_regret:
-            increments[row] = env_run.regret(t, arms)
-        row += 1
+                for t in range(t, end + 1):
+                    offer = env_run.offer(t)
+                    arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
+                    fb = env_run.feedback(t, arms)
+                    rewards, values = fb.rewards, fb.values
+                    if must_check:
+                        rewards = _clip(rewards, t, strict_rewards, "reward")
+                        if values is not None:
+                            values = _clip(values, t, strict_rewards, "side-observation value")
+                    if fb.observed is None:
+                        update(t, fb.arms, rewards)
+                    else:
+                        run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
+                    arms_played[row] = arms
+                    if regret is not None:
+                        increments[row] = regret(t, arms)
+                    row += 1
         if row == block:
             acc.flush(first, arms_played, increments)
             first += row
@@ -295,6 +360,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             next_cp += 1
         if bar is not None and t % 1000 == 0:
             bar.update(1000)
+        t += 1
     if row:
         acc.flush(first, arms_played[:row], None if increments is None else increments[:row])
     seconds = time.perf_counter() - started

@@ -50,6 +50,7 @@ import numpy as np
 
 from privbandit.ledger import Ledger
 from privbandit.mechanisms._base import StreamMechanism
+from privbandit.mechanisms.fresh_batch import FreshBatchMean
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
 
@@ -404,7 +405,38 @@ def _insert_wrapper(original, pulled: bool):
     return wrapped
 
 
+def _rounds_wrapper(original):
+    """``FreshBatchMean.insert_pulled_rounds(arms, values, replicates=None)``: n rounds of
+    ``insert_pulled`` at once (planned rounds). Traced, it is run one round at a time (exactly
+    equivalent, by its contract), each round's records logged before that round's call, so a
+    release inside the block is ordered after exactly the records inserted before it."""
+    @functools.wraps(original)
+    def wrapped(self, arms, values, replicates=None):
+        tr = ReleaseTracer._active
+        if tr is None or tr.ledger is None or getattr(self, "ledger", None) is not tr.ledger or tr._inserting:
+            return original(self, arms, values, replicates)
+        try:
+            a, v = np.asarray(arms), np.asarray(values, dtype=float)
+            rows = np.arange(a.shape[1]) if replicates is None else np.flatnonzero(np.asarray(replicates, dtype=bool))
+            ok = a.ndim == 2 and a.shape == v.shape
+        except (TypeError, ValueError, IndexError):
+            ok = False
+        if not ok:  # malformed input: the mechanism itself refuses it
+            return original(self, arms, values, replicates)
+        for j in range(a.shape[0]):
+            tr._insert(self, rows, a[j, rows], v[j, rows])
+            tr._inserting = True
+            try:
+                original(self, a[j:j + 1], v[j:j + 1], replicates)
+            finally:
+                tr._inserting = False
+        return None
+
+    return wrapped
+
+
 _TARGETS = (
+    (FreshBatchMean, "insert_pulled_rounds", _rounds_wrapper),
     (StreamMechanism, "insert", lambda f: _insert_wrapper(f, False)),
     (StreamMechanism, "insert_pulled", lambda f: _insert_wrapper(f, True)),
     (NoiseSampler, "_sum_release", lambda f: _sampler_wrapper(f, "laplace")),

@@ -29,6 +29,16 @@ class EnvironmentRun(abc.ABC):
     def rewards(self, t: int, arms: np.ndarray) -> np.ndarray:
         """Rewards (shape ``(replicates,)``) of ``arms[r]`` in round ``t`` for every replicate r."""
 
+    def rewards_block(self, t: int, arms: np.ndarray) -> np.ndarray:
+        """Rewards (n, R) of rounds t .. t + n - 1 for ``arms`` (n, R): exactly ``rewards(t + j,
+        arms[j])`` row by row (this default does just that), for the engine's planned rounds
+        (policies.base, ``plan``). An override must consume the same random variates in the same
+        order, so a run's rewards do not depend on whether its policy plans."""
+        out = np.empty(arms.shape)
+        for j in range(arms.shape[0]):
+            out[j] = self.rewards(t + j, arms[j])
+        return out
+
     def offer(self, t: int) -> Offer | None:
         """What the learner sees in round ``t`` before choosing; None (the default) for nothing."""
         return None
@@ -136,11 +146,32 @@ class BlockedRun(EnvironmentRun):
         self._buffer = np.empty((0, replicates))
         self._pos = 0
 
+    def _refill(self) -> None:
+        shape = (self._block, self._replicates)
+        self._buffer = self._rng.standard_normal(shape) if self._normal else self._rng.random(shape)
+        self._pos = 0
+
     def _variates(self) -> np.ndarray:
         if self._pos == self._buffer.shape[0]:
-            shape = (self._block, self._replicates)
-            self._buffer = self._rng.standard_normal(shape) if self._normal else self._rng.random(shape)
-            self._pos = 0
+            self._refill()
         row = self._buffer[self._pos]
         self._pos += 1
         return row
+
+    def _variates_block(self, n: int) -> np.ndarray:
+        """The variates of the next ``n`` rounds, (n, replicates): the rows ``n`` calls of
+        :meth:`_variates` would return, in order (slices of the buffer, refilled as it runs out)."""
+        avail = self._buffer.shape[0] - self._pos
+        if n <= avail:
+            rows = self._buffer[self._pos:self._pos + n]
+            self._pos += n
+            return rows
+        parts, left = [], n
+        while left:
+            if self._pos == self._buffer.shape[0]:
+                self._refill()
+            take = min(left, self._buffer.shape[0] - self._pos)
+            parts.append(self._buffer[self._pos:self._pos + take])
+            self._pos += take
+            left -= take
+        return np.concatenate(parts)

@@ -17,12 +17,24 @@ class _InverseCdfRun(BlockedRun):
     def rewards(self, t, arms):
         return self._env._transform(self._variates(), arms)
 
+    def rewards_block(self, t, arms):
+        u = self._variates_block(arms.shape[0])
+        if getattr(self._env, "_elementwise_exact", False):  # one call over the block: the same values as row by row
+            return self._env._transform(u, arms)
+        # transcendental transforms stay row by row, on the same (R,) shapes as ``rewards``: a
+        # vectorised libm/SIMD kernel could round a longer array's elements differently
+        out = np.empty(arms.shape)
+        for j in range(arms.shape[0]):
+            out[j] = self._env._transform(u[j], arms[j])
+        return out
+
 
 class Bernoulli(StationaryEnvironment):
     """Bernoulli arms with success probabilities ``means`` in [0, 1] (all five source papers)."""
 
     name = "bernoulli"
     _normal = False
+    _elementwise_exact = True  # a comparison
 
     def __init__(self, means) -> None:
         super().__init__(means)
@@ -45,6 +57,7 @@ class TruncatedExponential(StationaryEnvironment):
 
     name = "truncated_exponential"
     _normal = False
+    _elementwise_exact = False  # log1p
 
     def __init__(self, rates) -> None:
         rates = np.asarray(rates, dtype=float)
@@ -70,6 +83,7 @@ class ClippedGaussian(StationaryEnvironment):
 
     name = "clipped_gaussian"
     _normal = True
+    _elementwise_exact = True  # +, *, clip: correctly rounded whatever the array's length
 
     def __init__(self, locs, scale: float = 0.1) -> None:
         from scipy import stats

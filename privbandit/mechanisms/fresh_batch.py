@@ -90,6 +90,70 @@ class FreshBatchMean(StreamMechanism):
         if full.any():
             self._close((rr[full], kk[full]))
 
+    def insert_pulled_rounds(self, arms: np.ndarray, values: np.ndarray, replicates: np.ndarray | None = None) -> None:
+        """``n`` bandit rounds at once, arms and values (n, R): exactly ``insert_pulled(arms[j],
+        values[j])`` for j = 0 .. n - 1 -- the same state, and every batch that fills is released in
+        the round it fills, with the rest of that round's filled batches, in the same order (the same
+        noise draws and ledger records). ``replicates`` (R,) bool: only those replicates insert, i.e.
+        ``insert`` of the one-hot values masked to them, round by round. For rounds a policy planned
+        ahead (policies.base, ``plan``). Invalid input is refused before anything is inserted.
+
+        Rounds in which no batch fills are appended in bulk (sequential adds, so every open sum has
+        the per-round rounding); a round in which one fills goes through the per-round ``_insert``.
+        """
+        if replicates is None and np.ndim(arms) == 2 and np.shape(arms)[0] == 1:
+            self._insert(*self._select_pulled(np.asarray(arms)[0], np.asarray(values, dtype=float)[0]))
+            return  # one round: exactly insert_pulled's path
+        f, v, rows = self._rounds_index(arms, values, replicates)
+        n, j = f.shape[0], 0
+        while j < n:
+            stop = first_reaching(f[j:], flat(self.pending), self._fill_target)
+            bulk = n if stop < 0 else j + stop
+            if bulk > j:
+                seg = f[j:bulk].ravel()
+                # ufunc.at adds unbuffered, in order: round by round, as ``_insert``'s ``+=`` would
+                np.add.at(flat(self._open_sum), seg, v[j:bulk].ravel())
+                c = np.bincount(seg, minlength=self.pending.size)
+                flat(self.pending)[:] += c
+                flat(self.count)[:] += c
+            if stop >= 0:  # the round in which a batch fills: the per-round path, which releases it
+                self._insert(v[bulk], f[bulk], rows.copy(), f[bulk] - rows * self.streams)
+            j = bulk + 1
+
+    def filling_round(self, arms: np.ndarray, replicates: np.ndarray | None = None) -> int:
+        """The first row j of ``arms`` (n, R) in which ``insert_pulled_rounds`` of those arms would
+        fill (and so release) a batch; -1 when none would. Depends on the arms only, never on values."""
+        f, _, _ = self._rounds_index(arms, np.zeros(np.shape(arms)), replicates)
+        return first_reaching(f, flat(self.pending), self._fill_target)
+
+    def _rounds_index(self, arms, values, replicates):
+        """Validate a block of rounds; return (flat stream index (n, R'), quantized values, rows)."""
+        arms = np.asarray(arms)
+        values = np.asarray(values, dtype=float)
+        if arms.ndim != 2 or arms.shape[1] != self.replicates or arms.dtype.kind not in "iu":
+            raise ValueError(f"arms must be an integer array of shape (rounds, {self.replicates}), "
+                             f"got {arms.dtype} {arms.shape}")
+        if values.shape != arms.shape:
+            raise ValueError(f"values must have the shape of arms {arms.shape}, got {values.shape}")
+        rows = self._pulled_rows
+        if replicates is not None:
+            replicates = np.asarray(replicates)
+            if replicates.shape != (self.replicates,) or replicates.dtype != bool:
+                raise ValueError(f"replicates must be a bool array of shape ({self.replicates},)")
+            rows = rows[replicates]
+            arms, values = arms[:, replicates], values[:, replicates]
+        if arms.size and (arms.min() < 0 or arms.max() >= self.streams):
+            raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
+        if values.size and not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
+            raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
+        return arms.astype(np.intp) + (rows * self.streams)[None, :], self.sampler.quantize(values), rows
+
+    def _fill_target(self, f: np.ndarray) -> np.ndarray:
+        """The pending count at which the open batch of flat streams ``f`` closes itself (0: never)."""
+        if self.batches == "doubling":
+            return np.left_shift(1, flat(self.n_batches)[f])
+        return flat(self._target)[f]
+
     def close_batch(self, mask: np.ndarray) -> None:
         """Manual mode: release the open batch of every masked stream that holds at least one item."""
         if self.batches != "manual":
@@ -123,3 +187,41 @@ class FreshBatchMean(StreamMechanism):
         whole("n", n, 0)
         gamma = probability("gamma", gamma)
         return self.scale * math.log(1.0 / gamma)
+
+
+def first_reaching(f: np.ndarray, counts: np.ndarray, target) -> int:
+    """The first row of ``f`` (m, R) -- flat stream indices, one entry per replicate per round, in
+    round order -- in which some stream's running count (``counts[f]`` before the first row, + 1 per
+    entry) reaches ``target(f)`` (an int array over ``f``; 0 = never); -1 when no row does.
+
+    For rounds planned ahead: a fresh batch that fills releases in the round it fills (FreshBatchMean,
+    DP-SE's epochs), so block inserts stop there.
+    """
+    ravel = f.ravel()
+    if ravel.size == 0:
+        return -1
+    goal = target(ravel)
+    live = goal > 0
+    if not live.any():
+        return -1
+    m = f.shape[0]
+    if m == 1:  # one round: every entry is its stream's first (one entry per replicate)
+        return 0 if np.any(live & (counts[ravel] + 1 == goal)) else -1
+    if m <= 8:  # a few rounds: occurrence = 1 + earlier rounds of the same stream (a replicate's
+        # streams are its own, so only its column can repeat a stream), without sorting
+        earlier = np.tril(np.ones((m, m), dtype=bool), -1)[:, :, None]
+        occurrence = 1 + np.count_nonzero((f[:, None, :] == f[None, :, :]) & earlier, axis=1).ravel()
+        hit = np.flatnonzero(live & (counts[ravel] + occurrence == goal))
+        return int(hit[0] // f.shape[1]) if hit.size else -1
+    # the occurrence number of each entry in its stream (a stable sort keeps rounds in order)
+    order = np.argsort(ravel, kind="stable")
+    ordered = ravel[order]
+    new = np.empty(ordered.size, dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    first = np.repeat(starts, np.diff(np.append(starts, ordered.size)))
+    occurrence = np.empty(ordered.size, dtype=np.int64)
+    occurrence[order] = np.arange(1, ordered.size + 1) - first
+    hit = np.flatnonzero(live & (counts[ravel] + occurrence == goal))
+    return int(hit[0] // f.shape[1]) if hit.size else -1

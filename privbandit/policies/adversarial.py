@@ -152,7 +152,56 @@ class _PrivateExp3Run(_Exp3Run):
         self.core.learn(arms, -noisy_loss)  # weights exp(-eta Lhat): a loss is a negative gain
 
 
-class _Exp3TauRun(PolicyRun):
+def _accumulate(total: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``total + values[0] + values[1] + ...`` (per column), added one row at a time in order: the
+    rounding of a per-round ``total += value`` loop (np.add.accumulate is sequential, not pairwise)."""
+    if values.shape[0] == 1:
+        return total + values[0]
+    rows = np.empty((values.shape[0] + 1,) + total.shape)
+    rows[0] = total
+    rows[1:] = values
+    return np.add.accumulate(rows, axis=0)[-1]
+
+
+class _BatchRun(PolicyRun):
+    """A run that plays one arm for each batch of ``tau`` rounds (the last batch may be shorter),
+    chosen by EXP3 at the batch's first round from what earlier batches revealed: the arms of a
+    batch's remaining rounds never depend on its rewards, so it plans (policies.base) up to the
+    batch's end, and ``update_block`` is its one update (``update`` the block of one round).
+
+    Subclasses define ``_start_batch()`` (the EXP3 choice, at a batch's first round),
+    ``_absorb(rewards)`` (a stretch of rounds of one batch, (m, R)) and ``_end_batch()``.
+    """
+
+    tau: int
+    horizon: int
+    arms: np.ndarray
+
+    def select(self, t):
+        if (t - 1) % self.tau == 0:  # a batch starts: EXP3 chooses its arm, played for the whole batch
+            self._start_batch()
+        return self.arms
+
+    def plan(self, t, limit):
+        arms = self.select(t)  # the batch start's choice, exactly as select would make it
+        n = min(limit, self.tau - (t - 1) % self.tau, self.horizon - t + 1)
+        return np.broadcast_to(arms, (n, arms.size)).copy()
+
+    def update(self, t, arms, rewards):
+        self.update_block(t, np.asarray(arms)[None], np.asarray(rewards)[None])
+
+    def update_block(self, t, arms, rewards):
+        n, j = rewards.shape[0], 0
+        while j < n:
+            r = t + j  # the stretch's first round; its batch ends at the next multiple of tau (or T)
+            end = min(n, j + self.tau - (r - 1) % self.tau, j + self.horizon - r + 1)
+            self._absorb(rewards[j:end])
+            if (t + end - 1) % self.tau == 0 or t + end - 1 == self.horizon:
+                self._end_batch()
+            j = end
+
+
+class _Exp3TauRun(_BatchRun):
     def __init__(self, policy, replicates, n_arms, horizon, rng):
         self.tau = policy.tau_for(horizon)
         batches = -(-horizon // self.tau)
@@ -161,20 +210,19 @@ class _Exp3TauRun(PolicyRun):
         self.arms = np.zeros(replicates, dtype=np.int64)
         self.total = np.zeros(replicates)
 
-    def select(self, t):
-        if (t - 1) % self.tau == 0:  # a batch starts: EXP3 chooses its arm
-            self.arms = self.core.choose()
-        return self.arms
+    def _start_batch(self):
+        self.arms = self.core.choose()
 
-    def update(self, t, arms, rewards):
-        self.total += rewards
-        if t % self.tau == 0 or t == self.horizon:
-            # the sum over tau (not over the batch's length): g in [0, 1] with sensitivity 1/tau
-            self.core.learn(self.arms, self.total / self.tau)
-            self.total[:] = 0.0
+    def _absorb(self, rewards):
+        self.total = _accumulate(self.total, rewards)
+
+    def _end_batch(self):
+        # the sum over tau (not over the batch's length): g in [0, 1] with sensitivity 1/tau
+        self.core.learn(self.arms, self.total / self.tau)
+        self.total[:] = 0.0
 
 
-class _BatchedPrivateExp3Run(PolicyRun):
+class _BatchedPrivateExp3Run(_BatchRun):
     def __init__(self, policy, replicates, n_arms, horizon, rng, ledger):
         self.tau = policy.tau_for(horizon)
         gamma, eta = policy.rates(n_arms, horizon)
@@ -189,33 +237,32 @@ class _BatchedPrivateExp3Run(PolicyRun):
         self.first = np.zeros(replicates, dtype=np.int64)  # the batch's first record in its arm's stream
         self.length = 0
 
-    def select(self, t):
-        if (t - 1) % self.tau == 0:  # a batch starts: EXP3 chooses its arm, played for the whole batch
-            self.arms = self.core.choose()
-            self.first = self.pulls[self.core.rows, self.arms]
-            self.length = 0
-        return self.arms
+    def _start_batch(self):
+        self.arms = self.core.choose()
+        self.first = self.pulls[self.core.rows, self.arms]
+        self.length = 0
 
-    def update(self, t, arms, rewards):
-        self.loss += 1.0 - rewards
-        self.length += 1
-        if t % self.tau == 0 or t == self.horizon:
-            rows, lo = self.core.rows, self.first
-            hi = lo + self.length
-            # one release per batch: the loss sum of its records [lo, hi) of the played arm's stream
-            # (sensitivity 1: a record's loss lies in [0, 1]) + Lap(1/eps); the last, shorter batch
-            # is released the same way, so every record is in exactly one eps-DP release
-            if self.length == 1:  # footprint [lo, lo + 1): the per-record fast path, same draws and records
-                noisy = self.noise.release_records(self.loss, self.scale, rows, self.arms, lo)
-            else:
-                noisy = self.noise.release(self.loss, self.scale, 1.0, rows, self.arms, lo, hi)
-            self.pulls[rows, self.arms] = hi
-            # divided by tau (not the batch's length): the paper's average loss + Lap(1/(eps tau));
-            # floored at -b ln(nK) (post-processing; binds w.p. 1/(2nK) per batch) so that
-            # eta |loss| / p <= 1, which EXP3's analysis needs; weights exp(-eta Lhat)
-            loss = np.maximum(noisy / self.tau, -self.floor)
-            self.core.learn(self.arms, -loss)
-            self.loss = np.zeros_like(self.loss)
+    def _absorb(self, rewards):
+        self.loss = _accumulate(self.loss, 1.0 - rewards)
+        self.length += rewards.shape[0]
+
+    def _end_batch(self):
+        rows, lo = self.core.rows, self.first
+        hi = lo + self.length
+        # one release per batch: the loss sum of its records [lo, hi) of the played arm's stream
+        # (sensitivity 1: a record's loss lies in [0, 1]) + Lap(1/eps); the last, shorter batch
+        # is released the same way, so every record is in exactly one eps-DP release
+        if self.length == 1:  # footprint [lo, lo + 1): the per-record fast path, same draws and records
+            noisy = self.noise.release_records(self.loss, self.scale, rows, self.arms, lo)
+        else:
+            noisy = self.noise.release(self.loss, self.scale, 1.0, rows, self.arms, lo, hi)
+        self.pulls[rows, self.arms] = hi
+        # divided by tau (not the batch's length): the paper's average loss + Lap(1/(eps tau));
+        # floored at -b ln(nK) (post-processing; binds w.p. 1/(2nK) per batch) so that
+        # eta |loss| / p <= 1, which EXP3's analysis needs; weights exp(-eta Lhat)
+        loss = np.maximum(noisy / self.tau, -self.floor)
+        self.core.learn(self.arms, -loss)
+        self.loss = np.zeros_like(self.loss)
 
 
 def _log_ratio_cap(n_arms: int, gamma: float) -> float:

@@ -22,6 +22,25 @@ The feedback contract (privbandit/feedback.py, docs/feedback.md) adds, without c
   ``max_degree=``, ...) are passed only to policies that take them;
 * :func:`note_rounds`: tells the ledger the round of inserted records (round-level accounting).
 
+Rounds committed ahead (issue 19; docs/feedback.md, "Planned rounds"), optional, for policies whose
+arms over a stretch of rounds do not depend on the rewards observed in it:
+
+* ``plan(t, limit)`` -> arms (n, R), 1 <= n <= ``limit``, or None (the default: no commitment). It
+  stands for ``select(t), ..., select(t + n - 1)``: the run commits that those calls, interleaved
+  with the updates of rounds t .. t + n - 1, would return these rows *whatever those rewards are*,
+  and it performs their side effects (an EXP3 batch's arm draw) exactly as they would;
+* ``update_block(t, arms, rewards)`` with arms, rewards (n, R): exactly ``update(t + j, arms[j],
+  rewards[j])`` for j = 0 .. n - 1 in order -- the same state, the same noise draws in the same
+  order, the same ledger records (bit-identical). A planning run keeps ONE implementation: its
+  ``update`` is ``update_block`` of one round (or both are built from the same pieces).
+
+The engine plans only on the plain contract (bandit feedback, no per-round regret); whoever drives
+a run may always ignore ``plan`` and call ``select``/``update`` round by round instead. What the
+engine cannot check is the commitment itself: it cannot know what ``select`` would have returned
+after rewards it never fed, so a ``plan`` that lies silently changes the run (tests compare every
+planner with its own per-round path, ``tests/privbandit/test_engine_plan.py``). It does check the
+block's shape and that n lies in [1, limit].
+
 Every noise draw of a private policy happens inside a mechanism of ``privbandit.mechanisms`` that
 reports it to the ledger the run was started with.
 """
@@ -84,6 +103,9 @@ class PolicyRun(abc.ABC):
         if update is not None and not getattr(update, "__isabstractmethod__", False) \
                 and not getattr(update, "validates_rewards", False):
             cls.update = _validating(update)
+        block = cls.__dict__.get("update_block")
+        if block is not None and not getattr(block, "validates_rewards", False):
+            cls.update_block = _validating(block)
 
     @abc.abstractmethod
     def select(self, t: int) -> np.ndarray:
@@ -92,6 +114,21 @@ class PolicyRun(abc.ABC):
 
     @abc.abstractmethod
     def update(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None: ...
+
+    def plan(self, t: int, limit: int) -> np.ndarray | None:
+        """The arms (n, R) of rounds t .. t + n - 1, 1 <= n <= ``limit``, that this run commits to
+        whatever the rewards of those rounds (it then stands for their ``select`` calls), or None:
+        no commitment (the default): the caller selects round by round (the engine to the end of its
+        current stretch of rounds, then asks again). See the module docstring."""
+        return None
+
+    def update_block(self, t: int, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Rounds t .. t + n - 1 at once, arms and rewards (n, R): exactly ``update(t + j, arms[j],
+        rewards[j])`` for j = 0 .. n - 1 (this default does just that). A run that plans overrides it
+        as its one implementation (its ``update`` being the block of one round). Rewards are checked
+        as ``update`` checks them unless ``rewards_checked``."""
+        for j in range(arms.shape[0]):
+            self.update(t + j, arms[j], rewards[j])
 
     def observe(self, t: int, feedback: Feedback) -> None:
         """Learn from a round with side observations (``feedback.observed`` is not None).
