@@ -1,0 +1,60 @@
+"""Compiled per-round steps shared by the Thompson-sampling policies (issue 19).
+
+Each kernel is the ONE implementation of its step, in the style of
+:mod:`privbandit.mechanisms._kernels`: plain Python over arrays, compiled by numba when it is
+installed (``Kernel.at(rows)``: interpreted for one replicate, compiled from ``JIT_MIN_ROWS`` rows
+on), same arithmetic and same results bit for bit either way
+(tests/privbandit/policies/test_ts_kernels.py). No kernel draws random numbers or touches noisy
+statistics' arithmetic beyond what numpy did elementwise: the posterior draws, the Beta draws and
+the transcendental functions (np.log2, whose SIMD results may differ from libm's in the last bit)
+stay in numpy, in the policies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.mechanisms._kernels import kernel
+
+
+@kernel
+def row_argmax(theta: np.ndarray, out: np.ndarray) -> None:
+    """``out[r] = np.argmax(theta[r])`` for every row: ``theta.argmax(axis=1)`` (the first maximum;
+    the first NaN if a row holds one, as numpy), without numpy's per-row reduction machinery."""
+    for r in range(theta.shape[0]):
+        out[r] = np.argmax(theta[r])
+
+
+@kernel
+def add_pulled(sums: np.ndarray, counts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> int:
+    """One bandit round's conjugate update: ``sums[r, arms[r]] += rewards[r]`` and
+    ``counts[r, arms[r]] += 1`` for every replicate r (one add per entry, as numpy's fancy-indexed
+    ``+=`` did). Returns 0, or 1 (and writes nothing) if an arm lies outside [0, arms)."""
+    k = sums.shape[1]
+    for r in range(arms.shape[0]):
+        if not (0 <= arms[r] < k):
+            return 1
+    for r in range(arms.shape[0]):
+        a = arms[r]
+        sums[r, a] += rewards[r]
+        counts[r, a] += 1.0
+    return 0
+
+
+def pulled_arrays(arms, rewards, replicates: int, n_arms: int) -> tuple[np.ndarray, np.ndarray]:
+    """``arms`` (integers, shape (replicates,)) and ``rewards`` (floats, same shape) as the kernels
+    take them, or ValueError naming the parameter (a compiled kernel has no bounds checks)."""
+    arms = np.asarray(arms)
+    rewards = np.asarray(rewards, dtype=float)
+    if arms.shape != (replicates,) or arms.dtype.kind not in "iu":
+        raise ValueError(f"arms must be an integer array of shape ({replicates},), got {arms.dtype} {arms.shape}")
+    if rewards.shape != (replicates,):
+        raise ValueError(f"rewards must have shape ({replicates},), got {rewards.shape}")
+    return arms, rewards
+
+
+def argmax_rows(theta: np.ndarray) -> np.ndarray:
+    """``theta.argmax(axis=1)`` (intp) through :func:`row_argmax`."""
+    out = np.empty(theta.shape[0], dtype=np.intp)
+    row_argmax.at(theta.shape[0])(theta, out)
+    return out
