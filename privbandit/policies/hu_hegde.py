@@ -40,7 +40,6 @@ import numpy as np
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.policies._ts_kernels import argmax_rows
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -135,7 +134,7 @@ class _DPTSRun(PolicyRun):
         o = self.split.count.astype(float)  # >= 1 for every arm after the initial pulls
         shift = DPTS_SHIFT * np.log2(o + 1.0) * math.log2(t) / (self.eps * o)
         mubar = clip_unit(self.split.noisy_sum / o + shift)
-        return argmax_rows(beta_draw(self.rng, mubar, o))
+        return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
 
     def update(self, t, arms, rewards):
         self.split.insert_pulled(arms, rewards)
@@ -210,7 +209,7 @@ class _LazyDPTSRun(PolicyRun):
             self._version = self.batches.version
         shift = LAZY_SHIFT * math.log2(t) / self._eps_o
         mubar = clip_unit(self._mean + shift)
-        return argmax_rows(beta_draw(self.rng, mubar, self._o))
+        return np.argmax(beta_draw(self.rng, mubar, self._o), axis=1)
 
     def update(self, t, arms, rewards):
         self.batches.insert_pulled(arms, rewards)

@@ -52,7 +52,6 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
-from privbandit.policies._ts_kernels import argmax_rows
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -215,7 +214,7 @@ class _PrivateTSRun(PolicyRun):
             # r + 1 and n - r + 1 below are the same for both)
             r = np.maximum(self.tree.noisy_sum[ts], 0.0)
             np.minimum(r, n, out=r)
-            best = argmax_rows(self.rng.beta(r + 1.0, n - r + 1.0))
+            best = self.rng.beta(r + 1.0, n - r + 1.0).argmax(axis=1)
             if self._all_ts:
                 return best
         arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
