@@ -46,3 +46,29 @@ def pulled_arrays(arms, rewards, replicates: int, n_arms: int) -> tuple[np.ndarr
         raise ValueError(f"rewards must have shape ({replicates},), got {rewards.shape}")
     return arms, rewards
 
+
+
+@kernel
+def route_pulled(gap: np.ndarray, arms: np.ndarray, rewards: np.ndarray, batch_sum: np.ndarray,
+                 mask: np.ndarray, values: np.ndarray) -> int:
+    """Private-TS's routing of one round's rewards (Mishra & Thakurta 2015, Algorithm 2): a replicate
+    in gap estimation (``gap[r]``) adds its reward to its pulled arm's batch sum (one add, as numpy's
+    fancy-indexed ``+=``); every other replicate's reward is marked in ``mask`` / ``values`` (cleared
+    here first) for its arm's tree. Returns how many rewards go to a tree, or -1 (and writes
+    nothing) if an arm lies outside [0, arms)."""
+    k = batch_sum.shape[1]
+    for r in range(arms.shape[0]):
+        if not (0 <= arms[r] < k):
+            return -1
+    n = 0
+    for r in range(arms.shape[0]):
+        for j in range(k):
+            mask[r, j] = False
+        a = arms[r]
+        if gap[r]:
+            batch_sum[r, a] += rewards[r]
+        else:
+            mask[r, a] = True
+            values[r, a] = rewards[r]
+            n += 1
+    return n

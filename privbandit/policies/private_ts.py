@@ -52,6 +52,7 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
+from privbandit.policies._ts_kernels import pulled_arrays, route_pulled
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -208,7 +209,8 @@ class _PrivateTSRun(PolicyRun):
 
     def select(self, t):
         ts = slice(None) if self._all_ts else self.phase == _TS  # every replicate, or a mask
-        if self._all_ts or ts.any():
+        any_ts = self._all_ts or ts.any()
+        if any_ts:
             n = self.tree.count[ts].astype(float)
             # r clipped to [0, n] (np.clip's values: a -0.0 it would keep becomes +0.0 here, and
             # r + 1 and n - r + 1 below are the same for both)
@@ -218,7 +220,7 @@ class _PrivateTSRun(PolicyRun):
             if self._all_ts:
                 return best
         arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
-        if ts.any():
+        if any_ts:
             arms[ts] = best
         return arms.astype(np.intp)
 
@@ -227,18 +229,17 @@ class _PrivateTSRun(PolicyRun):
             self.tree.insert_pulled(arms, rewards)
             return
         gap = self.phase == _GAP
-        if gap.any():
-            self.batch_sum[self.rows[gap], arms[gap]] += rewards[gap]
-        into_tree = ~gap
-        if into_tree.all():  # every replicate past gap estimation: its pulled arm's tree
+        arms, rewards = pulled_arrays(arms, rewards, self.rows.size, self.k)
+        # gap-estimation rewards into the batch sums; the others marked in _mask / _values
+        into_tree = route_pulled.at(self.rows.size)(gap, arms, rewards, self.batch_sum, self._mask, self._values)
+        if into_tree < 0:
+            raise ValueError(f"arms must lie in [0, {self.k}) (the arms)")
+        if into_tree == self.rows.size:  # every replicate past gap estimation: its pulled arm's tree
             self.tree.insert_pulled(arms, rewards)
-        elif into_tree.any():
-            self._mask[:] = False
-            self._mask[self.rows[into_tree], arms[into_tree]] = True
-            self._values[self.rows, arms] = rewards
+        elif into_tree:
             self.tree.insert(self._values, self._mask)
         played = t - self.phase_start
-        if gap.any():
+        if into_tree < self.rows.size:  # some replicate in gap estimation
             self._close_batches(np.nonzero(gap & (played == self.k * self.m))[0], t)
         done = np.nonzero((self.phase == _RANDOM) & (played == self.k * self.n_random))[0]
         if done.size:

@@ -141,3 +141,27 @@ def test_gaussian_posterior_block_size_changes_no_draw():
         post = GaussianPosteriorRelease(40, 3, c=2.0, rng=np.random.default_rng(8), ledger=None, block=block)
         outs.append(np.array([post.release(s, c) for s, c in zip(sums, counts)]))
     assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
+    from privbandit.policies._ts_kernels import route_pulled
+
+    rng = np.random.default_rng(10)
+    R, K = 40, 3
+    batch_sum, mask, values = rng.random((R, K)), rng.random((R, K)) < 0.5, rng.random((R, K))
+    want_sum = batch_sum.copy()
+    kernel = getattr(route_pulled, way)
+    for _ in range(10):
+        gap = rng.random(R) < 0.5
+        arms, rewards = rng.integers(0, K, R), rng.random(R)
+        assert kernel(gap, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
+        want_sum[np.flatnonzero(gap), arms[gap]] += rewards[gap]
+        want_mask = np.zeros((R, K), dtype=bool)
+        want_mask[np.flatnonzero(~gap), arms[~gap]] = True
+        assert np.array_equal(batch_sum, want_sum) and np.array_equal(mask, want_mask)
+        assert np.array_equal(values[want_mask], rewards[~gap])  # row-major order = replicate order
+    arms[3] = K
+    before = batch_sum.copy(), mask.copy()
+    assert kernel(gap, arms, rewards, batch_sum, mask, values) == -1
+    assert np.array_equal(batch_sum, before[0]) and np.array_equal(mask, before[1])
