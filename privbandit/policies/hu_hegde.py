@@ -134,7 +134,7 @@ class _DPTSRun(PolicyRun):
         o = self.split.count.astype(float)  # >= 1 for every arm after the initial pulls
         shift = DPTS_SHIFT * np.log2(o + 1.0) * math.log2(t) / (self.eps * o)
         mubar = clip_unit(self.split.noisy_sum / o + shift)
-        return np.argmax(beta_draw(self.rng, mubar, o), axis=1)
+        return beta_draw(self.rng, mubar, o).argmax(axis=1)
 
     def update(self, t, arms, rewards):
         self.split.insert_pulled(arms, rewards)
@@ -209,7 +209,7 @@ class _LazyDPTSRun(PolicyRun):
             self._version = self.batches.version
         shift = LAZY_SHIFT * math.log2(t) / self._eps_o
         mubar = clip_unit(self._mean + shift)
-        return np.argmax(beta_draw(self.rng, mubar, self._o), axis=1)
+        return beta_draw(self.rng, mubar, self._o).argmax(axis=1)
 
     def update(self, t, arms, rewards):
         self.batches.insert_pulled(arms, rewards)
