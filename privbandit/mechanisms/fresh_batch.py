@@ -12,7 +12,33 @@ import math
 import numpy as np
 
 from accountants.events import Event
-from privbandit.mechanisms._base import StreamMechanism, flat, positive, probability, single_release_schedule, whole
+from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
+from privbandit.mechanisms._kernels import kernel
+
+
+@kernel
+def fresh_batch_append(open_sum: np.ndarray, pending: np.ndarray, count: np.ndarray, n_batches: np.ndarray,
+                       target: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray, doubling: bool,
+                       full: np.ndarray) -> int:
+    """Append ``v[i]`` to the open batch of stream (``rr[i]``, ``kk[i]``) (distinct streams), count
+    it, and write into ``full`` the positions i whose batch is now complete: 2^j items for its j-th
+    batch (``doubling``), else its positive ``target``. Returns how many are. One add per entry, as
+    numpy's fancy-indexed ``+=`` did; the releases are the caller's (through the sampler)."""
+    n = 0
+    for i in range(rr.size):
+        r, k = rr[i], kk[i]
+        open_sum[r, k] += v[i]
+        p = pending[r, k] + 1
+        pending[r, k] = p
+        count[r, k] += 1
+        if doubling:
+            done = p == (1 << n_batches[r, k])
+        else:
+            done = target[r, k] > 0 and p == target[r, k]
+        if done:
+            full[n] = i
+            n += 1
+    return n
 
 
 class FreshBatchMean(StreamMechanism):
@@ -77,17 +103,11 @@ class FreshBatchMean(StreamMechanism):
 
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` (append to the open batches) of the validated entries."""
-        flat(self._open_sum)[f] += v
-        pending = flat(self.pending)
-        p = pending[f] + 1
-        pending[f] = p
-        flat(self.count)[f] += 1
-        if self.batches == "doubling":
-            full = p == np.left_shift(1, flat(self.n_batches)[f])
-        else:
-            tgt = flat(self._target)[f]
-            full = (tgt > 0) & (p == tgt)
-        if full.any():
+        full = np.empty(rr.size, dtype=np.intp)
+        n = fresh_batch_append.at(self.replicates)(self._open_sum, self.pending, self.count, self.n_batches,
+                                                   self._target, rr, kk, v, self.batches == "doubling", full)
+        if n:
+            full = full[:n]
             self._close((rr[full], kk[full]))
 
     def insert_pulled_rounds(self, arms: np.ndarray, values: np.ndarray, replicates: np.ndarray | None = None) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 from accountants import Gaussian, _validate, gdp_conversion
 from accountants.events import NO_EVENT
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+from privbandit.policies._ts_kernels import add_pulled, pulled_arrays
 from privbandit.policies.base import Policy, PolicyRun, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -57,22 +58,25 @@ class GaussianTSSchedule(PrivacySchedule):
 class _GaussianTSRun(PolicyRun):
     def __init__(self, policy, n_arms, replicates, horizon, rng, ledger):
         self.b, self.n_arms = policy.b, n_arms
-        self.offsets = np.arange(replicates) * n_arms
         self.sums = np.zeros((replicates, n_arms))
         self.counts = np.zeros((replicates, n_arms))
         releasing_rounds = max(1, horizon - n_arms * policy.b)
+        # normals drawn for up to 256 rounds at once, but at most ~2^16 of them (512 kB: a block stays
+        # in cache until it is used); the blocks cut one stream of normals, so this changes no draw
+        block = min(256, releasing_rounds, max(1, 2**16 // (replicates * n_arms)))
         self.posterior = GaussianPosteriorRelease(replicates, n_arms, c=policy.c, rng=rng, ledger=ledger,
-                                                  block=min(256, releasing_rounds))
+                                                  block=block)
 
     def select(self, t):
         if t <= self.n_arms * self.b:  # pre-pull phase: arm i is played b times in a row
-            return np.full(self.offsets.size, (t - 1) // self.b, dtype=np.intp)
+            return np.full(self.sums.shape[0], (t - 1) // self.b, dtype=np.intp)
         return self.posterior.release(self.sums, self.counts).argmax(axis=1)
 
     def update(self, t, arms, rewards):
-        flat = self.offsets + arms
-        self.sums.ravel()[flat] += rewards
-        self.counts.ravel()[flat] += 1
+        replicates = self.sums.shape[0]
+        arms, rewards = pulled_arrays(arms, rewards, replicates, self.n_arms)
+        if add_pulled.at(replicates)(self.sums, self.counts, arms, rewards):
+            raise ValueError(f"arms must lie in [0, {self.n_arms}) (the arms)")
 
 
 class GaussianTS(Policy):

@@ -52,6 +52,7 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
+from privbandit.policies._ts_kernels import pulled_arrays, route_pulled
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -167,6 +168,10 @@ class PrivateTSSchedule(CachedSchedule):
 
 
 class _PrivateTSRun(PolicyRun):
+    #: every replicate is in the Thompson-sampling phase (a class default: a run pickled before this
+    #: flag existed resumes on the general path, which is correct for every phase)
+    _all_ts = False
+
     def __init__(self, policy: PrivateTS, n_arms, replicates, horizon, rng, ledger):
         self.p, self.k, self.T, self.rng = policy, n_arms, horizon, rng
         R = replicates
@@ -195,33 +200,51 @@ class _PrivateTSRun(PolicyRun):
         self.tree.offset[rows] = self.n_gap[rows, None]
         done = rows[self.n_random[rows] == 0]
         self.phase[done] = _TS
+        self._refresh_all_ts()
+
+    def _refresh_all_ts(self) -> None:
+        # Thompson sampling is the last phase: once every replicate is in it, the round robin and
+        # the phase bookkeeping are idle for the rest of the run
+        self._all_ts = bool((self.phase == _TS).all())
 
     def select(self, t):
-        arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
-        ts = self.phase == _TS
-        if ts.any():
+        ts = slice(None) if self._all_ts else self.phase == _TS  # every replicate, or a mask
+        any_ts = self._all_ts or ts.any()
+        if any_ts:
             n = self.tree.count[ts].astype(float)
-            r = np.clip(self.tree.noisy_sum[ts], 0.0, n)
-            arms[ts] = np.argmax(self.rng.beta(r + 1.0, n - r + 1.0), axis=1)
+            # r clipped to [0, n] (np.clip's values: a -0.0 it would keep becomes +0.0 here, and
+            # r + 1 and n - r + 1 below are the same for both)
+            r = np.maximum(self.tree.noisy_sum[ts], 0.0)
+            np.minimum(r, n, out=r)
+            best = self.rng.beta(r + 1.0, n - r + 1.0).argmax(axis=1)
+            if self._all_ts:
+                return best
+        arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
+        if any_ts:
+            arms[ts] = best
         return arms.astype(np.intp)
 
     def update(self, t, arms, rewards):
-        gap = self.phase == _GAP
-        if gap.any():
-            self.batch_sum[self.rows[gap], arms[gap]] += rewards[gap]
-        into_tree = ~gap
-        if into_tree.all():  # every replicate past gap estimation: its pulled arm's tree
+        if self._all_ts:  # the general path below with no replicate in the first two phases
             self.tree.insert_pulled(arms, rewards)
-        elif into_tree.any():
-            self._mask[:] = False
-            self._mask[self.rows[into_tree], arms[into_tree]] = True
-            self._values[self.rows, arms] = rewards
+            return
+        gap = self.phase == _GAP
+        arms, rewards = pulled_arrays(arms, rewards, self.rows.size, self.k)
+        # gap-estimation rewards into the batch sums; the others marked in _mask / _values
+        into_tree = route_pulled.at(self.rows.size)(gap, arms, rewards, self.batch_sum, self._mask, self._values)
+        if into_tree < 0:
+            raise ValueError(f"arms must lie in [0, {self.k}) (the arms)")
+        if into_tree == self.rows.size:  # every replicate past gap estimation: its pulled arm's tree
+            self.tree.insert_pulled(arms, rewards)
+        elif into_tree:
             self.tree.insert(self._values, self._mask)
         played = t - self.phase_start
-        if gap.any():
+        if into_tree < self.rows.size:  # some replicate in gap estimation
             self._close_batches(np.nonzero(gap & (played == self.k * self.m))[0], t)
         done = np.nonzero((self.phase == _RANDOM) & (played == self.k * self.n_random))[0]
-        self.phase[done] = _TS
+        if done.size:
+            self.phase[done] = _TS
+            self._refresh_all_ts()
 
     def _close_batches(self, rows: np.ndarray, t: int) -> None:
         if rows.size == 0:

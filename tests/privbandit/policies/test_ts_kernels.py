@@ -1,0 +1,167 @@
+"""The Thompson-sampling kernels give the same bits compiled and interpreted, and numpy's results.
+
+privbandit.policies._ts_kernels (the conjugate update) and the fresh-batch append of
+privbandit.mechanisms.fresh_batch are one Python source each: numba compiles them when installed,
+CPython runs them otherwise (and for one replicate). Each is checked here against the numpy
+expression it replaced, both ways, including bad arms; whole runs of the four TS
+policies are compared compiled vs interpreted through their ledgers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandit.envs import Bernoulli
+from privbandit.ledger import Ledger
+from privbandit.mechanisms import _kernels
+from privbandit.mechanisms.fresh_batch import FreshBatchMean, fresh_batch_append
+from privbandit.policies import GaussianTS, make_policy
+from privbandit.policies._ts_kernels import add_pulled
+
+WAYS = ["py_func", "jit"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_add_pulled_is_the_fancy_indexed_update_and_refuses_bad_arms(way):
+    rng = np.random.default_rng(1)
+    sums, counts = rng.random((50, 4)), rng.integers(0, 9, (50, 4)).astype(float)
+    want_s, want_c = sums.copy(), counts.copy()
+    kernel = getattr(add_pulled, way)
+    for _ in range(20):
+        arms, rewards = rng.integers(0, 4, 50), rng.random(50)
+        assert kernel(sums, counts, arms, rewards) == 0
+        flat = np.arange(50) * 4 + arms
+        want_s.ravel()[flat] += rewards
+        want_c.ravel()[flat] += 1
+    assert np.array_equal(sums, want_s) and np.array_equal(counts, want_c)
+    for bad in (4, -1):
+        arms = np.zeros(50, dtype=np.int64)
+        arms[7] = bad
+        assert kernel(sums, counts, arms, np.ones(50)) == 1
+        assert np.array_equal(sums, want_s) and np.array_equal(counts, want_c)  # nothing written
+
+
+def test_gaussian_ts_update_refuses_bad_arms_with_a_valueerror():
+    run = GaussianTS().start(3, 2, 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="arms must lie in"):
+        run.update(1, np.array([0, 3]), np.array([0.5, 0.5]))
+    with pytest.raises(ValueError, match="arms must be an integer array"):
+        run.update(1, np.array([0.0, 1.0]), np.array([0.5, 0.5]))
+    with pytest.raises(ValueError, match="rewards must have shape"):
+        run.update(1, np.array([0, 1]), np.array([0.5, 0.5, 0.5]))
+
+
+def _numpy_append(state, f, v, doubling):
+    """The vectorised append the kernel replaced (fresh_batch.py before issue 19's session 5)."""
+    open_sum, pending, count, n_batches, target = (a.reshape(-1) for a in state)
+    open_sum[f] += v
+    p = pending[f] + 1
+    pending[f] = p
+    count[f] += 1
+    full = p == np.left_shift(1, n_batches[f]) if doubling else (target[f] > 0) & (p == target[f])
+    return np.flatnonzero(full)
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("doubling", [True, False])
+def test_fresh_batch_append_is_the_vectorised_append(way, doubling):
+    rng = np.random.default_rng(2)
+    R, K = 30, 4
+    mine = [np.zeros((R, K)), np.zeros((R, K), np.int64), np.zeros((R, K), np.int64),
+            rng.integers(0, 4, (R, K)), rng.integers(0, 6, (R, K))]
+    ref = [a.copy() for a in mine]
+    kernel = getattr(fresh_batch_append, way)
+    for _ in range(40):
+        mask = rng.random((R, K)) < 0.5
+        rr, kk = np.nonzero(mask)
+        v = rng.random(rr.size)
+        full = np.empty(rr.size, dtype=np.intp)
+        n = kernel(*mine, rr, kk, v, doubling, full)
+        assert np.array_equal(full[:n], _numpy_append(ref, rr * K + kk, v, doubling))
+        for a, b in zip(mine, ref):
+            assert np.array_equal(a, b)
+
+
+def _ts_run(name, replicates):
+    """A TS policy's arms and ledger over 300 rounds (exact-mode runs draw through the grid sampler)."""
+    policy = GaussianTS(b=2, c=4.0) if name == "gaussian_ts" else (
+        make_policy(name, epsilon=1.0, batch_constant=0.05, random_pulls=3) if name == "private_ts"
+        else make_policy(name, epsilon=1.0))
+    env = Bernoulli([0.7, 0.5, 0.4])
+    book = Ledger(replicates, 3, tight=True, capacity=300)
+    run = policy.start(3, replicates, 300, np.random.default_rng(5), ledger=book)
+    env_run = env.start(replicates, np.random.default_rng(6))
+    arms_seen = []
+    for t in range(1, 301):
+        arms = run.select(t)
+        run.update(t, arms, env_run.rewards(t, arms))
+        arms_seen.append(arms.copy())
+    return np.array(arms_seen), book.releases()
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
+@pytest.mark.parametrize("name", ["gaussian_ts", "lazy_dp_ts", "dp_ts", "private_ts"])
+def test_ts_policies_run_the_same_compiled_and_interpreted(monkeypatch, name):
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
+    compiled = _ts_run(name, 4)
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size
+    interpreted = _ts_run(name, 4)
+    assert np.array_equal(compiled[0], interpreted[0])
+    assert set(compiled[1]) == set(interpreted[1])
+    for key in compiled[1]:
+        assert np.array_equal(np.asarray(compiled[1][key]), np.asarray(interpreted[1][key]))
+
+
+def test_fresh_batch_insert_into_every_stream_closes_the_same_batches_as_one_by_one():
+    # insert() with an all-True mask (a slice on the fast path) and insert_pulled, column by column,
+    # put the same items into the same batches: same releases, same draws
+    a = FreshBatchMean(3, 2, epsilon=1.0, rng=np.random.default_rng(3), ledger=None)
+    b = FreshBatchMean(3, 2, epsilon=1.0, rng=np.random.default_rng(3), ledger=None)
+    data = np.random.default_rng(4).random((9, 3, 2))
+    for values in data:
+        a.insert(values, np.ones((3, 2), dtype=bool))
+        for k in range(2):
+            mask = np.zeros((3, 2), dtype=bool)
+            mask[:, k] = True
+            b.insert(values, mask)
+    assert np.array_equal(a.count, b.count) and np.array_equal(a.pending, b.pending)
+    assert np.array_equal(a.n_batches, b.n_batches) and np.array_equal(a.batch_size, b.batch_size)
+
+
+def test_gaussian_posterior_block_size_changes_no_draw():
+    # Gaussian TS caps the rounds of normals drawn at once by the array size (cache-sized blocks):
+    # the blocks cut one stream of standard normals, so every release is the same whatever the block
+    from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+
+    data = np.random.default_rng(9)
+    sums, counts = data.random((6, 40, 3)) * 5, data.integers(0, 9, (6, 40, 3)).astype(float)
+    outs = []
+    for block in (1, 4, 256):
+        post = GaussianPosteriorRelease(40, 3, c=2.0, rng=np.random.default_rng(8), ledger=None, block=block)
+        outs.append(np.array([post.release(s, c) for s, c in zip(sums, counts)]))
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
+    from privbandit.policies._ts_kernels import route_pulled
+
+    rng = np.random.default_rng(10)
+    R, K = 40, 3
+    batch_sum, mask, values = rng.random((R, K)), rng.random((R, K)) < 0.5, rng.random((R, K))
+    want_sum = batch_sum.copy()
+    kernel = getattr(route_pulled, way)
+    for _ in range(10):
+        gap = rng.random(R) < 0.5
+        arms, rewards = rng.integers(0, K, R), rng.random(R)
+        assert kernel(gap, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
+        want_sum[np.flatnonzero(gap), arms[gap]] += rewards[gap]
+        want_mask = np.zeros((R, K), dtype=bool)
+        want_mask[np.flatnonzero(~gap), arms[~gap]] = True
+        assert np.array_equal(batch_sum, want_sum) and np.array_equal(mask, want_mask)
+        assert np.array_equal(values[want_mask], rewards[~gap])  # row-major order = replicate order
+    arms[3] = K
+    before = batch_sum.copy(), mask.copy()
+    assert kernel(gap, arms, rewards, batch_sum, mask, values) == -1
+    assert np.array_equal(batch_sum, before[0]) and np.array_equal(mask, before[1])
