@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from accountants.events import Event
-from privbandit.mechanisms._base import StreamMechanism, positive, probability, single_release_schedule, whole
+from privbandit.mechanisms._base import StreamMechanism, flat, positive, probability, single_release_schedule, whole
 from privbandit.mechanisms._kernels import kernel
 
 
