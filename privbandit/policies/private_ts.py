@@ -241,6 +241,10 @@ class _PrivateTSRun(PolicyRun):
         played = t - self.phase_start
         if into_tree < self.rows.size:  # some replicate in gap estimation
             self._close_batches(np.nonzero(gap & (played == self.k * self.m))[0], t)
+            # a replicate whose gap phase just ended starts its random pulls now (phase_start = t): its
+            # rounds played in the new phase are 0, not the gap phase's k m (which, when n_random = m,
+            # would have sent it straight to Thompson sampling without its random pulls)
+            played = t - self.phase_start
         done = np.nonzero((self.phase == _RANDOM) & (played == self.k * self.n_random))[0]
         if done.size:
             self.phase[done] = _TS

@@ -139,3 +139,27 @@ def test_bad_parameters():
             PrivateTS(**kwargs)
     with pytest.raises(ValueError, match="n_arms"):
         PrivateTS().start(1, 1, 10, np.random.default_rng(0))
+
+
+def test_random_phase_is_played_when_its_length_equals_the_last_gap_batch():
+    """Lines 9-12: a replicate whose gap estimation stops at round t starts its random pulls at t. With
+    random_pulls = m (the first batch's size) the rounds played in the gap phase, k m, equal the random
+    phase's k n_random: the old code compared the gap phase's count and skipped the random pulls."""
+    k, T = 2, 1000
+    m = batch_size(1.0, k, T, 1.0, 1.0)
+    policy = PrivateTS(epsilon=1.0, random_pulls=m)
+    R = 64
+    run = policy.start(k, R, T, np.random.default_rng(0))
+    rewards_of = np.array([1.0, 0.0])  # arm 0 always pays 1, arm 1 never: the gap is 1
+    for t in range(1, k * m + 1):
+        arms = run.select(t)
+        run.update(t, arms, rewards_of[arms])
+    stopped = run.phase != 0  # gap estimation ended at round k m (noise Lap(2k/(eps m)) on a gap of 1)
+    assert stopped.sum() >= R // 2
+    assert np.all(run.phase[stopped] == 1) and np.all(run.phase_start[stopped] == k * m)
+    # the next k m rounds are the random phase's round robin, then Thompson sampling
+    for t in range(k * m + 1, 2 * k * m + 1):
+        arms = run.select(t)
+        assert np.array_equal(arms[stopped], np.full(stopped.sum(), (t - 1 - k * m) % k))
+        run.update(t, arms, rewards_of[arms])
+    assert np.all(run.phase[stopped] == 2)
