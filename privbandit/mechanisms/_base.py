@@ -293,10 +293,7 @@ class BinaryCore:
         n = rr.size
         if n == 0:
             return np.zeros(0)
-        if isinstance(f, slice):
-            f = self._all_flat
-            if f is None or f.size != self.tau.size:
-                f = self._all_flat = np.arange(self.tau.size, dtype=np.intp)
+        f = self.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         new, dropped, out = np.empty((3, n))
         # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
@@ -308,12 +305,27 @@ class BinaryCore:
             self._grow(top)
             prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
-        commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, out, lo, hi,
-               node)
-        if not (type(offset) is int and offset == 0):  # footprints are stream positions in the block
-            lo, hi, node = lo + offset, hi + offset, node + offset * 64
+        # footprints are stream positions in the block: shifted by one offset for all, or one each
+        if isinstance(offset, np.ndarray) and offset.ndim:
+            base, offsets = 0, np.ascontiguousarray(offset, dtype=np.int64)
+        else:
+            base, offsets = int(offset), _NO_OFFSETS
+        commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, base, offsets,
+               out, lo, hi, node)
         mech._record(rr, kk, lo, hi, scale, mechanism, node)
         return out
+
+    def rows(self, f: np.ndarray | slice) -> np.ndarray:
+        """The flat index ``f`` as an index array (a full slice: every row, in order)."""
+        if not isinstance(f, slice):
+            return f
+        if self._all_flat is None or self._all_flat.size != self.tau.size:
+            self._all_flat = np.arange(self.tau.size, dtype=np.intp)
+        return self._all_flat
+
+
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
+_NO_OFFSETS.flags.writeable = False
 
 
 def popcount(n: int) -> int:
