@@ -318,3 +318,83 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
             return 2
         f[r] = r * streams + arms[r]
     return 0
+
+
+# --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
+# (rows, cols) index their (R, K) state arrays; an insert never holds a stream twice.
+
+
+@kernel
+def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t: np.ndarray,
+                hit: np.ndarray) -> int:
+    """Count one item into each stream (rr[i], kk[i]): ``t[i]`` is its new count, ``hit[i]`` whether
+    ``t[i] + shift`` is a power of two (the streams whose logarithmic part releases); returns how
+    many are."""
+    n_hit = 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        n = count[r, c] + 1
+        count[r, c] = n
+        t[i] = n
+        m = n + shift
+        h = (m & (m - 1)) == 0
+        hit[i] = h
+        if h:
+            n_hit += 1
+    return n_hit
+
+
+@row_helper
+def _floor_log2(x: int) -> int:
+    """floor(log2 x) of a positive integer, exactly (integer shifts, no float)."""
+    k = 0
+    for step in (32, 16, 8, 4, 2, 1):
+        if x >> step:
+            x >>= step
+            k += step
+    return k
+
+
+@kernel
+def hybrid_blocks(pending: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray, t: np.ndarray,
+                  k: np.ndarray, start: np.ndarray) -> tuple[int, int]:
+    """Counts ``t[i]`` = 2^k + tau inside block k of a hybrid mechanism: add ``v[i]`` to the items
+    pending for the next logarithmic release, write ``k[i]`` and the block's first count
+    ``start[i]`` = 2^k; return (min k, max k)."""
+    k_min, k_max = 63, 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        pending[r, c] += v[i]
+        b = _floor_log2(t[i])
+        k[i] = b
+        start[i] = 1 << b
+        k_min = min(k_min, b)
+        k_max = max(k_max, b)
+    return k_min, k_max
+
+
+@kernel
+def split_blocks(pending: np.ndarray, block: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray,
+                 k: np.ndarray, start: np.ndarray) -> tuple[int, int]:
+    """Items after the first m = 2^(r+1) - 1 of a split mechanism's stream: add ``v[i]`` to the items
+    pending for the next logarithmic release, write the stream's block ``k[i]`` = r and the block's
+    offset ``start[i]`` = m; return (min r, max r)."""
+    k_min, k_max = 63, 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        pending[r, c] += v[i]
+        b = block[r, c]
+        k[i] = b
+        start[i] = (1 << (b + 1)) - 1
+        k_min = min(k_min, b)
+        k_max = max(k_max, b)
+    return k_min, k_max
+
+
+@kernel
+def gather_add(out: np.ndarray, base: np.ndarray, rr: np.ndarray, kk: np.ndarray, x: np.ndarray) -> None:
+    """out[rr[i], kk[i]] = base[rr[i], kk[i]] + x[i] (a two-part counter's output: its logarithmic
+    part plus its binary part)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        out[r, c] = base[r, c] + x[i]

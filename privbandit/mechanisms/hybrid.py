@@ -12,8 +12,9 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, floor_log2, popcount,
-                                        laplace_event, positive, probability, subset, whole)
+from privbandit.mechanisms import _kernels
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount,
+                                         laplace_event, positive, probability, subset, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -67,18 +68,17 @@ class HybridMechanism(StreamMechanism):
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
 
     def block_scale(self, k: int | np.ndarray):
-        """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k."""
-        return 2.0 * np.asarray(k, dtype=float) / self.epsilon
+        """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k (a float for an
+        int k, an array for an array)."""
+        return 2.0 * (k if isinstance(k, int) else np.asarray(k, dtype=float)) / self.epsilon
 
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
-        count = flat(self.count)
-        t = count[f] + 1
-        count[f] = t
-        pow2 = (t & (t - 1)) == 0
-        n_log = np.count_nonzero(pow2)
+        n = rr.size
+        t, pow2 = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+        n_log = _kernels.count_items.at(n)(self.count, rr, kk, 0, t, pow2)
         # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
-        if n_log == t.size:
+        if n_log == n:
             self._log_release(f, rr, kk, t, v)
         elif n_log == 0:
             self._binary_insert(f, rr, kk, t, v)
@@ -98,15 +98,15 @@ class HybridMechanism(StreamMechanism):
 
     def _binary_insert(self, f, rr, kk, t, v) -> None:
         """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""
-        flat(self._pending)[f] += v
-        k = floor_log2(t)
-        k_min, k_max = int(k.min()), int(k.max())
+        n = rr.size
+        k, block_start = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        k_min, k_max = _kernels.hybrid_blocks.at(n)(self._pending, rr, kk, v, t, k, block_start)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
-            scale, block_start = float(self.block_scale(k_min)), 1 << k_min
+            scale, block_start = self.block_scale(int(k_min)), 1 << int(k_min)
         else:
-            scale, block_start = self.block_scale(k), np.left_shift(1, k)
+            scale = self.block_scale(k)
         out = self._core.insert_flat(self, f, rr, kk, v, scale, block_start, self.name + "/binary")
-        flat(self.noisy_sum)[f] = flat(self._log_sum)[f] + out
+        _kernels.gather_add.at(n)(self.noisy_sum, self._log_sum, rr, kk, out)
 
     def _leaf(self, scale: float) -> LeafEvent:
         return laplace_event(self.sampler, scale, 1.0, on_grid=True)
