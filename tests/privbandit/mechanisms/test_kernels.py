@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from privbandit.mechanisms import HybridMechanism, TreeMechanism, _kernels
+from privbandit.mechanisms.split import SplitMechanism
 from privbandit.ledger import Ledger
 
 def _run(mech_cls, replicates, rounds, **kwargs):
@@ -21,18 +22,24 @@ def _run(mech_cls, replicates, rounds, **kwargs):
     book = Ledger(replicates, 3, tight=True)
     mech = mech_cls(replicates, 3, rng=rng, ledger=book, epsilon=0.5, **kwargs)
     outs = []
-    for _ in range(rounds):
-        arms = data.integers(0, 3, replicates)
-        vals = data.random(replicates)
-        vals[data.random(replicates) < 0.1] = 0.0
-        mech.insert_pulled(arms, vals)
+    for i in range(rounds):
+        if i % 3 == 2:  # every stream, or a random subset of them: the insert(values, mask) routes
+            vals = data.random((replicates, 3))
+            mask = np.ones((replicates, 3), dtype=bool) if i % 2 else data.random((replicates, 3)) < 0.5
+            mech.insert(vals, mask)
+        else:
+            arms = data.integers(0, 3, replicates)
+            vals = data.random(replicates)
+            vals[data.random(replicates) < 0.1] = 0.0
+            mech.insert_pulled(arms, vals)
         outs.append(mech.noisy_sum.copy())
     releases = book.releases()
     return np.array(outs), releases
 
 
 @pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
-@pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {})])
+@pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {}),
+                                              (SplitMechanism, {})])
 @pytest.mark.parametrize("replicates", [1, 5])
 def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cls, kwargs, replicates):
     monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
