@@ -202,14 +202,6 @@ def exact_log2(p: np.ndarray) -> np.ndarray:
     return np.bitwise_count(p - 1).astype(np.int64)
 
 
-def floor_log2(x: np.ndarray) -> np.ndarray:
-    """floor(log2 x) of positive int64 counts, exact: frexp's exponent, corrected where the float
-    conversion rounded x up to the next power of two (x > 2**53)."""
-    k = np.frexp(x.astype(float))[1].astype(np.int64) - 1
-    k -= np.left_shift(1, k) > x
-    return k
-
-
 class BinaryCore:
     """Vectorised binary (tree) mechanism state for every stream (Chan, Shi & Song 2011, Alg. 2).
 
