@@ -93,7 +93,10 @@ class Kernel:
         return first
 
     def at(self, n: int):
-        return self.py_func if n < JIT_MIN_ROWS else self.jit
+        # called several times per insert: the cached functions first, the properties only once
+        if n < JIT_MIN_ROWS:
+            return self._py or self.py_func
+        return self._jit or self.jit
 
     def __call__(self, *args):
         return self.jit(*args)
@@ -320,8 +323,29 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
     return 0
 
 
-# --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
+# --- the counters' own state around their binary cores -----------------------------------------------
 # (rows, cols) index their (R, K) state arrays; an insert never holds a stream twice.
+
+
+@kernel
+def max_count(count: np.ndarray, rr: np.ndarray, kk: np.ndarray) -> int:
+    """The largest count among the streams (rr[i], kk[i]) (at least one)."""
+    m = count[rr[0], kk[0]]
+    for i in range(1, rr.size):
+        m = max(m, count[rr[i], kk[i]])
+    return m
+
+
+@kernel
+def count_and_set(count: np.ndarray, out: np.ndarray, rr: np.ndarray, kk: np.ndarray, x: np.ndarray) -> None:
+    """Count one item into each stream (rr[i], kk[i]) and set its output to ``x[i]``."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        count[r, c] += 1
+        out[r, c] = x[i]
+
+
+# --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
 
 
 @kernel

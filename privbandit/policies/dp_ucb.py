@@ -90,8 +90,9 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: f
     for r in range(counts.shape[0]):
         best, arm = 0.0, -1
         for a in range(counts.shape[1]):
-            n = counts[r, a]
-            x = noisy_sum[r, a] / n + math.sqrt(two_log_t / n)
+            # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
+            n = int(counts[r, a])
+            x = float(noisy_sum[r, a]) / n + math.sqrt(two_log_t / n)
             if bound:
                 x = x + _hybrid_bound(n, lg, c) / n
             index[r, a] = x
