@@ -88,7 +88,6 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: f
     2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
     np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1."""
     for r in range(counts.shape[0]):
-        best, arm = 0.0, -1
         for a in range(counts.shape[1]):
             # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
             n = int(counts[r, a])
@@ -96,9 +95,30 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: f
             if bound:
                 x = x + _hybrid_bound(n, lg, c) / n
             index[r, a] = x
-            if arm < 0 or x > best or (x != x and best == best):
+    # the argmax apart: the loop above has no data-dependent branch (compiled, it can run in SIMD lanes)
+    for r in range(counts.shape[0]):
+        best, arm = index[r, 0], 0
+        for a in range(1, counts.shape[1]):
+            x = index[r, a]
+            if x > best or (x != x and best == best):
                 best, arm = x, a
         arms[r] = arm
+
+
+@kernel
+def one_hot_round(values: np.ndarray, counts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> bool:
+    """DP-UCB's items of one round: ``values[r]`` = the reward at the pulled arm ``arms[r]``, 0 (a
+    "fake" reward) at the others; the pulled arm's count += 1. Returns False, writing nothing, if
+    an arm lies outside [0, K)."""
+    for r in range(values.shape[0]):
+        if not 0 <= arms[r] < values.shape[1]:
+            return False
+    for r in range(values.shape[0]):
+        for a in range(values.shape[1]):
+            values[r, a] = 0.0
+        values[r, arms[r]] = rewards[r]
+        counts[r, arms[r]] += 1
+    return True
 
 
 class HybridSchedule(PrivacySchedule):
@@ -125,8 +145,6 @@ class _HybridRun(PolicyRun):
 
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
-        self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
-        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       name=policy.name + "/hybrid", exact=policy.exact)
@@ -152,22 +170,32 @@ class _HybridRun(PolicyRun):
 class _DPUCBBoundRun(_HybridRun):
     bound = True
 
+    @property
+    def counts(self) -> np.ndarray:
+        """Pulls of every (replicate, arm): the items of the arm's mechanism, which holds the arm's
+        rewards and nothing else (the same array, not a copy kept in step)."""
+        return self.hybrid.count
+
     def update(self, t, arms, rewards):
         self.hybrid.insert_pulled(arms, rewards)
-        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class _DPUCBRun(_HybridRun):
     def __init__(self, *args):
         super().__init__(*args)
+        self.counts = np.zeros((self.replicates, self.n_arms), dtype=np.int64)  # pulls (the mechanisms hold t)
         self._all = np.ones((self.replicates, self.n_arms), dtype=bool)
+        # the round's items, rewritten every round (the mechanism reads them during the insert only)
+        self._values = np.zeros((self.replicates, self.n_arms))
 
     def update(self, t, arms, rewards):
-        flat = self.offsets + arms
-        values = np.zeros((self.replicates, self.n_arms))
-        values.ravel()[flat] = rewards
-        self.hybrid.insert(values, self._all)  # fake zero rewards for the arms not played
-        self.counts.ravel()[flat] += 1
+        arms, rewards = np.asarray(arms), np.asarray(rewards, dtype=float)
+        if arms.shape != (self.replicates,) or arms.dtype.kind not in "iu" or rewards.shape != arms.shape:
+            raise ValueError(f"arms and rewards must be arrays of shape ({self.replicates},), arms of integers; "
+                             f"got {arms.dtype} {arms.shape} and {rewards.shape}")
+        if not one_hot_round.at(self.replicates)(self._values, self.counts, arms, rewards):
+            raise ValueError(f"arms must lie in [0, {self.n_arms}) (the arms), got {arms.min()}..{arms.max()}")
+        self.hybrid.insert(self._values, self._all)  # fake zero rewards for the arms not played
 
 
 class _HybridPolicy(PureEpsilonPolicy):

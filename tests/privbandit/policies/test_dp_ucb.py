@@ -324,3 +324,16 @@ def test_vectorised_error_bound_matches_the_numpy_expression_bit_for_bit():
         want = np.where(n > 0, 2.0 * math.sqrt(8.0) / 0.37 * total, 0.0)
         got = hybrid_error_bound(n, lg, 0.37)
         assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("replicates", [1, 3])
+def test_dp_ucb_update_refuses_arms_outside_the_arms_and_writes_nothing(replicates):
+    run = DPUCB(1.0).start(4, replicates, 100, np.random.default_rng(0))
+    for bad in (4, -1):
+        with pytest.raises(ValueError, match=r"arms must lie in \[0, 4\)"):
+            run.update(1, np.full(replicates, bad), np.zeros(replicates))
+    with pytest.raises(ValueError, match="shape"):
+        run.update(1, np.zeros(replicates + 1, dtype=int), np.zeros(replicates + 1))
+    assert run.counts.sum() == 0 and run.hybrid.count.sum() == 0
+    run.update(1, np.full(replicates, 2), np.full(replicates, 0.5))
+    assert run.counts[:, 2].tolist() == [1] * replicates and np.all(run.hybrid.count == 1)
