@@ -262,9 +262,8 @@ class BinaryCore:
 
     def reset_flat(self, f: np.ndarray | slice) -> None:
         """Empty the streams at flat index ``f`` (a new block starts)."""
-        self._node_rows[f] = 0.0
-        self._total_flat[f] = 0.0
-        self._tau_flat[f] = 0
+        f = self.rows(f)
+        _kernels.reset_rows.at(f.size)(self._node_rows, self._total_flat, self._tau_flat, f)
 
     def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
         """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by

@@ -422,3 +422,44 @@ def gather_add(out: np.ndarray, base: np.ndarray, rr: np.ndarray, kk: np.ndarray
     for i in range(rr.size):
         r, c = rr[i], kk[i]
         out[r, c] = base[r, c] + x[i]
+
+
+@kernel
+def release_statistic(pending: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray, stat: np.ndarray) -> None:
+    """stat[i] = the items pending for stream (rr[i], kk[i])'s logarithmic release plus ``v[i]``."""
+    for i in range(rr.size):
+        stat[i] = pending[rr[i], kk[i]] + v[i]
+
+
+@kernel
+def log_commit(log_sum: np.ndarray, pending: np.ndarray, noisy_sum: np.ndarray, block: np.ndarray, rr: np.ndarray,
+               kk: np.ndarray, t: np.ndarray, shift: int, noisy: np.ndarray, lo: np.ndarray, node: np.ndarray) -> None:
+    """After the logarithmic releases ``noisy`` at counts with ``t[i] + shift`` = 2^j: add them to the
+    logarithmic part, empty the pending items, set the output to the logarithmic part, write the
+    release's first record ``lo[i]`` = 2^(j-1) - shift and ledger node ``j``; and, unless ``block``
+    is empty (the hybrid mechanism), the stream's new block ``block`` = j - 1 (the split mechanism)."""
+    blocks = block.size > 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        s = log_sum[r, c] + noisy[i]
+        log_sum[r, c] = s
+        pending[r, c] = 0.0
+        noisy_sum[r, c] = s
+        m = t[i] + shift
+        j = _floor_log2(m)
+        lo[i] = m // 2 - shift
+        node[i] = j
+        if blocks:
+            block[r, c] = j - 1
+
+
+@kernel
+def reset_rows(nodes: np.ndarray, total: np.ndarray, tau: np.ndarray, f: np.ndarray) -> None:
+    """Empty rows ``f`` of a binary core (a new block starts)."""
+    for i in range(f.size):
+        r = f[i]
+        for j in range(nodes.shape[1]):
+            nodes[r, j, 0] = 0.0
+            nodes[r, j, 1] = 0.0
+        total[r] = 0.0
+        tau[r] = 0

@@ -39,6 +39,9 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
     return log_leaf + PureDP(eps_bin)
 
 
+_NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream
+
+
 class HybridMechanism(StreamMechanism):
     """H(eps): a logarithmic mechanism at eps/2 plus, for each block of counts (2^k, 2^(k+1)), a fresh
     binary mechanism at eps/2; unbounded.
@@ -89,12 +92,14 @@ class HybridMechanism(StreamMechanism):
 
     def _log_release(self, f, rr, kk, t, v) -> None:
         """Logarithmic release at count t = 2^k (flat index ``f``); block k's binary mechanism restarts."""
-        pending, log_sum = flat(self._pending), flat(self._log_sum)
-        log_sum[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
-        self._record(rr, kk, t // 2, t, self.log_scale, self.name + "/log", exact_log2(t))
-        pending[f] = 0.0
+        n = rr.size
+        stat, lo, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _kernels.release_statistic.at(n)(self._pending, rr, kk, v, stat)
+        noisy = self.sampler._sum_release(stat, self.log_scale)
+        _kernels.log_commit.at(n)(self._log_sum, self._pending, self.noisy_sum, _NO_BLOCKS, rr, kk, t, 0,
+                                  np.ascontiguousarray(noisy, dtype=float), lo, node)
+        self._record(rr, kk, lo, t, self.log_scale, self.name + "/log", node)  # footprint [2^(k-1), 2^k)
         self._core.reset_flat(f)
-        flat(self.noisy_sum)[f] = log_sum[f]
 
     def _binary_insert(self, f, rr, kk, t, v) -> None:
         """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""

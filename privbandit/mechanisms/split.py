@@ -70,16 +70,16 @@ class SplitMechanism(StreamMechanism):
             self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], v[bin_])
 
     def _flush(self, f, rr, kk, o, v) -> None:
-        """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts."""
-        pending, c = flat(self._pending), flat(self.c)
-        c[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
-        j = exact_log2(o + 1)
-        self._record(rr, kk, (o + 1) // 2 - 1, o, self.log_scale, self.name + "/log", j)
-        pending[f] = 0.0
+        """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts.
+        r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ..."""
+        n = rr.size
+        stat, lo, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _kernels.release_statistic.at(n)(self._pending, rr, kk, v, stat)
+        noisy = self.sampler._sum_release(stat, self.log_scale)
+        _kernels.log_commit.at(n)(self.c, self._pending, self.noisy_sum, self.r, rr, kk, o, 1,
+                                  np.ascontiguousarray(noisy, dtype=float), lo, node)
+        self._record(rr, kk, lo, o, self.log_scale, self.name + "/log", node)  # footprint [2^r - 1, 2^(r+1) - 1)
         self._core.reset_flat(f)
-        # r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ...
-        flat(self.r)[f] = j - 1
-        flat(self.noisy_sum)[f] = c[f]
 
     def _binary_insert(self, f, rr, kk, v) -> None:
         """An item after the first m = 2^(r+1) - 1: feed block r's binary mechanism."""
