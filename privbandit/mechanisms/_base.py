@@ -197,6 +197,17 @@ def subset(f: np.ndarray | slice, sel: np.ndarray) -> np.ndarray:
     return np.flatnonzero(sel) if isinstance(f, slice) else f[sel]
 
 
+def partition(hit: np.ndarray, n_hit: int, f: np.ndarray, rr, kk, t, v) -> tuple[tuple, tuple]:
+    """The entries (flat index ``f`` as an array, rows, cols, counts, values) with ``hit``, and the
+    others, each in order: ``(subset(f, hit), rr[hit], ...)`` and the same for ``~hit``, in one
+    kernel. Fresh arrays (the ledger stages rows and cols uncopied)."""
+    n = hit.size
+    parts = tuple((np.empty(m, dtype=f.dtype), np.empty(m, dtype=rr.dtype), np.empty(m, dtype=kk.dtype),
+                   np.empty(m, dtype=t.dtype), np.empty(m, dtype=v.dtype)) for m in (n_hit, n - n_hit))
+    _kernels.partition.at(n)(hit, f, rr, kk, t, v, *parts[0], *parts[1])
+    return parts
+
+
 def exact_log2(p: np.ndarray) -> np.ndarray:
     """log2 of int64 powers of two, exact (integer popcount of p - 1, no float log)."""
     return np.bitwise_count(p - 1).astype(np.int64)

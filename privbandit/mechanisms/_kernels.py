@@ -463,3 +463,20 @@ def reset_rows(nodes: np.ndarray, total: np.ndarray, tau: np.ndarray, f: np.ndar
             nodes[r, j, 1] = 0.0
         total[r] = 0.0
         tau[r] = 0
+
+
+@kernel
+def partition(hit: np.ndarray, f: np.ndarray, rr: np.ndarray, kk: np.ndarray, t: np.ndarray, v: np.ndarray,
+              f1: np.ndarray, rr1: np.ndarray, kk1: np.ndarray, t1: np.ndarray, v1: np.ndarray,
+              f2: np.ndarray, rr2: np.ndarray, kk2: np.ndarray, t2: np.ndarray, v2: np.ndarray) -> None:
+    """The entries (f, rr, kk, t, v)[i] with ``hit[i]`` into the arrays ending in 1, the others into
+    those ending in 2, each in their order (as boolean indexing selects them)."""
+    i1 = 0
+    i2 = 0
+    for i in range(hit.size):
+        if hit[i]:
+            f1[i1], rr1[i1], kk1[i1], t1[i1], v1[i1] = f[i], rr[i], kk[i], t[i], v[i]
+            i1 += 1
+        else:
+            f2[i2], rr2[i2], kk2[i2], t2[i2], v2[i2] = f[i], rr[i], kk[i], t[i], v[i]
+            i2 += 1

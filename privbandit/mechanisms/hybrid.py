@@ -13,8 +13,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount,
-                                         laplace_event, positive, probability, subset, whole)
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
+                                         positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -86,9 +86,9 @@ class HybridMechanism(StreamMechanism):
         elif n_log == 0:
             self._binary_insert(f, rr, kk, t, v)
         else:
-            bin_ = ~pow2
-            self._log_release(subset(f, pow2), rr[pow2], kk[pow2], t[pow2], v[pow2])
-            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], t[bin_], v[bin_])
+            log_part, bin_part = partition(pow2, n_log, self._core.rows(f), rr, kk, t, v)
+            self._log_release(*log_part)
+            self._binary_insert(*bin_part)
 
     def _log_release(self, f, rr, kk, t, v) -> None:
         """Logarithmic release at count t = 2^k (flat index ``f``); block k's binary mechanism restarts."""

@@ -14,8 +14,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount, positive,
-                                        laplace_event, probability, subset, whole)
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
+                                         positive, probability, whole)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -65,9 +65,9 @@ class SplitMechanism(StreamMechanism):
         elif n_flush == 0:
             self._binary_insert(f, rr, kk, v)
         else:
-            bin_ = ~flush
-            self._flush(subset(f, flush), rr[flush], kk[flush], o[flush], v[flush])
-            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], v[bin_])
+            (f1, rr1, kk1, o1, v1), (f2, rr2, kk2, _, v2) = partition(flush, n_flush, self._core.rows(f), rr, kk, o, v)
+            self._flush(f1, rr1, kk1, o1, v1)
+            self._binary_insert(f2, rr2, kk2, v2)
 
     def _flush(self, f, rr, kk, o, v) -> None:
         """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts.
