@@ -11,7 +11,9 @@ Callers pick the way per call with :meth:`Kernel.at`: interpreted below ``JIT_MI
 (one replicate: measured 28 vs 23 us per tree insert, against the 0.5-0.9 s numba's import and
 cache load add to a process -- so a process that only ever runs one replicate, a deployment or a
 CLI call, never imports numba),
-compiled from there on. Compilation is lazy (first use) and cached on disk across processes.
+compiled from there on -- and at every size once a kernel has imported numba in this process (a
+one-replicate run after a many-replicate one, or DP-UCB's K-row inserts of one replicate): the
+import is paid, and loading a further kernel from the disk cache costs milliseconds. Compilation is lazy (first use) and cached on disk across processes.
 Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed.
 """
 
@@ -25,7 +27,10 @@ import warnings
 import numpy as np
 
 JIT_MIN_ROWS = 2
-"""Calls over fewer rows run interpreted (see the module docstring)."""
+"""Calls over fewer rows run interpreted (see the module docstring) -- until numba is loaded."""
+
+_LOADED = False
+"""Whether a kernel of this process imported numba (then every call runs compiled: the import is paid)."""
 
 COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
             and importlib.util.find_spec("numba") is not None)
@@ -62,6 +67,8 @@ class Kernel:
             except Exception as exc:  # installed but unusable (e.g. built for another numpy)
                 _fall_back(f"numba could not be imported ({exc})")
                 return None
+            global _LOADED
+            _LOADED = True
             self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never")(
                 _rebind(self.fn, lambda k: k.compiled))
         return self._dispatcher
@@ -94,7 +101,7 @@ class Kernel:
 
     def at(self, n: int):
         # called several times per insert: the cached functions first, the properties only once
-        if n < JIT_MIN_ROWS:
+        if n < JIT_MIN_ROWS and not _LOADED:
             return self._py or self.py_func
         return self._jit or self.jit
 

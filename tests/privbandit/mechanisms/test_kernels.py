@@ -52,10 +52,31 @@ def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cl
         assert np.array_equal(np.asarray(compiled[1][key]), np.asarray(interpreted[1][key]))
 
 
-def test_one_replicate_runs_interpreted_and_many_compiled():
+def test_one_replicate_runs_interpreted_and_many_compiled(monkeypatch):
+    monkeypatch.setattr(_kernels, "_LOADED", False)  # a process that has not imported numba
     assert _kernels.binary_prepare.at(1) is _kernels.binary_prepare.py_func
     expected = _kernels.binary_prepare.jit if _kernels.COMPILED else _kernels.binary_prepare.py_func
     assert _kernels.binary_prepare.at(_kernels.JIT_MIN_ROWS) is expected
+    # once a kernel has imported numba, one row runs compiled too
+    monkeypatch.setattr(_kernels, "_LOADED", _kernels.COMPILED)
+    assert _kernels.binary_prepare.at(1) is expected
+
+
+def test_a_one_replicate_process_never_imports_numba():
+    """A one-replicate run (a deployment, a CLI call) must not pay numba's import: run one in a fresh
+    interpreter and check sys.modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from privbandit.engine import simulate\n"
+            "from privbandit.envs import Bernoulli\n"
+            "from privbandit.policies import DPUCBBound, PrivateUCB\n"
+            "for p in (DPUCBBound(1.0), PrivateUCB(1.0)):\n"
+            "    simulate(p, Bernoulli([0.2, 0.8]), 40, 1, seed=0, progress=False)\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("way", ["py_func", "jit"])
