@@ -44,7 +44,9 @@ def _run(mech_cls, replicates, rounds, **kwargs):
 def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cls, kwargs, replicates):
     monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
     compiled = _run(mech_cls, replicates, 300, **kwargs)
-    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size ...
+    monkeypatch.setattr(_kernels, "_LOADED", False)  # ... although this process has imported numba
+    assert _kernels.binary_prepare.at(5) is _kernels.binary_prepare.py_func
     interpreted = _run(mech_cls, replicates, 300, **kwargs)
     assert np.array_equal(compiled[0].view(np.int64), interpreted[0].view(np.int64))
     assert set(compiled[1]) == set(interpreted[1])
