@@ -197,17 +197,20 @@ def subset(f: np.ndarray | slice, sel: np.ndarray) -> np.ndarray:
     return np.flatnonzero(sel) if isinstance(f, slice) else f[sel]
 
 
+def partition(hit: np.ndarray, n_hit: int, f: np.ndarray, rr, kk, t, v) -> tuple[tuple, tuple]:
+    """The entries (flat index ``f`` as an array, rows, cols, counts, values) with ``hit``, and the
+    others, each in order: ``(subset(f, hit), rr[hit], ...)`` and the same for ``~hit``, in one
+    kernel. Fresh arrays (the ledger stages rows and cols uncopied)."""
+    n = hit.size
+    parts = tuple((np.empty(m, dtype=f.dtype), np.empty(m, dtype=rr.dtype), np.empty(m, dtype=kk.dtype),
+                   np.empty(m, dtype=t.dtype), np.empty(m, dtype=v.dtype)) for m in (n_hit, n - n_hit))
+    _kernels.partition.at(n)(hit, f, rr, kk, t, v, *parts[0], *parts[1])
+    return parts
+
+
 def exact_log2(p: np.ndarray) -> np.ndarray:
     """log2 of int64 powers of two, exact (integer popcount of p - 1, no float log)."""
     return np.bitwise_count(p - 1).astype(np.int64)
-
-
-def floor_log2(x: np.ndarray) -> np.ndarray:
-    """floor(log2 x) of positive int64 counts, exact: frexp's exponent, corrected where the float
-    conversion rounded x up to the next power of two (x > 2**53)."""
-    k = np.frexp(x.astype(float))[1].astype(np.int64) - 1
-    k -= np.left_shift(1, k) > x
-    return k
 
 
 class BinaryCore:
@@ -270,9 +273,8 @@ class BinaryCore:
 
     def reset_flat(self, f: np.ndarray | slice) -> None:
         """Empty the streams at flat index ``f`` (a new block starts)."""
-        self._node_rows[f] = 0.0
-        self._total_flat[f] = 0.0
-        self._tau_flat[f] = 0
+        f = self.rows(f)
+        _kernels.reset_rows.at(f.size)(self._node_rows, self._total_flat, self._tau_flat, f)
 
     def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
         """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by
@@ -293,10 +295,7 @@ class BinaryCore:
         n = rr.size
         if n == 0:
             return np.zeros(0)
-        if isinstance(f, slice):
-            f = self._all_flat
-            if f is None or f.size != self.tau.size:
-                f = self._all_flat = np.arange(self.tau.size, dtype=np.intp)
+        f = self.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         new, dropped, out = np.empty((3, n))
         # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
@@ -308,12 +307,27 @@ class BinaryCore:
             self._grow(top)
             prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
-        commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, out, lo, hi,
-               node)
-        if not (type(offset) is int and offset == 0):  # footprints are stream positions in the block
-            lo, hi, node = lo + offset, hi + offset, node + offset * 64
+        # footprints are stream positions in the block: shifted by one offset for all, or one each
+        if isinstance(offset, np.ndarray) and offset.ndim:
+            base, offsets = 0, np.ascontiguousarray(offset, dtype=np.int64)
+        else:
+            base, offsets = int(offset), _NO_OFFSETS
+        commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, base, offsets,
+               out, lo, hi, node)
         mech._record(rr, kk, lo, hi, scale, mechanism, node)
         return out
+
+    def rows(self, f: np.ndarray | slice) -> np.ndarray:
+        """The flat index ``f`` as an index array (a full slice: every row, in order)."""
+        if not isinstance(f, slice):
+            return f
+        if self._all_flat is None or self._all_flat.size != self.tau.size:
+            self._all_flat = np.arange(self.tau.size, dtype=np.intp)
+        return self._all_flat
+
+
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
+_NO_OFFSETS.flags.writeable = False
 
 
 def popcount(n: int) -> int:

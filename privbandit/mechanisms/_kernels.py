@@ -11,7 +11,9 @@ Callers pick the way per call with :meth:`Kernel.at`: interpreted below ``JIT_MI
 (one replicate: measured 28 vs 23 us per tree insert, against the 0.5-0.9 s numba's import and
 cache load add to a process -- so a process that only ever runs one replicate, a deployment or a
 CLI call, never imports numba),
-compiled from there on. Compilation is lazy (first use) and cached on disk across processes.
+compiled from there on -- and at every size once a kernel has imported numba in this process (a
+one-replicate run after a many-replicate one, or DP-UCB's K-row inserts of one replicate): the
+import is paid, and loading a further kernel from the disk cache costs milliseconds. Compilation is lazy (first use) and cached on disk across processes.
 Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed.
 """
 
@@ -25,7 +27,10 @@ import warnings
 import numpy as np
 
 JIT_MIN_ROWS = 2
-"""Calls over fewer rows run interpreted (see the module docstring)."""
+"""Calls over fewer rows run interpreted (see the module docstring) -- until numba is loaded."""
+
+_LOADED = False
+"""Whether a kernel of this process imported numba (then every call runs compiled: the import is paid)."""
 
 COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
             and importlib.util.find_spec("numba") is not None)
@@ -40,8 +45,11 @@ class Kernel:
     itself runs ``jit``. Kernels calling kernels are rebound to the same way (an interpreted kernel
     calls interpreted ones, a compiled kernel compiled ones)."""
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn=None, *, inline: bool = False) -> None:
         self.fn, self._py, self._jit, self._dispatcher = fn, None, None, None
+        # inline: compiled into each compiled kernel calling it, for helpers called once per row
+        # (a compiled call per row costs more than the row's arithmetic)
+        self.inline = inline
         _KERNELS[fn.__name__] = self
 
     @property
@@ -59,7 +67,10 @@ class Kernel:
             except Exception as exc:  # installed but unusable (e.g. built for another numpy)
                 _fall_back(f"numba could not be imported ({exc})")
                 return None
-            self._dispatcher = numba.njit(cache=True, nogil=True)(_rebind(self.fn, lambda k: k.compiled))
+            global _LOADED
+            _LOADED = True
+            self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never")(
+                _rebind(self.fn, lambda k: k.compiled))
         return self._dispatcher
 
     @property
@@ -89,7 +100,10 @@ class Kernel:
         return first
 
     def at(self, n: int):
-        return self.py_func if n < JIT_MIN_ROWS else self.jit
+        # called several times per insert: the cached functions first, the properties only once
+        if n < JIT_MIN_ROWS and not _LOADED:
+            return self._py or self.py_func
+        return self._jit or self.jit
 
     def __call__(self, *args):
         return self.jit(*args)
@@ -121,10 +135,16 @@ def _rebind(fn, way):
 kernel = Kernel
 
 
-@kernel
-def _row_lower_sum(pairs: np.ndarray, c: int, level: int, top: int) -> float:
-    """numpy's sum of ``where(arange(top) < level, pairs[:top, c], 0.0)`` bit for bit (``pairs``: a
-    stream's (levels, 2) nodes, ``c`` = 0 exact, 1 noisy p-sums). A row of
+def row_helper(fn) -> Kernel:
+    """A kernel inlined into the compiled kernels calling it (see :class:`Kernel`)."""
+    return Kernel(fn, inline=True)
+
+
+@row_helper
+def _row_lower_sum(nodes: np.ndarray, r: int, c: int, level: int, top: int) -> float:
+    """numpy's sum of ``where(arange(top) < level, nodes[r, :top, c], 0.0)`` bit for bit (``nodes``:
+    the (rows, levels, 2) nodes of a core, ``r`` the stream's row, ``c`` = 0 exact, 1 noisy p-sums;
+    indexed in place: a per-row view would cost a reference count per call when compiled). A row of
     fewer than 8 elements is summed left to right from 0.0; from 8 to 128 elements numpy keeps 8
     running sums over the first n - n % 8 elements, combines them pairwise and adds the rest in
     order (numpy/_core/src/umath/loops_utils.h, pairwise_sum; masked terms enter as +0.0)."""
@@ -132,31 +152,31 @@ def _row_lower_sum(pairs: np.ndarray, c: int, level: int, top: int) -> float:
         # the masked terms add +0.0, the identity on a running sum started at +0.0 (never -0.0)
         s = 0.0
         for j in range(level):
-            s += pairs[j, c]
+            s += nodes[r, j, c]
         return s
     # eight scalar running sums (no allocation per row)
-    r0 = pairs[0, c] if 0 < level else 0.0
-    r1 = pairs[1, c] if 1 < level else 0.0
-    r2 = pairs[2, c] if 2 < level else 0.0
-    r3 = pairs[3, c] if 3 < level else 0.0
-    r4 = pairs[4, c] if 4 < level else 0.0
-    r5 = pairs[5, c] if 5 < level else 0.0
-    r6 = pairs[6, c] if 6 < level else 0.0
-    r7 = pairs[7, c] if 7 < level else 0.0
+    r0 = nodes[r, 0, c] if 0 < level else 0.0
+    r1 = nodes[r, 1, c] if 1 < level else 0.0
+    r2 = nodes[r, 2, c] if 2 < level else 0.0
+    r3 = nodes[r, 3, c] if 3 < level else 0.0
+    r4 = nodes[r, 4, c] if 4 < level else 0.0
+    r5 = nodes[r, 5, c] if 5 < level else 0.0
+    r6 = nodes[r, 6, c] if 6 < level else 0.0
+    r7 = nodes[r, 7, c] if 7 < level else 0.0
     # Beyond the level every term is +0.0, and adding +0.0 is idempotent (it only turns -0.0 into
     # +0.0): the masked blocks and tail terms are added once each, not term by term, so the cost
     # follows the level, not the top.
     stop = top - top % 8
     i = 8
     while i < stop and i < level:
-        r0 += pairs[i, c] if i < level else 0.0
-        r1 += pairs[i + 1, c] if i + 1 < level else 0.0
-        r2 += pairs[i + 2, c] if i + 2 < level else 0.0
-        r3 += pairs[i + 3, c] if i + 3 < level else 0.0
-        r4 += pairs[i + 4, c] if i + 4 < level else 0.0
-        r5 += pairs[i + 5, c] if i + 5 < level else 0.0
-        r6 += pairs[i + 6, c] if i + 6 < level else 0.0
-        r7 += pairs[i + 7, c] if i + 7 < level else 0.0
+        r0 += nodes[r, i, c] if i < level else 0.0
+        r1 += nodes[r, i + 1, c] if i + 1 < level else 0.0
+        r2 += nodes[r, i + 2, c] if i + 2 < level else 0.0
+        r3 += nodes[r, i + 3, c] if i + 3 < level else 0.0
+        r4 += nodes[r, i + 4, c] if i + 4 < level else 0.0
+        r5 += nodes[r, i + 5, c] if i + 5 < level else 0.0
+        r6 += nodes[r, i + 6, c] if i + 6 < level else 0.0
+        r7 += nodes[r, i + 7, c] if i + 7 < level else 0.0
         i += 8
     if i < stop:  # whole blocks of masked terms remain
         r0 += 0.0
@@ -169,7 +189,7 @@ def _row_lower_sum(pairs: np.ndarray, c: int, level: int, top: int) -> float:
         r7 += 0.0
     s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     for i in range(stop, min(top, level)):
-        s += pairs[i, c]
+        s += nodes[r, i, c]
     if top > max(stop, level):  # a masked tail term
         s += 0.0
     return s
@@ -190,7 +210,25 @@ def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndar
     returned. With ``top == 1`` every node is a leaf and ``new`` is ``v`` itself (not ``0.0 + v``).
     Writes ``l``, then (only if the node arrays hold ``top`` levels; otherwise the caller grows them
     and calls again) ``new`` and ``dropped``.
+
+    Three passes, each its own compiled function: fused into one loop, LLVM compiled the sums
+    several times slower (measured 5000 rows: ~90 against ~20 us).
     """
+    top = _binary_levels(tau, f, level_out)
+    if top > nodes.shape[1]:
+        return top
+    if top == 1:
+        _leaves(v, new, dropped)
+    else:
+        _lower_sums(nodes, f, level_out, top, new, dropped)
+        _add_values(v, new)
+    return top
+
+
+@kernel
+def _binary_levels(tau: np.ndarray, f: np.ndarray, level_out: np.ndarray) -> int:
+    """Level of the node each insert completes (the lowest set bit of ``tau[f[i]] + 1``); returns
+    one more than the highest."""
     top = 0
     for i in range(f.size):
         t = tau[f[i]] + 1
@@ -201,48 +239,81 @@ def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndar
         level_out[i] = level
         if level + 1 > top:
             top = level + 1
-    if top > nodes.shape[1]:
-        return top
-    for i in range(f.size):
-        r = f[i]
-        level = level_out[i]
-        if top == 1:
-            new[i] = v[i]
-            dropped[i] = 0.0
-        else:
-            new[i] = _row_lower_sum(nodes[r], 0, level, top) + v[i]
-            dropped[i] = _row_lower_sum(nodes[r], 1, level, top)
     return top
 
 
 @kernel
+def _leaves(v: np.ndarray, new: np.ndarray, dropped: np.ndarray) -> None:
+    for i in range(v.size):
+        new[i] = v[i]
+        dropped[i] = 0.0
+
+
+@kernel
+def _lower_sums(nodes: np.ndarray, f: np.ndarray, level: np.ndarray, top: int, new: np.ndarray,
+                dropped: np.ndarray) -> None:
+    for i in range(f.size):
+        # plain locals as the arguments: numba's inlining of item expressions measured 7x slower
+        r, lv = f[i], level[i]
+        new[i] = _row_lower_sum(nodes, r, 0, lv, top)
+        dropped[i] = _row_lower_sum(nodes, r, 1, lv, top)
+
+
+@kernel
+def _add_values(v: np.ndarray, new: np.ndarray) -> None:
+    for i in range(v.size):
+        new[i] = new[i] + v[i]
+
+
+@kernel
 def binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
-                  noisy: np.ndarray, dropped: np.ndarray,
-                  level: np.ndarray, top: int, out: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                  node: np.ndarray) -> None:
+                  noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
+                  offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray) -> None:
     """Second half of the insert (after the caller released ``noisy`` = ``new`` + Laplace noise
     through the mechanism's sampler): discard the lower nodes, store the completed node, move the
     output ``total`` by ``noisy - dropped`` (by ``noisy`` alone for leaves, as the vectorised path
-    did) and count the item. Writes the new outputs into ``out`` and each release's footprint in
-    the block, records [``lo``, ``hi``), and ledger node id ``lo * 64 + l`` (before the caller
-    shifts them by the block's offset)."""
+    did) and count the item. Writes the new outputs into ``out`` and each release's footprint:
+    records [``lo``, ``hi``) of the stream and ledger node id ``lo * 64 + l``, positions in the
+    block shifted by the stream position of the block's first item: ``base`` plus, unless
+    ``offsets`` is empty, ``offsets[i]``. Three passes, as in :func:`binary_prepare`."""
+    _store_nodes(nodes, f, level, new, noisy)
+    _move_totals(total, f, noisy, dropped, top, out)
+    _footprints(tau, f, level, base, offsets, lo, hi, node)
+
+
+@kernel
+def _store_nodes(nodes: np.ndarray, f: np.ndarray, level: np.ndarray, new: np.ndarray, noisy: np.ndarray) -> None:
+    for i in range(f.size):
+        r, lv = f[i], level[i]
+        for j in range(lv):  # nodes indexed in place: no per-row view (see _row_lower_sum)
+            nodes[r, j, 0] = 0.0
+            nodes[r, j, 1] = 0.0
+        nodes[r, lv, 0] = new[i]
+        nodes[r, lv, 1] = noisy[i]
+
+
+@kernel
+def _move_totals(total: np.ndarray, f: np.ndarray, noisy: np.ndarray, dropped: np.ndarray, top: int,
+                 out: np.ndarray) -> None:
     for i in range(f.size):
         r = f[i]
-        row = nodes[r]
-        lv = level[i]
-        for j in range(lv):
-            row[j, 0] = 0.0
-            row[j, 1] = 0.0
-        row[lv, 0] = new[i]
-        row[lv, 1] = noisy[i]
         o = total[r] + noisy[i] if top == 1 else total[r] + (noisy[i] - dropped[i])
         total[r] = o
+        out[i] = o
+
+
+@kernel
+def _footprints(tau: np.ndarray, f: np.ndarray, level: np.ndarray, base: int, offsets: np.ndarray,
+                lo: np.ndarray, hi: np.ndarray, node: np.ndarray) -> None:
+    each = offsets.size > 0
+    for i in range(f.size):
+        r, lv = f[i], level[i]
         t = tau[r] + 1
         tau[r] = t
-        out[i] = o
-        hi[i] = t
-        lo[i] = t - (1 << lv)
-        node[i] = lo[i] * 64 + lv
+        start = (base + offsets[i] if each else base) + t - (1 << lv)
+        lo[i] = start
+        hi[i] = start + (1 << lv)
+        node[i] = start * 64 + lv
 
 
 @kernel
@@ -257,3 +328,162 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
             return 2
         f[r] = r * streams + arms[r]
     return 0
+
+
+# --- the counters' own state around their binary cores -----------------------------------------------
+# (rows, cols) index their (R, K) state arrays; an insert never holds a stream twice.
+
+
+@kernel
+def max_count(count: np.ndarray, rr: np.ndarray, kk: np.ndarray) -> int:
+    """The largest count among the streams (rr[i], kk[i]) (at least one)."""
+    m = count[rr[0], kk[0]]
+    for i in range(1, rr.size):
+        m = max(m, count[rr[i], kk[i]])
+    return m
+
+
+@kernel
+def count_and_set(count: np.ndarray, out: np.ndarray, rr: np.ndarray, kk: np.ndarray, x: np.ndarray) -> None:
+    """Count one item into each stream (rr[i], kk[i]) and set its output to ``x[i]``."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        count[r, c] += 1
+        out[r, c] = x[i]
+
+
+# --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
+
+
+@kernel
+def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t: np.ndarray,
+                hit: np.ndarray) -> int:
+    """Count one item into each stream (rr[i], kk[i]): ``t[i]`` is its new count, ``hit[i]`` whether
+    ``t[i] + shift`` is a power of two (the streams whose logarithmic part releases); returns how
+    many are."""
+    n_hit = 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        n = count[r, c] + 1
+        count[r, c] = n
+        t[i] = n
+        m = n + shift
+        h = (m & (m - 1)) == 0
+        hit[i] = h
+        if h:
+            n_hit += 1
+    return n_hit
+
+
+@row_helper
+def _floor_log2(x: int) -> int:
+    """floor(log2 x) of a positive integer, exactly (integer shifts, no float)."""
+    k = 0
+    for step in (32, 16, 8, 4, 2, 1):
+        if x >> step:
+            x >>= step
+            k += step
+    return k
+
+
+@kernel
+def hybrid_blocks(pending: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray, t: np.ndarray,
+                  k: np.ndarray, start: np.ndarray) -> tuple[int, int]:
+    """Counts ``t[i]`` = 2^k + tau inside block k of a hybrid mechanism: add ``v[i]`` to the items
+    pending for the next logarithmic release, write ``k[i]`` and the block's first count
+    ``start[i]`` = 2^k; return (min k, max k)."""
+    k_min, k_max = 63, 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        pending[r, c] += v[i]
+        b = _floor_log2(t[i])
+        k[i] = b
+        start[i] = 1 << b
+        k_min = min(k_min, b)
+        k_max = max(k_max, b)
+    return k_min, k_max
+
+
+@kernel
+def split_blocks(pending: np.ndarray, block: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray,
+                 k: np.ndarray, start: np.ndarray) -> tuple[int, int]:
+    """Items after the first m = 2^(r+1) - 1 of a split mechanism's stream: add ``v[i]`` to the items
+    pending for the next logarithmic release, write the stream's block ``k[i]`` = r and the block's
+    offset ``start[i]`` = m; return (min r, max r)."""
+    k_min, k_max = 63, 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        pending[r, c] += v[i]
+        b = block[r, c]
+        k[i] = b
+        start[i] = (1 << (b + 1)) - 1
+        k_min = min(k_min, b)
+        k_max = max(k_max, b)
+    return k_min, k_max
+
+
+@kernel
+def gather_add(out: np.ndarray, base: np.ndarray, rr: np.ndarray, kk: np.ndarray, x: np.ndarray) -> None:
+    """out[rr[i], kk[i]] = base[rr[i], kk[i]] + x[i] (a two-part counter's output: its logarithmic
+    part plus its binary part)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        out[r, c] = base[r, c] + x[i]
+
+
+@kernel
+def release_statistic(pending: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray, stat: np.ndarray) -> None:
+    """stat[i] = the items pending for stream (rr[i], kk[i])'s logarithmic release plus ``v[i]``."""
+    for i in range(rr.size):
+        stat[i] = pending[rr[i], kk[i]] + v[i]
+
+
+@kernel
+def log_commit(log_sum: np.ndarray, pending: np.ndarray, noisy_sum: np.ndarray, block: np.ndarray, rr: np.ndarray,
+               kk: np.ndarray, t: np.ndarray, shift: int, noisy: np.ndarray, lo: np.ndarray, node: np.ndarray) -> None:
+    """After the logarithmic releases ``noisy`` at counts with ``t[i] + shift`` = 2^j: add them to the
+    logarithmic part, empty the pending items, set the output to the logarithmic part, write the
+    release's first record ``lo[i]`` = 2^(j-1) - shift and ledger node ``j``; and, unless ``block``
+    is empty (the hybrid mechanism), the stream's new block ``block`` = j - 1 (the split mechanism)."""
+    blocks = block.size > 0
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        s = log_sum[r, c] + noisy[i]
+        log_sum[r, c] = s
+        pending[r, c] = 0.0
+        noisy_sum[r, c] = s
+        m = t[i] + shift
+        j = _floor_log2(m)
+        lo[i] = m // 2 - shift
+        node[i] = j
+        if blocks:
+            block[r, c] = j - 1
+
+
+@kernel
+def reset_rows(nodes: np.ndarray, total: np.ndarray, tau: np.ndarray, f: np.ndarray) -> None:
+    """Empty rows ``f`` of a binary core (a new block starts)."""
+    for i in range(f.size):
+        r = f[i]
+        for j in range(nodes.shape[1]):
+            nodes[r, j, 0] = 0.0
+            nodes[r, j, 1] = 0.0
+        total[r] = 0.0
+        tau[r] = 0
+
+
+@kernel
+def partition(hit: np.ndarray, f: np.ndarray, rr: np.ndarray, kk: np.ndarray, t: np.ndarray, v: np.ndarray,
+              f1: np.ndarray, rr1: np.ndarray, kk1: np.ndarray, t1: np.ndarray, v1: np.ndarray,
+              f2: np.ndarray, rr2: np.ndarray, kk2: np.ndarray, t2: np.ndarray, v2: np.ndarray) -> None:
+    """The entries (f, rr, kk, t, v)[i] with ``hit[i]`` into the arrays ending in 1, the others into
+    those ending in 2, each in their order (as boolean indexing selects them)."""
+    i1 = 0
+    i2 = 0
+    for i in range(hit.size):
+        if hit[i]:
+            f1[i1], rr1[i1], kk1[i1], t1[i1], v1[i1] = f[i], rr[i], kk[i], t[i], v[i]
+            i1 += 1
+        else:
+            f2[i2], rr2[i2], kk2[i2], t2[i2], v2[i2] = f[i], rr[i], kk[i], t[i], v[i]
+            i2 += 1

@@ -12,8 +12,9 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, floor_log2, popcount,
-                                        laplace_event, positive, probability, subset, whole)
+from privbandit.mechanisms import _kernels
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
+                                         positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -36,6 +37,9 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
         return log_leaf + leaf * nodes  # union of the two incomparable multisets: an upper bound
     eps_bin = max(nodes * leaf.pure_epsilon() for leaf, nodes, _ in blocks)
     return log_leaf + PureDP(eps_bin)
+
+
+_NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream
 
 
 class HybridMechanism(StreamMechanism):
@@ -67,46 +71,47 @@ class HybridMechanism(StreamMechanism):
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
 
     def block_scale(self, k: int | np.ndarray):
-        """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k."""
-        return 2.0 * np.asarray(k, dtype=float) / self.epsilon
+        """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k (a float for an
+        int k, an array for an array)."""
+        return 2.0 * (k if isinstance(k, int) else np.asarray(k, dtype=float)) / self.epsilon
 
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
-        count = flat(self.count)
-        t = count[f] + 1
-        count[f] = t
-        pow2 = (t & (t - 1)) == 0
-        n_log = np.count_nonzero(pow2)
+        n = rr.size
+        t, pow2 = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+        n_log = _kernels.count_items.at(n)(self.count, rr, kk, 0, t, pow2)
         # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
-        if n_log == t.size:
+        if n_log == n:
             self._log_release(f, rr, kk, t, v)
         elif n_log == 0:
             self._binary_insert(f, rr, kk, t, v)
         else:
-            bin_ = ~pow2
-            self._log_release(subset(f, pow2), rr[pow2], kk[pow2], t[pow2], v[pow2])
-            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], t[bin_], v[bin_])
+            log_part, bin_part = partition(pow2, n_log, self._core.rows(f), rr, kk, t, v)
+            self._log_release(*log_part)
+            self._binary_insert(*bin_part)
 
     def _log_release(self, f, rr, kk, t, v) -> None:
         """Logarithmic release at count t = 2^k (flat index ``f``); block k's binary mechanism restarts."""
-        pending, log_sum = flat(self._pending), flat(self._log_sum)
-        log_sum[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
-        self._record(rr, kk, t // 2, t, self.log_scale, self.name + "/log", exact_log2(t))
-        pending[f] = 0.0
+        n = rr.size
+        stat, lo, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _kernels.release_statistic.at(n)(self._pending, rr, kk, v, stat)
+        noisy = self.sampler._sum_release(stat, self.log_scale)
+        _kernels.log_commit.at(n)(self._log_sum, self._pending, self.noisy_sum, _NO_BLOCKS, rr, kk, t, 0,
+                                  np.ascontiguousarray(noisy, dtype=float), lo, node)
+        self._record(rr, kk, lo, t, self.log_scale, self.name + "/log", node)  # footprint [2^(k-1), 2^k)
         self._core.reset_flat(f)
-        flat(self.noisy_sum)[f] = log_sum[f]
 
     def _binary_insert(self, f, rr, kk, t, v) -> None:
         """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""
-        flat(self._pending)[f] += v
-        k = floor_log2(t)
-        k_min, k_max = int(k.min()), int(k.max())
+        n = rr.size
+        k, block_start = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        k_min, k_max = _kernels.hybrid_blocks.at(n)(self._pending, rr, kk, v, t, k, block_start)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
-            scale, block_start = float(self.block_scale(k_min)), 1 << k_min
+            scale, block_start = self.block_scale(int(k_min)), 1 << int(k_min)
         else:
-            scale, block_start = self.block_scale(k), np.left_shift(1, k)
+            scale = self.block_scale(k)
         out = self._core.insert_flat(self, f, rr, kk, v, scale, block_start, self.name + "/binary")
-        flat(self.noisy_sum)[f] = flat(self._log_sum)[f] + out
+        _kernels.gather_add.at(n)(self.noisy_sum, self._log_sum, rr, kk, out)
 
     def _leaf(self, scale: float) -> LeafEvent:
         return laplace_event(self.sampler, scale, 1.0, on_grid=True)

@@ -13,8 +13,9 @@ import math
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, exact_log2, flat, popcount, positive,
-                                        laplace_event, probability, subset, whole)
+from privbandit.mechanisms import _kernels
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
+                                         positive, probability, whole)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -49,49 +50,48 @@ class SplitMechanism(StreamMechanism):
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
 
     def block_scale(self, r):
-        """Node noise scale of block r's binary mechanism: (r + 1) / (eps / 2)."""
-        return 2.0 * (np.asarray(r, dtype=float) + 1.0) / self.epsilon
+        """Node noise scale of block r's binary mechanism: (r + 1) / (eps / 2) (a float for an int r,
+        an array for an array)."""
+        return 2.0 * ((r if isinstance(r, int) else np.asarray(r, dtype=float)) + 1.0) / self.epsilon
 
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
-        count = flat(self.count)
-        o = count[f] + 1
-        count[f] = o
-        flush = ((o + 1) & o) == 0  # o == 2^j - 1
-        n_flush = np.count_nonzero(flush)
+        n = rr.size
+        o, flush = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+        n_flush = _kernels.count_items.at(n)(self.count, rr, kk, 1, o, flush)  # flush at o = 2^j - 1
         # Lock-stepped streams all flush or none does: skip the empty part's masking.
-        if n_flush == o.size:
+        if n_flush == n:
             self._flush(f, rr, kk, o, v)
         elif n_flush == 0:
             self._binary_insert(f, rr, kk, v)
         else:
-            bin_ = ~flush
-            self._flush(subset(f, flush), rr[flush], kk[flush], o[flush], v[flush])
-            self._binary_insert(subset(f, bin_), rr[bin_], kk[bin_], v[bin_])
+            (f1, rr1, kk1, o1, v1), (f2, rr2, kk2, _, v2) = partition(flush, n_flush, self._core.rows(f), rr, kk, o, v)
+            self._flush(f1, rr1, kk1, o1, v1)
+            self._binary_insert(f2, rr2, kk2, v2)
 
     def _flush(self, f, rr, kk, o, v) -> None:
-        """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts."""
-        pending, c = flat(self._pending), flat(self.c)
-        c[f] += self.sampler._sum_release(pending[f] + v, self.log_scale)
-        j = exact_log2(o + 1)
-        self._record(rr, kk, (o + 1) // 2 - 1, o, self.log_scale, self.name + "/log", j)
-        pending[f] = 0.0
+        """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts.
+        r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ..."""
+        n = rr.size
+        stat, lo, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _kernels.release_statistic.at(n)(self._pending, rr, kk, v, stat)
+        noisy = self.sampler._sum_release(stat, self.log_scale)
+        _kernels.log_commit.at(n)(self.c, self._pending, self.noisy_sum, self.r, rr, kk, o, 1,
+                                  np.ascontiguousarray(noisy, dtype=float), lo, node)
+        self._record(rr, kk, lo, o, self.log_scale, self.name + "/log", node)  # footprint [2^r - 1, 2^(r+1) - 1)
         self._core.reset_flat(f)
-        # r counts the flushes after the first: count 1 -> r = 0, count 3 -> r = 1, ...
-        flat(self.r)[f] = j - 1
-        flat(self.noisy_sum)[f] = c[f]
 
     def _binary_insert(self, f, rr, kk, v) -> None:
         """An item after the first m = 2^(r+1) - 1: feed block r's binary mechanism."""
-        flat(self._pending)[f] += v
-        r = flat(self.r)[f]
-        r_min, r_max = int(r.min()), int(r.max())
+        n = rr.size
+        r, m = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        r_min, r_max = _kernels.split_blocks.at(n)(self._pending, self.r, rr, kk, v, r, m)
         if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
-            scale, m = float(self.block_scale(r_min)), (1 << (r_min + 1)) - 1
+            scale, m = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1
         else:
-            scale, m = self.block_scale(r), np.left_shift(1, r + 1) - 1
+            scale = self.block_scale(r)
         out = self._core.insert_flat(self, f, rr, kk, v, scale, m, self.name + "/binary")
-        flat(self.noisy_sum)[f] = flat(self.c)[f] + out
+        _kernels.gather_add.at(n)(self.noisy_sum, self.c, rr, kk, out)
 
     def _leaf(self, scale: float) -> LeafEvent:
         return laplace_event(self.sampler, scale, 1.0, on_grid=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
-from privbandit.mechanisms._base import (BinaryCore, StreamMechanism, flat, laplace_event, popcount, positive,
+from privbandit.mechanisms import _kernels
+from privbandit.mechanisms._base import (BinaryCore, StreamMechanism, laplace_event, popcount, positive,
                                          probability, whole)
 from privbandit.mechanisms.sampling import laplace_sum_bound
 
@@ -45,12 +46,12 @@ class TreeMechanism(StreamMechanism):
 
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
-        count = flat(self.count)
-        if rr.size and int(count[f].max()) >= self.horizon:
+        n = rr.size
+        if n and _kernels.max_count.at(n)(self.count, rr, kk) >= self.horizon:
             raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
                              f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
-        count[f] += 1
+        out = self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
+        _kernels.count_and_set.at(n)(self.count, self.noisy_sum, rr, kk, out)
 
     def _leaf(self) -> LeafEvent:
         return laplace_event(self.sampler, self.scale, 1.0, on_grid=True)

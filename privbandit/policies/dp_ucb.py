@@ -30,6 +30,7 @@ from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
 from accountants import GDPAccountant
 from accountants.events import NO_EVENT, Composed, DiscreteLaplace, Event, Laplace, PureDP
+from privbandit.mechanisms._kernels import _floor_log2, kernel, row_helper
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
 from privbandit.mechanisms.sampling import GRID
@@ -38,7 +39,6 @@ from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, chec
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
-_TERMS_TABLE_MAX = 2**17  # DP-UCB-Bound looks its error-bound factors up for counts below this (3 MB)
 
 
 def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsilon: float) -> np.ndarray:
@@ -47,29 +47,78 @@ def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsil
     k = floor(log2 n), tau = n - 2^k, l = ln(4/gamma):
     (2 sqrt 8 / eps) (max(l, sqrt((k+1) l)) + [tau > 0] k max(l, sqrt(popcount(tau) l))); 0 at n = 0.
     """
-    n = np.asarray(n, dtype=np.int64)
-    lg = np.asarray(log4_over_gamma, dtype=float)
-    return np.where(n > 0, _bound_from_terms(count_terms(n), lg, epsilon), 0.0)
+    n, lg = np.broadcast_arrays(np.asarray(n, dtype=np.int64), np.asarray(log4_over_gamma, dtype=float))
+    flat_n, flat_lg = np.ascontiguousarray(n).reshape(-1), np.ascontiguousarray(lg).reshape(-1)
+    out = np.empty(flat_n.size)
+    hybrid_bounds.at(flat_n.size)(flat_n, flat_lg, 2.0 * _SQRT8 / epsilon, out)
+    return out.reshape(n.shape)
 
 
-def count_terms(n: np.ndarray) -> np.ndarray:
-    """The count-dependent factors of :func:`hybrid_error_bound`, stacked on a new first axis:
-    k + 1, [tau > 0] k and popcount(tau) (as floats; k = floor(log2 n), tau = n - 2^k, n >= 1 assumed,
-    0 treated as 1). They change only when a count does, so a run can look them up by count."""
-    safe = np.maximum(np.asarray(n, dtype=np.int64), 1)
-    k = np.frexp(safe.astype(float))[1].astype(np.int64) - 1  # floor(log2 n), exact for n < 2^53
-    tau = safe - np.left_shift(np.int64(1), k)
-    return np.stack([k + 1, np.where(tau > 0, k, 0), np.bitwise_count(tau)]).astype(float)
+@row_helper
+def _hybrid_bound(n: int, lg: float, c: float) -> float:
+    """:func:`hybrid_error_bound` of one count ``n`` with ``c`` = 2 sqrt 8 / eps: integer k, tau and
+    popcount, each factor a float as exact as the integer, the products and sums in the order
+    written there (float arithmetic, correctly rounded: the same bits compiled and interpreted)."""
+    if n <= 0:
+        return 0.0
+    k = _floor_log2(n)
+    tau = n - (1 << k)
+    pop = 0
+    x = tau
+    while x:
+        x &= x - 1
+        pop += 1
+    total = max(lg, math.sqrt(float(k + 1) * lg))
+    total = total + float(k if tau > 0 else 0) * max(lg, math.sqrt(float(pop) * lg))
+    return c * total
 
 
-def _bound_from_terms(terms: np.ndarray, lg, epsilon: float) -> np.ndarray:
-    """(2 sqrt 8 / eps) (max(l, sqrt((k+1) l)) + [tau > 0] k max(l, sqrt(popcount(tau) l))) from
-    :func:`count_terms`. The integer factors are exact as floats, so each product is the one the
-    integer expression gives; [tau > 0] k is 0.0 where tau = 0, and 0.0 times the (finite) max adds
-    +0.0, exactly the reference's ``np.where(tau > 0, ..., 0.0)``."""
-    total = np.maximum(lg, np.sqrt(terms[0] * lg))
-    total = total + terms[1] * np.maximum(lg, np.sqrt(terms[2] * lg))
-    return 2.0 * _SQRT8 / epsilon * total
+@kernel
+def hybrid_bounds(n: np.ndarray, lg: np.ndarray, c: float, out: np.ndarray) -> None:
+    """out[i] = the hybrid error bound of count n[i] at ln(4/gamma) = lg[i] (see :func:`_hybrid_bound`)."""
+    for i in range(n.size):
+        out[i] = _hybrid_bound(n[i], lg[i], c)
+
+
+@kernel
+def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: float, c: float, bound: bool,
+              index: np.ndarray, arms: np.ndarray) -> None:
+    """DP-UCB's index s/N + sqrt(2 ln t / N) (``two_log_t`` = 2 ln t) of every (replicate, arm), plus
+    DP-UCB-Bound's nu/N if ``bound`` (nu the hybrid error bound at ln(4/gamma) = ``lg``, ``c`` =
+    2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
+    np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1."""
+    for r in range(counts.shape[0]):
+        for a in range(counts.shape[1]):
+            # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
+            n = int(counts[r, a])
+            x = float(noisy_sum[r, a]) / n + math.sqrt(two_log_t / n)
+            if bound:
+                x = x + _hybrid_bound(n, lg, c) / n
+            index[r, a] = x
+    # the argmax apart: the loop above has no data-dependent branch (compiled, it can run in SIMD lanes)
+    for r in range(counts.shape[0]):
+        best, arm = index[r, 0], 0
+        for a in range(1, counts.shape[1]):
+            x = index[r, a]
+            if x > best or (x != x and best == best):
+                best, arm = x, a
+        arms[r] = arm
+
+
+@kernel
+def one_hot_round(values: np.ndarray, counts: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> bool:
+    """DP-UCB's items of one round: ``values[r]`` = the reward at the pulled arm ``arms[r]``, 0 (a
+    "fake" reward) at the others; the pulled arm's count += 1. Returns False, writing nothing, if
+    an arm lies outside [0, K)."""
+    for r in range(values.shape[0]):
+        if not 0 <= arms[r] < values.shape[1]:
+            return False
+    for r in range(values.shape[0]):
+        for a in range(values.shape[1]):
+            values[r, a] = 0.0
+        values[r, arms[r]] = rewards[r]
+        counts[r, arms[r]] += 1
+    return True
 
 
 class HybridSchedule(PrivacySchedule):
@@ -92,10 +141,10 @@ class HybridSchedule(PrivacySchedule):
 
 
 class _HybridRun(PolicyRun):
+    bound = False  # whether the index adds DP-UCB-Bound's nu/N
+
     def __init__(self, policy, n_arms, replicates, rng, ledger):
         self.n_arms, self.replicates, self.epsilon = n_arms, replicates, policy.epsilon
-        self.counts = np.zeros((replicates, n_arms), dtype=np.int64)
-        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.hybrid = HybridMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                       ledger=ledger,
                                       name=policy.name + "/hybrid", exact=policy.exact)
@@ -103,51 +152,50 @@ class _HybridRun(PolicyRun):
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.replicates, t - 1, dtype=np.intp)
-        return np.argmax(self.index(t), axis=1)
+        return self._index(t)[1]
 
-    def _ucb(self, t):
-        n = self.counts
-        return self.hybrid.noisy_sum / n + np.sqrt(2.0 * math.log(t) / n)
+    def index(self, t):
+        """The index of every (replicate, arm) in round t > K (every count >= 1)."""
+        return self._index(t)[0]
+
+    def _index(self, t):
+        # gamma = t^-4 for DP-UCB-Bound: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
+        index, arms = np.empty((self.replicates, self.n_arms)), np.empty(self.replicates, dtype=np.intp)
+        ucb_index.at(self.replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * math.log(t),
+                                      math.log(4.0) + 4.0 * math.log(t), 2.0 * _SQRT8 / self.epsilon, self.bound,
+                                      index, arms)
+        return index, arms
 
 
 class _DPUCBBoundRun(_HybridRun):
-    def __init__(self, *args):
-        super().__init__(*args)
-        self._terms = count_terms(np.arange(64))  # count_terms of every count below its length
+    bound = True
 
-    def index(self, t):
-        # gamma = t^-4: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2). index(t) is called for
-        # t > K only, when every count is >= 1: the bound's n = 0 branch never applies. Its
-        # count-dependent factors are looked up (a count is at most t).
-        if t < self._terms.shape[1]:
-            terms = self._terms.take(self.counts, axis=1)
-        elif t < _TERMS_TABLE_MAX:
-            self._terms = count_terms(np.arange(2 * t))
-            terms = self._terms.take(self.counts, axis=1)
-        else:  # a table as long as the horizon would cost memory: compute them (the same function)
-            terms = count_terms(self.counts)
-        nu = _bound_from_terms(terms, np.asarray(math.log(4.0) + 4.0 * math.log(t)), self.epsilon)
-        return self._ucb(t) + nu / self.counts
+    @property
+    def counts(self) -> np.ndarray:
+        """Pulls of every (replicate, arm): the items of the arm's mechanism, which holds the arm's
+        rewards and nothing else (the same array, not a copy kept in step)."""
+        return self.hybrid.count
 
     def update(self, t, arms, rewards):
         self.hybrid.insert_pulled(arms, rewards)
-        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class _DPUCBRun(_HybridRun):
     def __init__(self, *args):
         super().__init__(*args)
+        self.counts = np.zeros((self.replicates, self.n_arms), dtype=np.int64)  # pulls (the mechanisms hold t)
         self._all = np.ones((self.replicates, self.n_arms), dtype=bool)
-
-    def index(self, t):
-        return self._ucb(t)
+        # the round's items, rewritten every round (the mechanism reads them during the insert only)
+        self._values = np.zeros((self.replicates, self.n_arms))
 
     def update(self, t, arms, rewards):
-        flat = self.offsets + arms
-        values = np.zeros((self.replicates, self.n_arms))
-        values.ravel()[flat] = rewards
-        self.hybrid.insert(values, self._all)  # fake zero rewards for the arms not played
-        self.counts.ravel()[flat] += 1
+        arms, rewards = np.asarray(arms), np.asarray(rewards, dtype=float)
+        if arms.shape != (self.replicates,) or arms.dtype.kind not in "iu" or rewards.shape != arms.shape:
+            raise ValueError(f"arms and rewards must be arrays of shape ({self.replicates},), arms of integers; "
+                             f"got {arms.dtype} {arms.shape} and {rewards.shape}")
+        if not one_hot_round.at(self.replicates)(self._values, self.counts, arms, rewards):
+            raise ValueError(f"arms must lie in [0, {self.n_arms}) (the arms), got {arms.min()}..{arms.max()}")
+        self.hybrid.insert(self._values, self._all)  # fake zero rewards for the arms not played
 
 
 class _HybridPolicy(PureEpsilonPolicy):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from privbandit.mechanisms import HybridMechanism, TreeMechanism, _kernels
+from privbandit.mechanisms.split import SplitMechanism
 from privbandit.ledger import Ledger
 
 def _run(mech_cls, replicates, rounds, **kwargs):
@@ -21,23 +22,31 @@ def _run(mech_cls, replicates, rounds, **kwargs):
     book = Ledger(replicates, 3, tight=True)
     mech = mech_cls(replicates, 3, rng=rng, ledger=book, epsilon=0.5, **kwargs)
     outs = []
-    for _ in range(rounds):
-        arms = data.integers(0, 3, replicates)
-        vals = data.random(replicates)
-        vals[data.random(replicates) < 0.1] = 0.0
-        mech.insert_pulled(arms, vals)
+    for i in range(rounds):
+        if i % 3 == 2:  # every stream, or a random subset of them: the insert(values, mask) routes
+            vals = data.random((replicates, 3))
+            mask = np.ones((replicates, 3), dtype=bool) if i % 2 else data.random((replicates, 3)) < 0.5
+            mech.insert(vals, mask)
+        else:
+            arms = data.integers(0, 3, replicates)
+            vals = data.random(replicates)
+            vals[data.random(replicates) < 0.1] = 0.0
+            mech.insert_pulled(arms, vals)
         outs.append(mech.noisy_sum.copy())
     releases = book.releases()
     return np.array(outs), releases
 
 
 @pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
-@pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {})])
+@pytest.mark.parametrize("mech_cls, kwargs", [(TreeMechanism, {"horizon": 600}), (HybridMechanism, {}),
+                                              (SplitMechanism, {})])
 @pytest.mark.parametrize("replicates", [1, 5])
 def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cls, kwargs, replicates):
     monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
     compiled = _run(mech_cls, replicates, 300, **kwargs)
-    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size ...
+    monkeypatch.setattr(_kernels, "_LOADED", False)  # ... although this process has imported numba
+    assert _kernels.binary_prepare.at(5) is _kernels.binary_prepare.py_func
     interpreted = _run(mech_cls, replicates, 300, **kwargs)
     assert np.array_equal(compiled[0].view(np.int64), interpreted[0].view(np.int64))
     assert set(compiled[1]) == set(interpreted[1])
@@ -45,10 +54,31 @@ def test_compiled_and_interpreted_kernels_agree_bit_for_bit(monkeypatch, mech_cl
         assert np.array_equal(np.asarray(compiled[1][key]), np.asarray(interpreted[1][key]))
 
 
-def test_one_replicate_runs_interpreted_and_many_compiled():
+def test_one_replicate_runs_interpreted_and_many_compiled(monkeypatch):
+    monkeypatch.setattr(_kernels, "_LOADED", False)  # a process that has not imported numba
     assert _kernels.binary_prepare.at(1) is _kernels.binary_prepare.py_func
     expected = _kernels.binary_prepare.jit if _kernels.COMPILED else _kernels.binary_prepare.py_func
     assert _kernels.binary_prepare.at(_kernels.JIT_MIN_ROWS) is expected
+    # once a kernel has imported numba, one row runs compiled too
+    monkeypatch.setattr(_kernels, "_LOADED", _kernels.COMPILED)
+    assert _kernels.binary_prepare.at(1) is expected
+
+
+def test_a_one_replicate_process_never_imports_numba():
+    """A one-replicate run (a deployment, a CLI call) must not pay numba's import: run one in a fresh
+    interpreter and check sys.modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from privbandit.engine import simulate\n"
+            "from privbandit.envs import Bernoulli\n"
+            "from privbandit.policies import DPUCBBound, PrivateUCB\n"
+            "for p in (DPUCBBound(1.0), PrivateUCB(1.0)):\n"
+            "    simulate(p, Bernoulli([0.2, 0.8]), 40, 1, seed=0, progress=False)\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("way", ["py_func", "jit"])

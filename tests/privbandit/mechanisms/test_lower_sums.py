@@ -32,7 +32,7 @@ def test_row_lower_sum_matches_numpy_row_sums_all_tops(top):
         reference = np.where(lower[: len(rows)], rows[:, :top], 0.0).sum(axis=1)
         for way in WAYS:
             pairs = np.stack([np.zeros_like(rows), rows], axis=-1)  # the noisy column (c = 1)
-            got = np.array([way(pairs[i], 1, int(level[i]), top) for i in range(len(rows))])
+            got = np.array([way(pairs, i, 1, int(level[i]), top) for i in range(len(rows))])
             assert np.array_equal(got.view(np.int64), reference.view(np.int64))
 
 
@@ -43,5 +43,5 @@ def test_cancelling_row_keeps_the_sign_of_zero():
         for level in range(top):
             reference = np.where(np.arange(top) < level, row[:top], 0.0).sum()
             for way in WAYS:
-                got = way(np.stack([row, -row], axis=-1), 0, level, top)
+                got = way(np.stack([row, -row], axis=-1)[None], 0, 0, level, top)
                 assert np.array_equal(np.float64(got).view(np.int64), np.float64(reference).view(np.int64))

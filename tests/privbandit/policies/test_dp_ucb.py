@@ -9,6 +9,7 @@ from accountants import AdvancedCompositionAccountant, KOVHeterogeneousAccountan
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli, TruncatedExponential
 from privbandit.ledger import Ledger
+from privbandit.mechanisms import _kernels
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt, hybrid_error_bound, release_counts
 
@@ -270,3 +271,69 @@ def test_dp_ucb_int_epsilon_is_the_privacy_it_certifies(eps):
         DPUCBInt(epsilon=1.0, decay=0.5)
     with pytest.raises(ValueError, match="rate"):
         DPUCBInt(rate=0.0)
+
+
+# ------------------------------------------------------------------------------------------- kernels
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
+def test_index_and_bound_kernels_agree_compiled_and_interpreted():
+    """The DP-UCB(-Bound) index and the vectorised error bound are one Python source run compiled and
+    interpreted: same bits, and the argmax np.argmax gives (first maximum, first NaN)."""
+    from privbandit.policies import dp_ucb
+
+    g = np.random.default_rng(5)
+    counts = g.integers(1, 2**40, (7, 6))
+    counts[0] = [1, 2, 3, 4, 2**33, 2**33 + 5]  # powers of two, tau = 0, large counts
+    noisy = g.standard_normal((7, 6)) * 50
+    noisy[1] = 3.0  # ties: the first maximum
+    counts[1] = 7
+    noisy[2, 3] = np.nan  # NaN: the first NaN, as np.argmax
+    for bound in (False, True):
+        got = []
+        for way in ("py_func", "jit"):
+            index, arms = np.empty((7, 6)), np.empty(7, dtype=np.intp)
+            getattr(dp_ucb.ucb_index, way)(noisy, counts, 2.0 * math.log(99), math.log(4) + 4 * math.log(99),
+                                           2.0 * math.sqrt(8) / 0.3, bound, index, arms)
+            got.append((index, arms))
+            assert arms.tolist() == np.argmax(index, axis=1).tolist()
+        assert np.array_equal(got[0][0], got[1][0], equal_nan=True)
+        assert np.array_equal(got[0][0].view(np.int64), got[1][0].view(np.int64))
+    n = np.concatenate([np.arange(0, 5000), g.integers(1, 2**52, 2000)])
+    lg = g.uniform(0.1, 80, n.size)
+    outs = []
+    for way in ("py_func", "jit"):
+        out = np.empty(n.size)
+        getattr(dp_ucb.hybrid_bounds, way)(n, lg, 2.0 * math.sqrt(8) / 0.3, out)
+        outs.append(out)
+    assert np.array_equal(outs[0].view(np.int64), outs[1].view(np.int64))
+
+
+def test_vectorised_error_bound_matches_the_numpy_expression_bit_for_bit():
+    """The kernel's scalar arithmetic is the vectorised numpy expression it replaced, bit for bit
+    (k from frexp, exact below 2^53)."""
+    g = np.random.default_rng(6)
+    n = np.concatenate([np.arange(0, 4096), g.integers(1, 2**52, 4000)])
+    for lg in (0.2, 7.5, g.uniform(0.1, 90, n.size)):
+        safe = np.maximum(n, 1)
+        k = np.frexp(safe.astype(float))[1].astype(np.int64) - 1
+        tau = safe - np.left_shift(np.int64(1), k)
+        terms = np.stack([k + 1, np.where(tau > 0, k, 0), np.bitwise_count(tau)]).astype(float)
+        total = np.maximum(lg, np.sqrt(terms[0] * lg))
+        total = total + terms[1] * np.maximum(lg, np.sqrt(terms[2] * lg))
+        want = np.where(n > 0, 2.0 * math.sqrt(8.0) / 0.37 * total, 0.0)
+        got = hybrid_error_bound(n, lg, 0.37)
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("replicates", [1, 3])
+def test_dp_ucb_update_refuses_arms_outside_the_arms_and_writes_nothing(replicates):
+    run = DPUCB(1.0).start(4, replicates, 100, np.random.default_rng(0))
+    for bad in (4, -1):
+        with pytest.raises(ValueError, match=r"arms must lie in \[0, 4\)"):
+            run.update(1, np.full(replicates, bad), np.zeros(replicates))
+    with pytest.raises(ValueError, match="shape"):
+        run.update(1, np.zeros(replicates + 1, dtype=int), np.zeros(replicates + 1))
+    assert run.counts.sum() == 0 and run.hybrid.count.sum() == 0
+    run.update(1, np.full(replicates, 2), np.full(replicates, 0.5))
+    assert run.counts[:, 2].tolist() == [1] * replicates and np.all(run.hybrid.count == 1)
