@@ -90,24 +90,35 @@ def _is_vector(v) -> bool:
     return type(v) is np.ndarray and v.ndim > 0
 
 
-def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
-    """Concatenate staged fields, each an array of its entry's length or a scalar for all of it."""
-    if not any(_is_vector(v) for v in values):
+def _flatten(values: tuple, rows: tuple, dtype) -> np.ndarray:
+    """Concatenate staged fields, each an array of its entry's length (``rows[i].size``) or a scalar
+    for all of it. Arrays are cast as ``np.asarray(v, dtype)`` would (unsafe casting), inside the one
+    concatenation. A drain flattens hundreds of entries: the common case, arrays only, is told by
+    the set of their types (one C-level pass) before any per-entry Python."""
+    if set(map(type, values)) == {np.ndarray}:
+        try:
+            return np.concatenate(values, dtype=dtype, casting="unsafe")
+        except ValueError:  # 0-d arrays among them (one value for their entry): the general path
+            pass
+    lengths = [r.size for r in rows]
+    vector = [_is_vector(v) for v in values]
+    if not any(vector):
         return np.repeat(np.asarray(values, dtype=dtype), lengths)
-    return np.concatenate([np.asarray(v, dtype=dtype) if _is_vector(v) else np.full(n, v, dtype=dtype)
-                           for v, n in zip(values, lengths)])
+    return np.concatenate([v if is_vector else np.full(n, v, dtype=dtype)
+                           for v, n, is_vector in zip(values, lengths, vector)], dtype=dtype, casting="unsafe")
 
 
-def _flatten_at(values: list, lengths: list[int], dtype, at: np.ndarray) -> np.ndarray:
-    """``_flatten(values, lengths, dtype)[at]``, without building the whole array when every field
-    is a scalar (``at``: sorted positions into the concatenation)."""
-    if not any(_is_vector(v) for v in values):
-        first = values[0]
-        if all(v == first for v in values):
-            return np.full(at.size, first, dtype=dtype)
-        ends = np.cumsum(lengths)
+def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray:
+    """``_flatten(values, rows, dtype)[at]``, without building the whole array when every field is
+    a scalar (``at``: sorted positions into the concatenation)."""
+    if np.ndarray not in set(map(type, values)):  # scalars only (Python or numpy)
+        # one value for every release (the common case: a mechanism's scale, sensitivity 1), most
+        # often the very same object, which list.count matches by identity before comparing
+        if values.count(values[0]) == len(values):
+            return np.full(at.size, values[0], dtype=dtype)
+        ends = np.cumsum([r.size for r in rows])
         return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
-    return _flatten(values, lengths, dtype)[at]
+    return _flatten(values, rows, dtype)[at]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -325,13 +336,19 @@ class Ledger:
                                      node=column(nd, np.int64)))
 
         # The caller may reuse its arrays: copy now, fold in at the next drain. "Fresh" arrays are
-        # staged as they are, except views (a slice of some state array would change under us).
-        entry = [kind, rep, st, lo_, hi_, p, s]
-        for i in range(1, 7):
-            x = entry[i]
-            if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.flags.owndata):
-                entry[i] = np.array(x)
-        self._sparse.append(tuple(entry))
+        # staged as they are, except views (a slice of some state array would change under us):
+        # an array whose ``base`` is None owns its memory. The test is spelled out field by field
+        # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
+        if (fresh and rep.base is None and st.base is None
+                and (not isinstance(lo_, np.ndarray) or lo_.base is None)
+                and (not isinstance(hi_, np.ndarray) or hi_.base is None)
+                and (not isinstance(p, np.ndarray) or p.base is None)
+                and (not isinstance(s, np.ndarray) or s.base is None)):
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s))
+        else:
+            self._sparse.append((kind, *[np.array(x) if isinstance(x, np.ndarray) and x.ndim
+                                         and not (fresh and x.base is None) else x
+                                         for x in (rep, st, lo_, hi_, p, s)]))
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
 
@@ -404,19 +421,21 @@ class Ledger:
                 counts, recorder.pending = recorder.buffer[: recorder.pending], 0
                 self._drain_prefix(recorder.kind, recorder.parameters, counts)
         sparse, self._sparse = self._sparse, []
-        for kind in {entry[0] for entry in sparse}:
-            rows = [e for e in sparse if e[0] == kind]
-            lengths = [e[1].size for e in rows]
-            cells = (np.concatenate([e[1] for e in rows]).astype(np.int64) * self.streams
-                     + np.concatenate([e[2] for e in rows]))
+        kinds = {entry[0] for entry in sparse}
+        for kind in kinds:
+            rows = sparse if len(kinds) == 1 else [e for e in sparse if e[0] == kind]
+            # the staged fields column by column: (kind, rep, st, lo, hi, param, sens) per entry
+            _, reps, sts, *fields = zip(*rows)
+            cells = (np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams
+                     + np.concatenate(sts))
             self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
             # Only the tracked rows go further: the fields are flattened for those alone (on a
             # run of many replicates with a few tracked, the others are most of the entries).
             keep = np.flatnonzero(cells < self._n_tracked * self.streams)
             if keep.size == 0:
                 continue
-            lo, hi, par, sen = (_flatten_at([e[i] for e in rows], lengths, dtype, keep)
-                                for i, dtype in ((3, np.int64), (4, np.int64), (5, float), (6, float)))
+            lo, hi, par, sen = (_flatten_at(field, reps, dtype, keep)
+                                for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
