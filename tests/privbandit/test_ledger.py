@@ -314,3 +314,35 @@ def test_mechanism_fast_path_copies_views_of_state():
     (eps,) = led._totals(_S_EPS)
     np.testing.assert_allclose(eps[0, 0, :5], [1, 1, 1, 0, 0])
     np.testing.assert_allclose(eps[0, 1, :5], [1, 1, 1, 1, 1])
+
+
+def test_mechanism_fast_path_takes_every_field_form_in_one_drain():
+    """The staged fields of one drain may come in every form a mechanism passes -- 1-D arrays,
+    Python and numpy scalars, 0-d arrays, views of a larger array (copied at the call) -- mixed
+    from call to call; the drain flattens them to the same totals as the public record path."""
+    from privbandit.ledger import _N_STATS
+
+    rng = np.random.default_rng(11)
+    R, K = 3, 2
+    fast, plain = Ledger(R, K), Ledger(R, K)
+    forms = [lambda x: x, float, np.float64, np.asarray]
+    for t in range(700):  # more than one drain (every 256 calls) and a partial one
+        m = int(rng.integers(1, 4))
+        rr, kk = rng.integers(0, R, m), rng.integers(0, K, m)
+        lo = rng.integers(0, 30, m)
+        hi = lo + rng.integers(0, 3, m)
+        scale, sens = rng.choice([0.5, 2.0]), 1.0
+        if m == 1 or t % 3:  # one value for the whole call, in one of the scalar forms
+            f = forms[t % 4]
+            scale_arg, sens_arg = (f(scale), f(sens)) if t % 4 else (scale, sens)
+            lo_arg = forms[(t // 4) % 4](lo[0]) if m == 1 else lo
+        else:  # arrays, the index arrays as views of a larger one
+            scale_arg, sens_arg, lo_arg = np.full(m, scale), np.full(m, sens), lo
+            rr = np.concatenate([rr, rr])[:m]
+        fast._record_from_mechanism(rr, kk, lo_arg, hi, scale_arg, sens_arg, "m", None)
+        if m == 1:
+            lo = lo[:1]
+        plain.record_laplace(rr, kk, lo, hi, scale, sens, mechanism="m")
+    np.testing.assert_array_equal(fast.draws, plain.draws)
+    for a, b in zip(fast._totals(*range(_N_STATS)), plain._totals(*range(_N_STATS))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
