@@ -645,7 +645,7 @@ class Ledger:
         mu2 = np.where(rho > 0, np.inf, np.maximum(mu2, 0.0))
         return self._per_replicate(np.sqrt(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0)))
 
-    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray, delta: float, more=None) -> np.ndarray:
+    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray | None, delta: float, more=None) -> np.ndarray:
         """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
 
         Kairouz, Oh & Viswanath (2017, Thm 3.5) with delta_l = 0: for every delta in (0, 1],
@@ -654,18 +654,27 @@ class Ledger:
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
 
         ``more``: the (sum eps, Q, S, Gaussian count) totals matching ``mu2`` and ``rho`` (default:
-        the per-record totals).
+        the per-record totals). ``rho`` None, or a Gaussian count None: no release of that kind was
+        recorded, so those totals are zero everywhere and the terms they switch on are skipped
+        (the same values: a query then costs only the statistics in use).
         """
         if _S_EPS not in self._diff and _S_RHO not in self._diff:
             return np.full(mu2.shape, np.inf)  # only Gaussian releases: GDP alone applies
-        s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS) if more is None else more
+        if more is None:
+            gauss = self._totals(_S_GAUSS)[0] if _S_GAUSS in self._diff else None
+            s_eps, q, s = self._totals(_S_EPS, _S_EPS2, _S_TANH)
+        else:
+            s_eps, q, s, gauss = more
         s_eps, q, s = np.maximum(s_eps, 0.0), np.maximum(q, 0.0), np.maximum(s, 0.0)
         kov1 = s + np.sqrt(2.0 * q * np.log(math.e + np.sqrt(q) / delta))
         kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
         # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
         # figure is never optimistic about the records it reports.
         c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
-        c = np.where(gauss > 0.5, np.inf, c)
+        if gauss is not None:
+            c = np.where(gauss > 0.5, np.inf, c)
+        if rho is None:
+            return c
         # A record in a zCDP (discrete Gaussian) release: every other release it is in is mu-GDP
         # (Laplace through the pure-DP conversion), hence (mu^2/2)-zCDP, so the record is
         # (rho + sum mu^2 / 2)-zCDP: eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop 1.3).
@@ -709,10 +718,13 @@ class Ledger:
             worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
-        mu2, rho = self._totals(_S_MU2, _S_RHO)
+        (mu2,) = self._totals(_S_MU2)
+        rho = self._totals(_S_RHO)[0] if _S_RHO in self._diff else None  # None: no zCDP release
         closed = self._closed_form_epsilon(mu2, rho, delta).reshape(self._n_tracked, -1)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
-        mu = np.where(rho > 0, np.inf, np.sqrt(np.maximum(mu2, 0.0)))
+        mu = np.sqrt(np.maximum(mu2, 0.0))
+        if rho is not None:
+            mu = np.where(rho > 0, np.inf, mu)
         mu = mu.reshape(self._n_tracked, -1)
         for r in range(self._n_tracked):
             out[r] = self._worst_min(closed[r], mu[r], delta)
