@@ -21,7 +21,9 @@ A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's tot
 sums over positions. Each statistic has its own array, created when a release first touches it.
 Releases are staged and folded in by one vectorised drain every 256 calls (``np.add.at``; draw
 counts by ``bincount``); worst-record queries cost O(R_tracked K top) for the statistics in use,
-made only at checkpoints. Capacity doubles as streams grow (the engine preallocates the horizon).
+made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
+totals). Capacity doubles as streams grow (the engine preallocates the horizon).
 
 Memory guard: the difference arrays take at most ``R_tracked * K * (capacity + 1) * 6 * 8`` bytes (the
 guard counts all six statistics, whichever are in use). When that
