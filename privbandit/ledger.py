@@ -21,7 +21,9 @@ A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's tot
 sums over positions. Each statistic has its own array, created when a release first touches it.
 Releases are staged and folded in by one vectorised drain every 256 calls (``np.add.at``; draw
 counts by ``bincount``); worst-record queries cost O(R_tracked K top) for the statistics in use,
-made only at checkpoints. Capacity doubles as streams grow (the engine preallocates the horizon).
+made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
+totals). Capacity doubles as streams grow (the engine preallocates the horizon).
 
 Memory guard: the difference arrays take at most ``R_tracked * K * (capacity + 1) * 6 * 8`` bytes (the
 guard counts all six statistics, whichever are in use). When that
@@ -90,24 +92,35 @@ def _is_vector(v) -> bool:
     return type(v) is np.ndarray and v.ndim > 0
 
 
-def _flatten(values: list, lengths: list[int], dtype) -> np.ndarray:
-    """Concatenate staged fields, each an array of its entry's length or a scalar for all of it."""
-    if not any(_is_vector(v) for v in values):
+def _flatten(values: tuple, rows: tuple, dtype) -> np.ndarray:
+    """Concatenate staged fields, each an array of its entry's length (``rows[i].size``) or a scalar
+    for all of it. Arrays are cast as ``np.asarray(v, dtype)`` would (unsafe casting), inside the one
+    concatenation. A drain flattens hundreds of entries: the common case, arrays only, is told by
+    the set of their types (one C-level pass) before any per-entry Python."""
+    if set(map(type, values)) == {np.ndarray}:
+        try:
+            return np.concatenate(values, dtype=dtype, casting="unsafe")
+        except ValueError:  # 0-d arrays among them (one value for their entry): the general path
+            pass
+    lengths = [r.size for r in rows]
+    vector = [_is_vector(v) for v in values]
+    if not any(vector):
         return np.repeat(np.asarray(values, dtype=dtype), lengths)
-    return np.concatenate([np.asarray(v, dtype=dtype) if _is_vector(v) else np.full(n, v, dtype=dtype)
-                           for v, n in zip(values, lengths)])
+    return np.concatenate([v if is_vector else np.full(n, v, dtype=dtype)
+                           for v, n, is_vector in zip(values, lengths, vector)], dtype=dtype, casting="unsafe")
 
 
-def _flatten_at(values: list, lengths: list[int], dtype, at: np.ndarray) -> np.ndarray:
-    """``_flatten(values, lengths, dtype)[at]``, without building the whole array when every field
-    is a scalar (``at``: sorted positions into the concatenation)."""
-    if not any(_is_vector(v) for v in values):
-        first = values[0]
-        if all(v == first for v in values):
-            return np.full(at.size, first, dtype=dtype)
-        ends = np.cumsum(lengths)
+def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray:
+    """``_flatten(values, rows, dtype)[at]``, without building the whole array when every field is
+    a scalar (``at``: sorted positions into the concatenation)."""
+    if np.ndarray not in set(map(type, values)):  # scalars only (Python or numpy)
+        # one value for every release (the common case: a mechanism's scale, sensitivity 1), most
+        # often the very same object, which list.count matches by identity before comparing
+        if values.count(values[0]) == len(values):
+            return np.full(at.size, values[0], dtype=dtype)
+        ends = np.cumsum([r.size for r in rows])
         return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
-    return _flatten(values, lengths, dtype)[at]
+    return _flatten(values, rows, dtype)[at]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -181,6 +194,11 @@ class Ledger:
         # first touches that statistic: a Gaussian-only run writes two of the six, and lock-step runs
         # write near the same positions in every stream, so recording touches contiguous memory.
         self._diff: dict[int, np.ndarray] = {}
+        # The positions some folded-in footprint starts or ends at (capacity + 1,): at every other
+        # position every difference array is exactly +0.0, so each record there has the totals of
+        # the record before it, and a worst-record query need only evaluate the marked positions
+        # (an interval mechanism releases at a few counts: ~100 of 20000 positions).
+        self._marked = np.zeros(self._capacity + 1, dtype=bool)
         # Releases wait in these lists and are folded into the difference arrays by one vectorised
         # scatter every _STAGE_ROUNDS calls, before growth of tracking and before any query: a call
         # then costs a few array copies instead of a dozen small numpy operations.
@@ -196,6 +214,14 @@ class Ledger:
         # every noted record in _round_chunks).
         self._rounds: np.ndarray | None = None
         self._round_chunks: list[np.ndarray] = []
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
+            marked = np.zeros(self._capacity + 1, dtype=bool)
+            for diff in self._diff.values():
+                marked |= (diff != 0).reshape(diff.shape[0], -1).any(axis=1)
+            self._marked = marked
 
     # --- bookkeeping --------------------------------------------------------------------------
     @property
@@ -230,6 +256,9 @@ class Ledger:
             # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
             new[: self._capacity + 1] = old[:, :n_tracked]
             self._diff[stat] = new
+        marked = np.zeros(cap + 1, dtype=bool)
+        marked[: self._capacity + 1] = self._marked
+        self._marked = marked
         if self._rounds is not None:
             tags = np.zeros((cap, n_tracked, self.streams), dtype=np.int32)
             tags[: self._capacity] = self._rounds[:, :n_tracked]
@@ -325,13 +354,19 @@ class Ledger:
                                      node=column(nd, np.int64)))
 
         # The caller may reuse its arrays: copy now, fold in at the next drain. "Fresh" arrays are
-        # staged as they are, except views (a slice of some state array would change under us).
-        entry = [kind, rep, st, lo_, hi_, p, s]
-        for i in range(1, 7):
-            x = entry[i]
-            if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.flags.owndata):
-                entry[i] = np.array(x)
-        self._sparse.append(tuple(entry))
+        # staged as they are, except views (a slice of some state array would change under us):
+        # an array whose ``base`` is None owns its memory. The test is spelled out field by field
+        # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
+        if (fresh and rep.base is None and st.base is None
+                and (not isinstance(lo_, np.ndarray) or lo_.base is None)
+                and (not isinstance(hi_, np.ndarray) or hi_.base is None)
+                and (not isinstance(p, np.ndarray) or p.base is None)
+                and (not isinstance(s, np.ndarray) or s.base is None)):
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s))
+        else:
+            self._sparse.append((kind, *[np.array(x) if isinstance(x, np.ndarray) and x.ndim
+                                         and not (fresh and x.base is None) else x
+                                         for x in (rep, st, lo_, hi_, p, s)]))
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
 
@@ -404,19 +439,21 @@ class Ledger:
                 counts, recorder.pending = recorder.buffer[: recorder.pending], 0
                 self._drain_prefix(recorder.kind, recorder.parameters, counts)
         sparse, self._sparse = self._sparse, []
-        for kind in {entry[0] for entry in sparse}:
-            rows = [e for e in sparse if e[0] == kind]
-            lengths = [e[1].size for e in rows]
-            cells = (np.concatenate([e[1] for e in rows]).astype(np.int64) * self.streams
-                     + np.concatenate([e[2] for e in rows]))
+        kinds = {entry[0] for entry in sparse}
+        for kind in kinds:
+            rows = sparse if len(kinds) == 1 else [e for e in sparse if e[0] == kind]
+            # the staged fields column by column: (kind, rep, st, lo, hi, param, sens) per entry
+            _, reps, sts, *fields = zip(*rows)
+            cells = (np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams
+                     + np.concatenate(sts))
             self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
             # Only the tracked rows go further: the fields are flattened for those alone (on a
             # run of many replicates with a few tracked, the others are most of the entries).
             keep = np.flatnonzero(cells < self._n_tracked * self.streams)
             if keep.size == 0:
                 continue
-            lo, hi, par, sen = (_flatten_at([e[i] for e in rows], lengths, dtype, keep)
-                                for i, dtype in ((3, np.int64), (4, np.int64), (5, float), (6, float)))
+            lo, hi, par, sen = (_flatten_at(field, reps, dtype, keep)
+                                for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
@@ -474,6 +511,8 @@ class Ledger:
             # every footprint starts at record 0: the additions are one weighted bincount per cell
             flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
             np.subtract.at(flat, at, vals[:, stat])
+        self._marked[0] = True
+        self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
 
     def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
@@ -486,6 +525,8 @@ class Ledger:
             flat = self._stat_diff(stat).reshape(-1)
             np.add.at(flat, add_at, vals[:, stat])
             np.subtract.at(flat, subtract_at, vals[:, stat])
+        self._marked[lo] = True
+        self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
 
     def _stat_diff(self, stat: int) -> np.ndarray:
@@ -587,20 +628,32 @@ class Ledger:
                 .reshape(self._n_tracked, n_units) for x in totals]
 
     # --- cheap-mode queries -------------------------------------------------------------------
-    def _totals(self, *stats: int) -> list[np.ndarray]:
+    def _totals(self, *stats: int, distinct: bool = False) -> list[np.ndarray]:
         """Per-record totals of ``stats``, each of shape (R_tracked, K, top).
 
         Only records below the highest footprint end folded in (``top``; every record above has
         zero totals) and only statistics some release touched are summed (the others are zeros):
         a query's cost follows what was recorded, not the capacity or every statistic.
+
+        ``distinct``: only the records at the marked positions (a footprint starts or ends there),
+        shape (R_tracked, K, marked): every other record repeats the totals of the one before it
+        (its differences are all +0.0, and x + 0.0 == x for these sums of positive terms), so these
+        are every distinct per-record total, bit for bit, for queries taking a maximum over records.
         """
         self._settle()
+        rows = None
+        if distinct:
+            rows = np.flatnonzero(self._marked[: self._top])
+            if 2 * rows.size > self._top:  # few unmarked positions: the plain sums cost less
+                rows = None
+        n_rows = self._top if rows is None else rows.size
         out = []
         for stat in stats:
             if stat in self._diff:
-                out.append(np.moveaxis(np.cumsum(self._diff[stat][: self._top], axis=0), 0, 2))
+                diff = self._diff[stat][: self._top] if rows is None else self._diff[stat][rows]
+                out.append(np.moveaxis(np.cumsum(diff, axis=0), 0, 2))
             else:
-                out.append(np.zeros((self._n_tracked, self.streams, self._top)))
+                out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
         return out
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:
@@ -626,7 +679,8 @@ class Ledger:
         mu2 = np.where(rho > 0, np.inf, np.maximum(mu2, 0.0))
         return self._per_replicate(np.sqrt(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0)))
 
-    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray, delta: float, more=None) -> np.ndarray:
+    def _closed_form_epsilon(self, mu2: np.ndarray, rho: np.ndarray | None, delta: float, more=None,
+                             distinct: bool = False) -> np.ndarray:
         """Per-record min of pure and KOV heterogeneous composition (inf where a Gaussian is involved).
 
         Kairouz, Oh & Viswanath (2017, Thm 3.5) with delta_l = 0: for every delta in (0, 1],
@@ -635,18 +689,28 @@ class Ledger:
         sqrt(2 Q ln(1/delta)) + sum eps (e^eps - 1), since tanh(x/2) <= e^x - 1.
 
         ``more``: the (sum eps, Q, S, Gaussian count) totals matching ``mu2`` and ``rho`` (default:
-        the per-record totals).
+        the per-record totals). ``rho`` None, or a Gaussian count None: no release of that kind was
+        recorded, so those totals are zero everywhere and the terms they switch on are skipped
+        (the same values: a query then costs only the statistics in use). ``distinct``: ``mu2`` and
+        ``rho`` are the distinct records' totals (``_totals(..., distinct=True)``), and so are these.
         """
         if _S_EPS not in self._diff and _S_RHO not in self._diff:
             return np.full(mu2.shape, np.inf)  # only Gaussian releases: GDP alone applies
-        s_eps, q, s, gauss = self._totals(_S_EPS, _S_EPS2, _S_TANH, _S_GAUSS) if more is None else more
+        if more is None:
+            gauss = self._totals(_S_GAUSS, distinct=distinct)[0] if _S_GAUSS in self._diff else None
+            s_eps, q, s = self._totals(_S_EPS, _S_EPS2, _S_TANH, distinct=distinct)
+        else:
+            s_eps, q, s, gauss = more
         s_eps, q, s = np.maximum(s_eps, 0.0), np.maximum(q, 0.0), np.maximum(s, 0.0)
         kov1 = s + np.sqrt(2.0 * q * np.log(math.e + np.sqrt(q) / delta))
         kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
         # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
         # figure is never optimistic about the records it reports.
         c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
-        c = np.where(gauss > 0.5, np.inf, c)
+        if gauss is not None:
+            c = np.where(gauss > 0.5, np.inf, c)
+        if rho is None:
+            return c
         # A record in a zCDP (discrete Gaussian) release: every other release it is in is mu-GDP
         # (Laplace through the pure-DP conversion), hence (mu^2/2)-zCDP, so the record is
         # (rho + sum mu^2 / 2)-zCDP: eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop 1.3).
@@ -690,10 +754,14 @@ class Ledger:
             worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
-        mu2, rho = self._totals(_S_MU2, _S_RHO)
-        closed = self._closed_form_epsilon(mu2, rho, delta).reshape(self._n_tracked, -1)
+        # the worst record is a maximum over records: the distinct records' totals suffice
+        (mu2,) = self._totals(_S_MU2, distinct=True)
+        rho = self._totals(_S_RHO, distinct=True)[0] if _S_RHO in self._diff else None  # None: no zCDP release
+        closed = self._closed_form_epsilon(mu2, rho, delta, distinct=True).reshape(self._n_tracked, -1)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
-        mu = np.where(rho > 0, np.inf, np.sqrt(np.maximum(mu2, 0.0)))
+        mu = np.sqrt(np.maximum(mu2, 0.0))
+        if rho is not None:
+            mu = np.where(rho > 0, np.inf, mu)
         mu = mu.reshape(self._n_tracked, -1)
         for r in range(self._n_tracked):
             out[r] = self._worst_min(closed[r], mu[r], delta)

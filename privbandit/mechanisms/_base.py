@@ -129,8 +129,12 @@ class StreamMechanism:
     def _record(self, rr, kk, lo, hi, scale, mechanism: str, node) -> None:
         """Report Laplace releases on sums of [0, 1] inputs (sensitivity 1; on the grid in exact mode,
         where inputs are quantized, so the certified sensitivity stays exactly 1)."""
-        eff = self.sampler.effective_scale(scale) if self.sampler.exact else scale
-        self.ledger._record_from_mechanism(rr, kk, lo, hi, eff, 1.0, mechanism, node, discrete=self.sampler.exact)
+        sampler = self.sampler
+        if sampler.exact:
+            self.ledger._record_from_mechanism(rr, kk, lo, hi, sampler.effective_scale(scale), 1.0, mechanism, node,
+                                               discrete=True)
+        else:
+            self.ledger._record_from_mechanism(rr, kk, lo, hi, scale, 1.0, mechanism, node)
 
     def _prepare(self, values, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validate an insert; return (quantized values of the selected entries, rows, cols)."""

@@ -65,12 +65,16 @@ class LaplaceRelease(_Release):
         sensitivity 1; footprint [position, position + 1)). Equivalent to :meth:`release` with those
         arguments, for a policy's internal path: ``values`` is a float array, ``scale`` a validated
         float, and the index arrays are fresh (never modified afterwards; staged uncopied)."""
-        if self.sampler.exact:  # rewards are not on the grid: the public path rounds them
+        exact = self.sampler.exact
+        if exact:  # rewards are not on the grid: the public path rounds them
             noisy = self.sampler.laplace_release(values, scale)
         else:
             noisy = self.sampler._sum_release(values, scale)
         if self.ledger is not None:
-            self.ledger._record_from_mechanism(
-                replicate, stream, position, position + 1, float(self.sampler.effective_scale(scale)),
-                float(self.sampler.effective_sensitivity(1.0)), self.name, None, discrete=self.sampler.exact)
+            # float mode reports the scale and sensitivity as given (what effective_* return there,
+            # without re-validating them per call); exact mode the grid-rounded ones
+            eff_scale, eff_sens = ((float(self.sampler.effective_scale(scale)),
+                                    float(self.sampler.effective_sensitivity(1.0))) if exact else (scale, 1.0))
+            self.ledger._record_from_mechanism(replicate, stream, position, position + 1, eff_scale, eff_sens,
+                                               self.name, None, discrete=exact)
         return noisy

@@ -71,23 +71,27 @@ class PrivateUCBSchedule(PrivacySchedule):
 class _PrivateUCBRun(PolicyRun):
     def __init__(self, policy: "PrivateUCB", n_arms, replicates, horizon, rng, ledger):
         self.n_arms, self.replicates = n_arms, replicates
-        self.counts = np.zeros((replicates, n_arms))
-        self.offsets = np.arange(replicates) * n_arms  # flat index of (replicate, arm 0)
         self.tree = TreeMechanism(replicates, n_arms, epsilon=policy.epsilon / n_arms, horizon=horizon, rng=rng,
                                   ledger=ledger,
                                   name="private_ucb/tree", exact=policy.exact)
         self.relaxation = policy.relaxation(horizon, n_arms)
 
+    @property
+    def counts(self) -> np.ndarray:
+        """(R, K) pull counts n_a, as floats: the items each arm's tree holds (the tree counts its
+        inserts; a second tally here would cost an update per round and could only disagree)."""
+        return self.tree.count.astype(float)
+
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.replicates, t - 1, dtype=np.intp)
+        # float counts (exact below 2^53): dividing by the int64 array directly would cast per ufunc
         n = self.counts
         index = (self.tree.noisy_sum + self.relaxation) / n + np.sqrt(2.0 * math.log(t) / n)
-        return np.argmax(index, axis=1)
+        return index.argmax(axis=1)  # the method: np.argmax's dispatch layer costs more than the argmax
 
     def update(self, t, arms, rewards):
         self.tree.insert_pulled(arms, rewards)
-        self.counts.ravel()[self.offsets + arms] += 1
 
 
 class PrivateUCB(PureEpsilonPolicy):

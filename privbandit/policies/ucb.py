@@ -31,14 +31,17 @@ class _CountingRun(PolicyRun):
         self.counts = np.zeros((replicates, n_arms))
 
     def update(self, t, arms, rewards):
-        flat = self.offsets + arms
-        self.sums.ravel()[flat] += rewards
-        self.counts.ravel()[flat] += 1
+        flat = self.offsets + arms  # one entry per replicate: no repeated index
+        # read, add, write: what ``x[flat] += y`` does, spelled out (measured ~1 us cheaper at one
+        # replicate, where the augmented fancy assignment's fixed cost dominates)
+        sums, counts = self.sums.ravel(), self.counts.ravel()
+        sums[flat] = sums[flat] + rewards
+        counts[flat] = counts[flat] + 1
 
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.rows.size, t - 1, dtype=np.intp)
-        return np.argmax(self.index(t), axis=1)
+        return self.index(t).argmax(axis=1)  # the method: np.argmax's dispatch costs more at one replicate
 
     @abc.abstractmethod
     def index(self, t: int) -> np.ndarray:

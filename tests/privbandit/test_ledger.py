@@ -314,3 +314,65 @@ def test_mechanism_fast_path_copies_views_of_state():
     (eps,) = led._totals(_S_EPS)
     np.testing.assert_allclose(eps[0, 0, :5], [1, 1, 1, 0, 0])
     np.testing.assert_allclose(eps[0, 1, :5], [1, 1, 1, 1, 1])
+
+
+def test_mechanism_fast_path_takes_every_field_form_in_one_drain():
+    """The staged fields of one drain may come in every form a mechanism passes -- 1-D arrays,
+    Python and numpy scalars, 0-d arrays, views of a larger array (copied at the call) -- mixed
+    from call to call; the drain flattens them to the same totals as the public record path."""
+    from privbandit.ledger import _N_STATS
+
+    rng = np.random.default_rng(11)
+    R, K = 3, 2
+    fast, plain = Ledger(R, K), Ledger(R, K)
+    forms = [lambda x: x, float, np.float64, np.asarray]
+    for t in range(700):  # more than one drain (every 256 calls) and a partial one
+        m = int(rng.integers(1, 4))
+        rr, kk = rng.integers(0, R, m), rng.integers(0, K, m)
+        lo = rng.integers(0, 30, m)
+        hi = lo + rng.integers(0, 3, m)
+        scale, sens = rng.choice([0.5, 2.0]), 1.0
+        if m == 1 or t % 3:  # one value for the whole call, in one of the scalar forms
+            f = forms[t % 4]
+            scale_arg, sens_arg = (f(scale), f(sens)) if t % 4 else (scale, sens)
+            lo_arg = forms[(t // 4) % 4](lo[0]) if m == 1 else lo
+        else:  # arrays, the index arrays as views of a larger one
+            scale_arg, sens_arg, lo_arg = np.full(m, scale), np.full(m, sens), lo
+            rr = np.concatenate([rr, rr])[:m]
+        fast._record_from_mechanism(rr, kk, lo_arg, hi, scale_arg, sens_arg, "m", None)
+        if m == 1:
+            lo = lo[:1]
+        plain.record_laplace(rr, kk, lo, hi, scale, sens, mechanism="m")
+    np.testing.assert_array_equal(fast.draws, plain.draws)
+    for a, b in zip(fast._totals(*range(_N_STATS)), plain._totals(*range(_N_STATS))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=5e-12)
+
+
+def test_worst_record_query_on_marked_positions_equals_every_record():
+    """realized_epsilon evaluates only the records at positions where a footprint starts or ends
+    (every other record repeats its predecessor's totals). With sparse release boundaries (interval
+    releases, a Gaussian and a discrete-Gaussian one) it must equal, bit for bit, the query over
+    every record (forced here by marking every position), also for a ledger pickled before the
+    marks existed (they are rebuilt from the difference arrays)."""
+    import pickle
+
+    rng = np.random.default_rng(12)
+    R, K = 3, 2
+    led = Ledger(R, K, capacity=64)
+    for n in range(8, 400, 8):  # interval-style releases [0, n) and [n - 8, n): boundaries every 8 records
+        rr, kk = np.repeat(np.arange(R), K), np.tile(np.arange(K), R)
+        led.record_laplace(rr, kk, 0, n, rng.uniform(1.0, 50.0, rr.size), 1.0 / n, mechanism="mean")
+        led.record_laplace(rr, kk, n - 8, n, 8.0, 1.0, mechanism="block")
+    led.record_gaussian(0, 1, 3, 200, 20.0, 1.0, mechanism="g")
+    led.record_discrete_gaussian(2, 0, 100, 300, 30.0, 1.0, mechanism="dg")
+    fast = led.realized_epsilon(1e-6)
+    assert 2 * np.count_nonzero(led._marked[: led._top]) < led._top  # the compressed path ran
+    full = pickle.loads(pickle.dumps(led))
+    full._marked[:] = True  # every position: the plain per-record path
+    np.testing.assert_array_equal(full.realized_epsilon(1e-6), fast)
+    state = dict(led.__dict__)
+    del state["_marked"]
+    old = Ledger.__new__(Ledger)
+    old.__setstate__(state)
+    np.testing.assert_array_equal(old.realized_epsilon(1e-6), fast)
+    assert np.all(old._marked[: led._top] <= led._marked[: led._top])
