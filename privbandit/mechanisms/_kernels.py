@@ -14,7 +14,10 @@ CLI call, never imports numba),
 compiled from there on -- and at every size once a kernel has imported numba in this process (a
 one-replicate run after a many-replicate one, or DP-UCB's K-row inserts of one replicate): the
 import is paid, and loading a further kernel from the disk cache costs milliseconds. Compilation is lazy (first use) and cached on disk across processes.
-Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed.
+Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed, and
+``PRIVBANDIT_JIT=always`` to run compiled at every size from the first call: for a long-lived
+one-replicate process (a deployment, a long single run), which then pays numba's import once and
+decides each round in about two thirds of the interpreted time (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ import numpy as np
 JIT_MIN_ROWS = 2
 """Calls over fewer rows run interpreted (see the module docstring) -- until numba is loaded."""
 
-_LOADED = False
-"""Whether a kernel of this process imported numba (then every call runs compiled: the import is paid)."""
-
 COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
             and importlib.util.find_spec("numba") is not None)
 """Whether kernels compile (numba installed and not disabled)."""
+
+_LOADED = COMPILED and os.environ.get("PRIVBANDIT_JIT", "") == "always"
+"""Whether every call runs compiled: a kernel of this process imported numba (the import is paid), or
+``PRIVBANDIT_JIT=always`` asked for it from the start."""
 
 _KERNELS: dict[str, "Kernel"] = {}
 

@@ -81,6 +81,35 @@ def test_a_one_replicate_process_never_imports_numba():
     assert out.stdout.strip() == "False"
 
 
+def test_jit_always_compiles_a_one_replicate_run_to_the_same_results():
+    """PRIVBANDIT_JIT=always: a one-replicate process runs its kernels compiled from the first call
+    (it imports numba, where installed) and gets the same arms and realized spend bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, hashlib, numpy as np\n"
+            "from privbandit.engine import simulate\n"
+            "from privbandit.envs import Bernoulli\n"
+            "from privbandit.policies import DPUCBBound, PrivateUCB\n"
+            "h = hashlib.sha256()\n"
+            "for p in (DPUCBBound(1.0), PrivateUCB(1.0)):\n"
+            "    r = simulate(p, Bernoulli([0.2, 0.8, 0.5]), 300, 1, seed=3, progress=False, keep_arms=True)\n"
+            "    h.update(r.arms.tobytes()); h.update(np.nan_to_num(r.realized_epsilon).tobytes())\n"
+            "print('numba' in sys.modules, h.hexdigest())\n")
+    runs = {}
+    for mode in ("", "always"):
+        env = dict(os.environ, PRIVBANDIT_JIT=mode)
+        env.pop("PRIVBANDIT_NO_JIT", None)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        runs[mode] = out.stdout.split()
+    import importlib.util
+
+    assert runs[""][0] == "False"  # interpreted, as test_a_one_replicate_process_never_imports_numba
+    assert runs["always"][0] == str(importlib.util.find_spec("numba") is not None)
+    assert runs["always"][1] == runs[""][1]
+
+
 @pytest.mark.parametrize("way", ["py_func", "jit"])
 def test_pulled_index_reports_bad_arms_and_values(way):
     pulled_index = getattr(_kernels.pulled_index, way)
