@@ -1,7 +1,8 @@
 """Before/after check of an engine change: per registry policy (default parameters, epsilon=1 where
 required) and three (seed, environment) pairs -- Bernoulli seeds 0 and 7, a RewardTable with values
 outside [0, 1] (the clipping path) -- a digest of the arms and one of arms + final regret + regret
-mean + pulls + realized epsilon, T = 700, 5 replicates.
+mean + pulls + realized epsilon, T = 700, 5 replicates. Policies that require an offer (a feedback
+graph, contexts) are skipped and listed.
 
 Usage: ``PYTHONPATH=<tree> python bench/identity_digests.py out.json`` on each tree, then compare
 the JSON files (keys present in both must be equal).
@@ -15,8 +16,12 @@ from privbandit.policies import REGISTRY
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 out = {}
 names = sorted(REGISTRY)
+skipped = []
 for name in names:
     cls = REGISTRY[name]
+    if getattr(cls, "requires", frozenset()):  # graph / context policies: these K-armed envs offer neither
+        skipped.append(name)
+        continue
     try:
         pol = cls()
     except TypeError:
@@ -32,4 +37,4 @@ for name in names:
         h.update(np.nan_to_num(r if r is not None else np.zeros(1)).tobytes())
         out[f"{name}/{seed}"] = (ha, h.hexdigest()[:16])
 json.dump(out, open(sys.argv[1], "w"), indent=1)
-print(len(out), "digests")
+print(len(out), "digests;", "skipped (need an offer these environments do not make):", ", ".join(skipped) or "none")
