@@ -36,7 +36,11 @@ COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
             and importlib.util.find_spec("numba") is not None)
 """Whether kernels compile (numba installed and not disabled)."""
 
-_LOADED = COMPILED and os.environ.get("PRIVBANDIT_JIT", "") == "always"
+_JIT_MODE = os.environ.get("PRIVBANDIT_JIT", "")
+if _JIT_MODE not in ("", "auto", "always"):  # a typo must not pass for the default silently
+    warnings.warn(f"PRIVBANDIT_JIT must be 'always' or 'auto' (the default), got {_JIT_MODE!r}; using 'auto'",
+                  RuntimeWarning, stacklevel=2)
+_LOADED = COMPILED and _JIT_MODE == "always"
 """Whether every call runs compiled: a kernel of this process imported numba (the import is paid), or
 ``PRIVBANDIT_JIT=always`` asked for it from the start."""
 

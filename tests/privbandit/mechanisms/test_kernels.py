@@ -181,3 +181,15 @@ def test_a_numba_that_cannot_compile_falls_back_to_the_interpreted_kernel(monkey
     other._jit = other._first_call(failing)
     with pytest.raises(IndexError):
         other.jit(np.array([1, 0]), np.array([0.5, 0.25]), 3, f)
+
+
+def test_an_unknown_jit_mode_warns_and_means_auto():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PRIVBANDIT_JIT="1")
+    out = subprocess.run([sys.executable, "-W", "always", "-c",
+                          "from privbandit.mechanisms import _kernels; print(_kernels._LOADED)"],
+                         capture_output=True, text=True, check=True, env=env)
+    assert "PRIVBANDIT_JIT must be 'always' or 'auto'" in out.stderr and out.stdout.strip() == "False"
