@@ -803,6 +803,27 @@ class HybridLateLogDropsFirst(DPUCBBound):
         return run
 
 
+
+class BlockCountsTwice(DPSE):
+    """DP-SE whose block insert (update_block of two or more planned rounds: the engine's path, never
+    taken round by round) adds the stretch's rewards to the open batch sums twice: sensitivity 2."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        insert = fb.insert_pulled_rounds
+
+        def twice(arms, values, replicates=None):
+            insert(arms, values, replicates)
+            arms, values = np.asarray(arms), np.asarray(values, dtype=float)
+            if arms.shape[0] > 1:
+                rows = np.arange(arms.shape[1]) if replicates is None else np.flatnonzero(replicates)
+                np.add.at(fb._open_sum, (np.broadcast_to(rows, arms[:, rows].shape), arms[:, rows]), values[:, rows])
+
+        fb.insert_pulled_rounds = twice
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -842,6 +863,7 @@ BUGS = {
     # round 6 (footprints wrong only for late records)
     "tree_late_nodes_shifted": TreeLateNodesShifted,
     "hybrid_late_log_drops_first": HybridLateLogDropsFirst,
+    "block_counts_twice": BlockCountsTwice,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -859,8 +881,9 @@ ROUND5 = {"tree_footprint_shifted", "batch_drops_first", "lazy_batch_drops_first
           "exp3_batch_shifted"}
 """Round 5: footprints misattributed within the right stream (docs/audit.md, "Round 5")."""
 
-ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first"}
-"""Round 6 (session 5): footprints wrong only for records deep in their stream (docs/audit.md)."""
+ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first", "block_counts_twice"}
+"""Round 6 (session 5): footprints wrong only for records deep in their stream, and a bug on the planned
+(update_block) path only (docs/audit.md)."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)

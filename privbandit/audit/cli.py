@@ -177,9 +177,11 @@ def run(args: argparse.Namespace) -> int:
     # the smoke tier tests the command, not the policy: a long run of twice the horizon, 8 replicates
     long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * wb_horizon))
-    # half its replicates change a late record: footprints wrong only deep in a stream show there
+    # half its replicates change a late record: footprints wrong only deep in a stream show there; and
+    # rounds a policy plans ahead go through its update_block, as in simulate (the ordinary run goes
+    # round by round, as a deployment does): both paths are audited
     wb_long = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False,
-                             late_records=True)
+                             late_records=True, planned=True)
     print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
     print(wb_long.summary())
     for f in wb_long.findings:

@@ -214,28 +214,57 @@ def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Gen
     return tape, tape_prime, arm, pull
 
 
-def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None):
+def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False):
     """One traced run of ``policy`` on per-replicate tapes (R, K, pulls); ``on_round(t, ledger)`` is
-    called after every update. Returns (actions (R, T), tracer)."""
+    called after every update. Returns (actions (R, T), tracer).
+
+    ``planned``: where the run plans rounds ahead (policies.base ``plan``), feed each planned stretch
+    through ``update_block`` as the engine does, so that path is audited too (round by round it is
+    never taken); a stretch ends before every round in ``on_round.rounds`` (where it checks), and
+    ``on_round`` is called after its last round. Rounds inside a stretch count the reports made
+    before the stretch as made before them (``marks``): conservative for the footprint check."""
     R, K, _ = tapes.shape
     ledger = Ledger(R, K, tight=True, capacity=max(1, horizon))
+    stops = sorted(int(t) for t in getattr(on_round, "rounds", ()))
     with ReleaseTracer(ledger, replay) as tracer:
         run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=ledger)
+        plan = run.plan if planned else None
         pulls = np.zeros((R, K), dtype=np.int64)
         rows = np.arange(R)
         actions = np.empty((R, horizon), dtype=np.int64)
         # reports made before each round's update: a release among the first marks[t] reports was made
         # before round t's reward was revealed, so it cannot depend on that record
         tracer.marks = np.zeros(horizon + 2, dtype=np.int64)
-        for t in range(1, horizon + 1):
-            arms = np.asarray(run.select(t)).astype(np.int64)
-            j = pulls[rows, arms]
-            pulls[rows, arms] += 1
-            tracer.marks[t] = len(tracer.reports)
-            run.update(t, arms, tapes[rows, arms, j])
-            actions[:, t - 1] = arms
+        t = 1
+        while t <= horizon:
+            block = None
+            if plan is not None:
+                limit = min([horizon] + [u for u in stops if u >= t]) - t + 1
+                block = plan(t, limit)
+            if block is None:
+                arms = np.asarray(run.select(t)).astype(np.int64)
+                j = pulls[rows, arms]
+                pulls[rows, arms] += 1
+                tracer.marks[t] = len(tracer.reports)
+                run.update(t, arms, tapes[rows, arms, j])
+                actions[:, t - 1] = arms
+                if on_round is not None:
+                    on_round(t, ledger)
+                t += 1
+                continue
+            block = np.asarray(block).astype(np.int64)
+            n = block.shape[0]
+            rewards = np.empty((n, R))
+            for i, arms in enumerate(block):  # the tape's next pull of each arm, round by round
+                j = pulls[rows, arms]
+                pulls[rows, arms] += 1
+                rewards[i] = tapes[rows, arms, j]
+            tracer.marks[t:t + n] = len(tracer.reports)
+            run.update_block(t, block, rewards)
+            actions[:, t - 1:t - 1 + n] = block.T
             if on_round is not None:
-                on_round(t, ledger)
+                on_round(t + n - 1, ledger)
+            t += n
     return actions, tracer
 
 
@@ -354,14 +383,15 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
-                   late_records: bool = False) -> WhiteBoxResult:
+                   late_records: bool = False, planned: bool = False) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
     paths at no cost in alpha. ``late_records=True``: half the replicates change a late record of
     their arm (log-uniform up to horizon / n_arms pulls, :func:`neighbour_tapes`), so the footprint
     checks also see records deep in their streams; a replicate whose arm is not pulled that often
-    changes nothing and is not a witness."""
+    changes nothing and is not a witness. ``planned=True``: stretches a run plans ahead go through its
+    ``update_block`` (the engine's path, :func:`_run`) instead of round by round."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
@@ -382,8 +412,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                                                   first=0, window=span,
                                                   late=max(span + 1, horizon // n_arms) if late_records else None)
     spend = _SpendCheck(policy, horizon, n_arms)
-    act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend)
-    act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws)
+    act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend, planned=planned)
+    act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     findings: list[Finding] = []
     notes: list[str] = []
 

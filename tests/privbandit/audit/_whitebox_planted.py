@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.policies import AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, DPUCBInt, GaussianTS, PrivateUCB
+from privbandit.policies import DPSE, AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, DPUCBInt, GaussianTS, PrivateUCB
 
 
 class PeeksAtMean(PrivateUCB):
@@ -291,4 +291,25 @@ class HybridLateLogDropsFirst(DPUCBBound):
             return record(rr, kk, lo, hi, scale, m, node)
 
         run.hybrid._record = rec
+        return run
+
+
+class BlockCountsTwice(DPSE):
+    """sensitivity, on the planned path only: DP-SE whose block insert (``update_block`` of two or more
+    rounds, the engine's path) adds the stretch's rewards to the open batch sums twice. Round by round
+    (``insert_pulled_rounds`` of one round) it is right, so only an audit that plans sees it."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        insert = fb.insert_pulled_rounds
+
+        def twice(arms, values, replicates=None):
+            insert(arms, values, replicates)
+            arms, values = np.asarray(arms), np.asarray(values, dtype=float)
+            if arms.shape[0] > 1:
+                rows = np.arange(arms.shape[1]) if replicates is None else np.flatnonzero(replicates)
+                np.add.at(fb._open_sum, (np.broadcast_to(rows, arms[:, rows].shape), arms[:, rows]), values[:, rows])
+
+        fb.insert_pulled_rounds = twice
         return run

@@ -82,3 +82,21 @@ def test_a_policy_private_by_its_own_sampling_is_not_held_to_the_decisions_check
 
     res = whitebox_audit(EXP3(), 40, 2, 16, seed=0)
     assert res.verdict != "VIOLATION" and any("records_releases" in n for n in res.notes), res.summary()
+
+
+def test_planned_runs_audit_the_block_path():
+    """whitebox_audit(planned=True) feeds planned stretches through update_block, as simulate does: a bug
+    on that path only (DP-SE counting a stretch's rewards twice) is refuted there and invisible round
+    by round; the unmodified DP-SE stays consistent both ways."""
+    from _whitebox_planted import BlockCountsTwice
+
+    from privbandit.policies import DPSE
+
+    bug = BlockCountsTwice()
+    horizon = probe_horizon(bug, 2)
+    assert whitebox_audit(bug, horizon, 2, 32, seed=0, law=False).verdict == "CONSISTENT"
+    res = whitebox_audit(bug, horizon, 2, 32, seed=0, law=False, planned=True)
+    assert res.verdict == "VIOLATION" and "sensitivity" in res.checks, res.summary()
+    for planned in (False, True):
+        twin = whitebox_audit(DPSE(), horizon, 2, 32, seed=0, law=False, planned=planned)
+        assert twin.verdict == "CONSISTENT" and not twin.findings, twin.summary()
