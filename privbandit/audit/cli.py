@@ -84,6 +84,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _plans(policy, n_arms: int, horizon: int) -> bool:
+    """Whether runs of ``policy`` can plan rounds ahead (their class overrides ``PolicyRun.plan``)."""
+    from privbandit.policies.base import PolicyRun
+
+    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0))
+    return type(run).plan is not PolicyRun.plan
+
+
 def _has_trace(policy, n_arms, horizon) -> bool:
     """True when a traced run records something (every policy whose mechanisms draw through the
     toolkit's sampler and report: the known trace methods, or every release)."""
@@ -177,16 +185,25 @@ def run(args: argparse.Namespace) -> int:
     # the smoke tier tests the command, not the policy: a long run of twice the horizon, 8 replicates
     long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * wb_horizon))
-    # half its replicates change a late record: footprints wrong only deep in a stream show there; and
-    # rounds a policy plans ahead go through its update_block, as in simulate (the ordinary run goes
-    # round by round, as a deployment does): both paths are audited
+    # half its replicates change a late record: footprints wrong only deep in a stream show there
     wb_long = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False,
-                             late_records=True, planned=True)
+                             late_records=True)
     print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
     print(wb_long.summary())
     for f in wb_long.findings:
         print(f"- [{f.check}] {f.detail}")
     print()
+    # A policy that plans rounds ahead runs them through update_block in simulate, never in the runs
+    # above (round by round, a deployment's path): one more long run takes the planned path.
+    wb_plan = None
+    if _plans(policy, k, long_horizon):
+        wb_plan = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 2, law=False,
+                                 late_records=True, planned=True)
+        print(f"## White-box audit, long run with planned rounds (update_block, T={long_horizon})\n")
+        print(wb_plan.summary())
+        for f in wb_plan.findings:
+            print(f"- [{f.check}] {f.detail}")
+        print()
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -236,7 +253,8 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
-    if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb:
+    if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
+            or (wb_plan is not None and wb_plan.verdict == "VIOLATION"):
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -245,6 +263,8 @@ def run(args: argparse.Namespace) -> int:
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in (tight, cheap) if not r.passed]
                   + [f"white-box {c}" for c in wb.checks]
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
+                  + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
+                     if wb_plan is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -269,6 +289,10 @@ def run(args: argparse.Namespace) -> int:
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
+            "whitebox_planned": None if wb_plan is None else {
+                "verdict": wb_plan.verdict, "horizon": wb_plan.horizon, "replicates": wb_plan.replicates,
+                "releases": wb_plan.releases, "findings": [dataclasses.asdict(f) for f in wb_plan.findings],
+                "seconds": wb_plan.seconds},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
