@@ -65,7 +65,8 @@ def _inner_small_mu(a: np.ndarray, mu: np.ndarray) -> np.ndarray:
 def _log_delta_raw(mu: np.ndarray, epsilon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log delta without margin, a) -- broadcast arrays."""
     mu, epsilon = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(epsilon, dtype=float))
-    a = -epsilon / mu + mu / 2.0
+    with np.errstate(over="ignore"):  # eps / mu -> inf at a tiny mu: a = -inf, delta = 0 (exact)
+        a = -epsilon / mu + mu / 2.0
     b = a - mu
     log_pa = special.log_ndtr(a)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -91,7 +92,7 @@ def log_delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -
     ``mu`` must be > 0 and ``epsilon`` >= 0 (not re-validated here: the public wrappers do it).
     """
     log_d, a = _log_delta_raw(mu, epsilon)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # an infinite margin is dropped just below
         margin = 1e-15 * (1.0 + np.abs(log_d) + a * a)
         out = log_d + np.where(np.isfinite(margin), margin, 0.0)
     return np.minimum(out, 0.0)

@@ -35,7 +35,11 @@ def _pure_upper(a: np.ndarray, log_sum: np.ndarray, magnitude: np.ndarray, epsil
     eps^2/2-zCDP, Bun & Steinke 2016, Prop. 3.3), which is within rounding of the truth for small eps.
     """
     upper = (log_sum + 8.0 * _EPS * (magnitude + 1.0)) / (a - 1)
-    return np.minimum(np.minimum(upper, epsilon), a * (epsilon * epsilon) / 2.0)
+    # for a huge epsilon the zCDP cap overflows to inf: it is then no cap, which is what the minimum
+    # makes of it (no warning for the caller: nothing is lost)
+    with np.errstate(over="ignore"):
+        zcdp_cap = a * (epsilon * epsilon) / 2.0
+    return np.minimum(np.minimum(upper, epsilon), zcdp_cap)
 
 
 def laplace(alphas: np.ndarray, epsilon: float) -> np.ndarray:

@@ -153,8 +153,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _certify(args: argparse.Namespace) -> int:
     from accountants import Laplace, best_epsilon
+    from privbandit.policies.base import check_epsilon
 
-    event = Laplace(scale=1.0 / args.epsilon) * args.releases
+    # the per-release epsilon becomes a noise scale 1 / epsilon: below the policies' floor it is not a
+    # finite float, which the scale check would have reported under the wrong name
+    event = Laplace(scale=1.0 / check_epsilon(args.epsilon)) * args.releases
     from accountants.best import default_accountants
 
     # accountants whose cost grows with N (PLD's FFT: 25 s at 10^6; optimal composition's sum over

@@ -154,3 +154,17 @@ def test_dp_ucb_int_certificate_keeps_growing_at_astronomic_horizons():
 
     values = [budget.epsilon("dp_ucb_int", h, 1e-6, 3).value for h in (10**12, 2**62, 2**70)]
     assert values == sorted(values)  # was 0.734, 0.410, 0.0 (RDP of 6e18 tiny releases)
+
+
+def test_laplace_rdp_curve_at_a_huge_epsilon_is_quiet_and_capped():
+    """At eps = 1e300 the zCDP cap alpha eps^2 / 2 overflows: it must act as no cap (the curve is
+    eps, the pure-DP bound) without a RuntimeWarning reaching the caller (the CLI printed one)."""
+    import warnings
+
+    from accountants import rdp_curves
+
+    alphas = np.array([1.5, 2.0, 64.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        curve = rdp_curves.laplace(alphas, 1e300)
+    assert np.all(curve <= 1e300) and np.all(np.isfinite(curve))

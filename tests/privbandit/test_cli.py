@@ -73,3 +73,10 @@ def test_missing_optional_extra_names_it(monkeypatch, capsys, tmp_path):
     code = main(["run", "ucb1", "--horizon", "50", "--replicates", "2", "--quiet", "--save", str(tmp_path / "r.parquet")])
     assert code == 2
     assert "privbandit[frames]" in capsys.readouterr().err
+
+
+def test_certify_names_epsilon_when_it_cannot_be_a_noise_scale(capsys):
+    # 1 / 5e-324 is inf: the error used to name the internal "scale"
+    assert main(["certify", "--epsilon", "5e-324", "--releases", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "epsilon must lie in [1e-300, inf)" in err and "scale" not in err.split(":")[1]
