@@ -485,16 +485,20 @@ class DPUCBInt(Policy):
         self.delta = check_unit("delta", delta)
         self.epsilon = self.rate = None
         if interval is not None:
-            if isinstance(interval, bool) or not isinstance(interval, numbers.Integral) or interval < 1:
-                raise ValueError(f"interval must be a whole number in [1, inf), got {interval!r}")
+            # pull counts are int64: a longer interval would overflow them (and never release anyway)
+            if (isinstance(interval, bool) or not isinstance(interval, numbers.Integral)
+                    or not 1 <= interval <= _MAX_INTERVAL):
+                raise ValueError(f"interval must be a whole number in [1, {_MAX_INTERVAL:.0e}], got {interval!r}")
             self.interval = int(interval)
         elif rate is not None:
             try:
                 self.rate = check_positive("rate", rate)
             except ValueError:
                 self.rate = math.nan
-            if not 0.0 < self.rate <= 1.0:  # 1/rate is the interval, a whole number of pulls >= 1
-                raise ValueError(f"rate must lie in (0, 1] (the reciprocal of the interval), got {rate!r}")
+            # 1/rate is the interval, a whole number of pulls in [1, _MAX_INTERVAL]
+            if not 1.0 / _MAX_INTERVAL <= self.rate <= 1.0:
+                raise ValueError(f"rate must lie in [{1.0 / _MAX_INTERVAL:.0e}, 1] (the reciprocal of the interval), "
+                                 f"got {rate!r}")
             self.interval = math.ceil(1.0 / self.rate - 1e-12)
         else:
             self.epsilon = check_positive("epsilon", 1.0 if epsilon is None else epsilon)

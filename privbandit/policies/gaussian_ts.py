@@ -79,6 +79,10 @@ class _GaussianTSRun(PolicyRun):
             raise ValueError(f"arms must lie in [0, {self.n_arms}) (the arms)")
 
 
+#: the variance factors c GaussianTS accepts (see its __init__)
+_C_RANGE = (1e-100, 1e100)
+
+
 class GaussianTS(Policy):
     """Gaussian-prior Thompson sampling with ``b`` pre-pulls per arm and variance factor ``c``.
 
@@ -99,6 +103,11 @@ class GaussianTS(Policy):
         except ValueError:
             raise ValueError(f"b must be a whole number in [0, inf), got {b!r}") from None
         self.c = _validate.positive("c", c)  # (0, inf); True is not a number here
+        # beyond these the certificate's mu = sqrt(n / (c (b + 1))) or the ledger's (1/sigma)^2 leaves the
+        # float range (c = 1e308 certified mu = 0; c = 1e-320 an infinite mu^2); c is a variance factor,
+        # of order 1 to 1e4 in the paper's experiments
+        if not _C_RANGE[0] <= self.c <= _C_RANGE[1]:
+            raise ValueError(f"c must lie in [{_C_RANGE[0]:g}, {_C_RANGE[1]:g}], got {c!r}")
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

@@ -309,10 +309,13 @@ class PrivateTS(Policy):
     def random_pull_count(self, horizon: int, gap) -> np.ndarray:
         """Line 12: random pulls per arm, ceil(c_r ln^3 T/(eps Deltahat^2)) or ``random_pulls``."""
         gap = np.asarray(gap, dtype=float)
+        # capped at the horizon, which no run outlasts (so the cap changes no run): a count beyond int64
+        # (random_pulls=2**70, or a tiny epsilon in the formula) used to overflow, or wrap negative
         if self.random_pulls is not None:
-            return np.full(gap.shape, self.random_pulls, dtype=np.int64)
+            return np.full(gap.shape, min(self.random_pulls, horizon), dtype=np.int64)
         gamma = self.pull_constant * math.log(horizon) ** 3 / self.epsilon
-        return np.ceil(gamma / gap ** 2).astype(np.int64)
+        with np.errstate(over="ignore", divide="ignore"):
+            return np.minimum(np.ceil(gamma / gap ** 2), float(horizon)).astype(np.int64)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
