@@ -189,10 +189,15 @@ def test_cli_out_naming_a_file_is_one_line(tmp_path, capsys):
 def test_cli_invert_over_a_huge_bracket_finds_the_boundary(capsys):
     from privbandit.cli import main
 
-    # was: "internal error RuntimeError: Failed to converge after 200 iterations"
-    assert main(["invert", "gaussian_ts", "--horizon", "100", "--mu", "1", "--solve-for", "c", "--bounds", "1e-300",
-                 "1e300"]) == 0
+    # was: "internal error RuntimeError: Failed to converge after 200 iterations" (at 1e-300..1e300; c
+    # is now bounded to [1e-100, 1e100], where the certificate's mu stays a float, and an end outside
+    # that range is named)
+    assert main(["invert", "gaussian_ts", "--horizon", "100", "--mu", "1", "--solve-for", "c", "--bounds", "1e-100",
+                 "1e100"]) == 0
     assert capsys.readouterr().out.startswith("c = 49.5")
+    assert main(["invert", "gaussian_ts", "--horizon", "100", "--mu", "1", "--solve-for", "c", "--bounds", "1e-300",
+                 "1e300"]) == 2
+    assert "c must lie in [1e-100, 1e+100]" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("delta", ["1e-6", True, None, float("nan")], ids=repr)
