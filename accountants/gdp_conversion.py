@@ -183,10 +183,21 @@ def epsilon_for_delta(mu: float, delta: float) -> float:
         return 0.0
     # Upper bracket: delta(eps) <= Phi(a), and Phi(a) = delta at eps = mu (mu/2 - Phi^-1(delta)).
     hi = max(mu * (mu / 2.0 - float(special.ndtri(delta))), 1e-300)
-    while log_d(hi) > log_target:  # guard against rounding in ndtri
+    while math.isfinite(hi) and log_d(hi) > log_target:  # guard against rounding in ndtri
         hi *= 2.0
-    eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=1e-300,
-                          rtol=4 * np.finfo(float).eps, maxiter=500)
+    if not math.isfinite(hi):  # mu above ~1.3e154: eps ~ mu^2 / 2 is beyond the floats; inf is the bound
+        return math.inf
+    try:
+        eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=1e-300,
+                              rtol=4 * np.finfo(float).eps, maxiter=500)
+    except RuntimeError:  # no convergence (log_d is flat in rounding at mu ~ 1e154): bisect
+        lo = 0.0
+        for _ in range(2200):  # from [0, ~1e308] to one ulp: ~1100 halvings of the exponent and mantissa
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:
+                break
+            lo, hi = (lo, mid) if log_d(mid) <= log_target else (mid, hi)
+        eps = hi  # log_d(hi) <= log_target throughout: an upper bound
     return float(_first_lattice_point(eps, ok, increasing_ok=True))
 
 
@@ -209,11 +220,20 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
             raise ValueError(
                 f"no mu > 1e-300 satisfies (epsilon={epsilon}, delta={delta}); delta is too small for this epsilon"
             )
-    while f(hi) <= 0:  # delta(eps; mu) increases with mu
+    while f(hi) <= 0:  # delta(eps; mu) increases with mu; mu ~ sqrt(2 eps) for a large eps
         lo, hi = hi, hi * 2.0
-        if hi > 1e8:
-            raise ValueError("mu_for_epsilon_delta did not find an upper bracket below mu = 1e8")
-    mu = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        if hi > 1e300:
+            raise ValueError(f"epsilon must be finite and below the floats' reach of mu: every mu up to 1e300 "
+                             f"satisfies (epsilon={epsilon}, delta={delta})")
+    try:
+        mu = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    except RuntimeError:  # no convergence (f is flat in rounding at mu ~ 1e154): bisect the bracket
+        for _ in range(200):  # [lo, hi] = [m, 2m] at worst: 60 halvings reach one ulp
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:
+                break
+            lo, hi = (mid, hi) if f(mid) <= 0 else (lo, mid)
+        mu = lo  # f(lo) <= 0 throughout: a valid mu
     if not ok(mu):
         step = mu * 2e-16
         while not ok(mu):

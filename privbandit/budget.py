@@ -28,7 +28,7 @@ import numpy as np
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
 from privbandit.policies import REGISTRY, Policy
-from privbandit.policies.gaussian_ts import GaussianTS
+from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
 
 __all__ = [
     "epsilon", "delta", "mu", "curve", "invert", "affordable_horizon", "ts_frontier", "tune",
@@ -363,10 +363,12 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             denominator = mu_target ** 2 * (max(b, 1) + 1)
         except OverflowError:
             denominator = math.inf
-        c = (max(n / denominator, 1e-300) if denominator > 0 else math.inf) if n else 1.0
-        if not math.isfinite(c):
+        # c below GaussianTS's range (a huge target) is met by the least valid c, the least noise allowed
+        c = (max(n / denominator, C_RANGE[0]) if denominator > 0 else math.inf) if n else 1.0
+        if not c <= C_RANGE[1]:
             raise UnreachableTargetError(f"target mu {mu_target:g} over {n} releases needs a variance factor c "
-                                         f"beyond the floats (c = {n} / (mu^2 (max(b, 1) + 1)), b = {b})")
+                                         f"beyond GaussianTS's range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] "
+                                         f"(c = {n} / (mu^2 (max(b, 1) + 1)), b = {b})")
 
         def certify(c_value: float, b=b) -> float:
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)
@@ -375,6 +377,9 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         cert = certify(c)
         while cert > target:  # rounding in the conversion: move to the safe side
             c *= 1 + 1e-14
+            if c > C_RANGE[1]:
+                raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
+                                             f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
             cert = certify(c)
         out.append(Inversion(GaussianTS(b=b, c=c), "c", c, cert, float(target),
                              "mu" if delta is None else f"epsilon at delta={delta:g}"))

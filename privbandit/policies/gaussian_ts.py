@@ -80,7 +80,7 @@ class _GaussianTSRun(PolicyRun):
 
 
 #: the variance factors c GaussianTS accepts (see its __init__)
-_C_RANGE = (1e-100, 1e100)
+C_RANGE = (1e-100, 1e100)
 
 
 class GaussianTS(Policy):
@@ -106,8 +106,8 @@ class GaussianTS(Policy):
         # beyond these the certificate's mu = sqrt(n / (c (b + 1))) or the ledger's (1/sigma)^2 leaves the
         # float range (c = 1e308 certified mu = 0; c = 1e-320 an infinite mu^2); c is a variance factor,
         # of order 1 to 1e4 in the paper's experiments
-        if not _C_RANGE[0] <= self.c <= _C_RANGE[1]:
-            raise ValueError(f"c must lie in [{_C_RANGE[0]:g}, {_C_RANGE[1]:g}], got {c!r}")
+        if not C_RANGE[0] <= self.c <= C_RANGE[1]:
+            raise ValueError(f"c must lie in [{C_RANGE[0]:g}, {C_RANGE[1]:g}], got {c!r}")
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

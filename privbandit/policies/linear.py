@@ -454,7 +454,7 @@ class JointDPLinUCB(LinearPolicy):
         self.delta = check_unit("delta", delta)
         self.calibration = _check_choice("calibration", calibration, ("paper", "gdp"))
         self.failure = check_unit("failure", failure)
-        if self.calibration == "gdp":  # the root-finder's bracket ends at mu = 1e8: say so for epsilon now
+        if self.calibration == "gdp":  # the root-finder's bracket ends at mu = 1e300: say so for epsilon now
             try:
                 gdp_conversion.mu_for_epsilon_delta(self.epsilon, self.delta)
             except ValueError as exc:

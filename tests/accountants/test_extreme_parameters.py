@@ -168,3 +168,32 @@ def test_laplace_rdp_curve_at_a_huge_epsilon_is_quiet_and_capped():
         warnings.simplefilter("error")
         curve = rdp_curves.laplace(alphas, 1e300)
     assert np.all(curve <= 1e300) and np.all(np.isfinite(curve))
+
+
+@pytest.mark.parametrize("epsilon", [1e9, 1e200, 1e300, 1e308])
+def test_mu_for_a_huge_epsilon_is_found_and_valid(epsilon):
+    """Was: no upper bracket below mu = 1e8 (ValueError naming the function) and, at eps ~ 1e308,
+    brentq's RuntimeError. mu ~ sqrt(2 eps): the calibrated mu must still satisfy the target by the
+    exact curve (mu^2 / 2 <= eps to the floats' precision: the true eps(mu) is mu^2/2 + O(mu))."""
+    from accountants import gdp_conversion
+
+    mu = gdp_conversion.mu_for_epsilon_delta(epsilon, 1e-6)
+    assert gdp_conversion.delta_for_epsilon(mu, epsilon) <= 1e-6
+    # and not far below the largest: delta(eps) < Phi(mu/2 - eps/mu), which is delta at
+    # mu0 = sqrt(z^2 + 2 eps) - z with z = Phi^-1(1 - delta), so the largest valid mu is >= mu0
+    z = 4.753424308822899
+    mu0 = math.sqrt(2.0) * math.sqrt(epsilon + z * z / 2.0) - z  # no overflow at eps = 1e308
+    assert mu * (mu / 2.0) <= epsilon * (1 + 1e-12) and mu >= mu0 * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("mu", [1.3e154, 1.4e154, 1e200, 1e300])
+def test_epsilon_for_a_huge_mu_is_an_upper_bound_or_inf(mu):
+    """Was: brentq's RuntimeError, then an OverflowError in the lattice rounding. eps ~ mu^2 / 2
+    leaves the floats above mu ~ 1.34e154: inf is then the (valid) certificate."""
+    from accountants import gdp_conversion
+
+    eps = gdp_conversion.epsilon_for_delta(mu, 1e-6)
+    half_square = mu * (mu / 2.0)
+    assert eps >= half_square  # inf when half_square overflows
+    if half_square < 1e307:  # below the bracket's overflow, a finite bound
+        assert math.isfinite(eps)

@@ -66,8 +66,12 @@ def test_joint_dp_noise_outside_the_floats_and_gdp_calibration_past_its_bracket_
     with pytest.raises(ValueError, match=r"epsilon=1e-300 with bound=1e\+50.*sigma=inf"):
         simulate(JointDPLinUCB(epsilon=1e-300, bound=1e50, dim=3), LinearContextual(3, 3, model="shared"), 40, 1,
                  seed=0, progress=False)
-    _raises(r"epsilon=1e\+16 at delta=1e-06 is past what calibration='gdp' can calibrate", JointDPLinUCB,
-            epsilon=1e16, calibration="gdp")
+    # the GDP calibration's bracket once ended at mu = 1e8 (epsilon ~ 5e15); it now reaches mu = 1e300, so
+    # epsilon = 1e16 (and 1e300) calibrate, run and certify within the target
+    for epsilon in (1e16, 1e300):
+        policy = JointDPLinUCB(epsilon=epsilon, calibration="gdp", dim=3)
+        res = simulate(policy, LinearContextual(3, 3, model="shared"), 40, 1, seed=0, progress=False)
+        assert res.certified_epsilon[-1] <= epsilon
 
 
 # ---------------------------------------------------------------- Certificate kinds
