@@ -69,3 +69,27 @@ def test_reward_tape_pays_the_jth_pull_of_each_arm():
     np.testing.assert_allclose(run.rewards(3, np.array([0, 0])), [0.3, 0.2])
     with pytest.raises(ValueError, match="tape"):
         run.rewards(4, np.array([0, 0]))
+
+
+def test_truncated_exponential_means_are_accurate_at_every_rate():
+    """The mean 1/l - e^-l/(1 - e^-l) cancels for small rates: at 1e-12 it was off by 1.2e-4 and a
+    subnormal rate gave NaN (inf - inf). Reference: mpmath at 700 digits; the paper's rates keep
+    their old values bit for bit (the regret digests depend on them)."""
+    import mpmath as mp
+    import warnings
+
+    from privbandit.envs import TruncatedExponential
+
+    rates = [1e-300, 1e-12, 1e-8, 1e-3, 9.99e-3, 1e-2, 0.1, 1.0, 5.0, 700.0, 1e4, 1e300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        means = TruncatedExponential(rates).means
+    with mp.workdps(700):  # 1/l - 1/expm1(l) cancels ~300 digits at l = 1e-300
+        for lam, got in zip(rates, means):
+            lam_mp = mp.mpf(lam)
+            exact = 1 / lam_mp - 1 / mp.expm1(lam_mp)
+            assert abs(mp.mpf(float(got)) - exact) <= 1e-13 * exact, (lam, got)
+    paper = np.array([0.1, 1.0, 2.0, 5.0, 10.0])
+    assert np.array_equal(TruncatedExponential(paper).means, 1.0 / paper - np.exp(-paper) / -np.expm1(-paper))
+    with pytest.raises(ValueError, match=r"rates must be .* in \[1e-300, inf\)"):
+        TruncatedExponential([1e-320, 0.5])
