@@ -268,7 +268,7 @@ def test_make_policy_and_dp_ucb_int_bad_inputs():
     _raises("bad parameters for private_ucb", make_policy, "private_ucb", nope=1)
     _raises("give one of epsilon", DPUCBInt, epsilon=1.0, rate=1.0)
     _raises("give one of epsilon", DPUCBInt, epsilon=1.0, interval=3)
-    _raises(r"rate must lie in \(0, 1\]", DPUCBInt, rate=-1.0)
+    _raises(r"rate must lie in \[1e-18, 1\]", DPUCBInt, rate=-1.0)
     _raises(r"delta must lie in \(0, 1\)", DPUCBInt, delta=0.0)
 
 

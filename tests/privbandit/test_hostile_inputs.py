@@ -63,8 +63,8 @@ def test_linear_shift_is_not_a_bool_and_bound_stays_finite_when_squared():
 
 
 def test_dp_ucb_int_rate_and_tiny_epsilon_are_named():
-    _raises(r"rate must lie in \(0, 1\]", DPUCBInt, rate=1e12)  # was interval 0 -> ZeroDivisionError
-    _raises(r"rate must lie in \(0, 1\]", DPUCBInt, rate=2**70)
+    _raises(r"rate must lie in \[1e-18, 1\]", DPUCBInt, rate=1e12)  # was interval 0 -> ZeroDivisionError
+    _raises(r"rate must lie in \[1e-18, 1\]", DPUCBInt, rate=2**70)
     assert DPUCBInt(rate=1.0).interval == 1
     _raises("epsilon must be large enough", DPUCBInt, epsilon=1e-308)  # was OverflowError
 
