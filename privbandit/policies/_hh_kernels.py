@@ -23,19 +23,18 @@ import numpy as np
 from privbandit.mechanisms._kernels import kernel, row_helper
 
 @row_helper
-def _beta_params(x: float, o: float, a: np.ndarray, b: np.ndarray, r: int, k: int) -> None:
-    """mubar = clip(x, 0, 1) and a[r, k] = mubar o + 1, b[r, k] = (1 - mubar) o + 1: the roundings
-    of ``np.maximum(x, 0.0)``, ``np.minimum(., 1.0)``, then ``mubar * o + 1.0`` and
+def _beta_params(x: float, o: float) -> tuple[float, float]:
+    """mubar = clip(x, 0, 1), then (mubar o + 1, (1 - mubar) o + 1): the roundings of
+    ``np.maximum(x, 0.0)``, ``np.minimum(., 1.0)``, then ``mubar * o + 1.0`` and
     ``(1.0 - mubar) * o + 1.0`` as two roundings each (a product, then a sum: never fused).
-    A -0.0 (np.maximum keeps it, this turns it into +0.0) gives the same a and b."""
+    A -0.0 (np.maximum keeps it, this turns it into +0.0) gives the same parameters."""
     if not x > 0.0:  # also NaN -> 0.0; the statistics here are finite (sums of finite noise)
         x = 0.0
     if x > 1.0:
         x = 1.0
     ax = x * o
-    a[r, k] = ax + 1.0
     bx = (1.0 - x) * o
-    b[r, k] = bx + 1.0
+    return ax + 1.0, bx + 1.0
 
 
 @kernel
@@ -55,12 +54,14 @@ def hh_dpts_beta_params(count: np.ndarray, noisy_sum: np.ndarray, log2_next: np.
         for k in range(K):
             if not 1 <= count[r, k] < top:
                 return 1
+    # scalars read once as Python numbers (float() of a float64 is the same double; interpreted,
+    # Python float arithmetic is the same IEEE arithmetic without numpy's scalar overhead)
     for r in range(R):
         for k in range(K):
-            n = count[r, k]
+            n = int(count[r, k])
             o = float(n)
-            shift = coef * log2_next[n] * log2_t / (eps * o)
-            _beta_params(noisy_sum[r, k] / o + shift, o, a, b, r, k)
+            shift = coef * float(log2_next[n]) * log2_t / (eps * o)
+            a[r, k], b[r, k] = _beta_params(float(noisy_sum[r, k]) / o + shift, o)
     return 0
 
 
@@ -74,4 +75,4 @@ def hh_lazy_beta_params(mean: np.ndarray, eps_o: np.ndarray, o: np.ndarray, c: f
     R, K = mean.shape
     for r in range(R):
         for k in range(K):
-            _beta_params(mean[r, k] + c / eps_o[r, k], o[r, k], a, b, r, k)
+            a[r, k], b[r, k] = _beta_params(float(mean[r, k]) + c / float(eps_o[r, k]), float(o[r, k]))

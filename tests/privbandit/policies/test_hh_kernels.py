@@ -152,3 +152,17 @@ def test_dpts_refuses_to_select_with_an_arm_never_pulled():
         run.update(t, np.array([0, 1]), np.array([0.5, 0.5]))
     with pytest.raises(ValueError, match="every arm has been pulled once"):
         run.select(4)
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (1, 5), (2, 4), (1, 9), (3, 5)])
+def test_beta_argmax_draws_numpys_values_in_order(shape):
+    # one rng.beta call per entry (small rounds) or one array call: the same values, the same
+    # stream afterwards, so the same arms
+    from privbandit.policies.hu_hegde import beta_argmax
+
+    data = np.random.default_rng(4)
+    a, b = 1.0 + data.random(shape) * 50, 1.0 + data.random(shape) * 50
+    mine, ref = np.random.default_rng(7), np.random.default_rng(7)
+    for _ in range(20):
+        assert np.array_equal(beta_argmax(mine, a, b), ref.beta(a, b).argmax(axis=1))
+    assert mine.bit_generator.state == ref.bit_generator.state
