@@ -64,3 +64,36 @@ def hh_split_log_commit(log_sum: np.ndarray, pending: np.ndarray, noisy_sum: np.
     ``f`` restart empty (``reset_rows``)."""
     log_commit(log_sum, pending, noisy_sum, block, rr, kk, t, 1, noisy, lo, node)
     reset_rows(core_nodes, core_total, core_tau, f)
+
+
+# --- fresh batches (privbandit.mechanisms.fresh_batch.FreshBatchMean) ---------------------------------
+
+
+@kernel
+def hh_batch_gather(open_sum: np.ndarray, pending: np.ndarray, count: np.ndarray, n_batches: np.ndarray,
+                    rr: np.ndarray, kk: np.ndarray, stat: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    node: np.ndarray) -> None:
+    """Before the releases of the open batches of streams (rr[i], kk[i]): the statistic (the batch
+    sum), the footprint [count - pending, count) and the ledger node (the batch number)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        stat[i] = open_sum[r, c]
+        lo[i] = count[r, c] - pending[r, c]
+        hi[i] = count[r, c]
+        node[i] = n_batches[r, c]
+
+
+@kernel
+def hh_batch_close(noisy_sum: np.ndarray, batch_size: np.ndarray, n_batches: np.ndarray, pending: np.ndarray,
+                   open_sum: np.ndarray, target: np.ndarray, rr: np.ndarray, kk: np.ndarray,
+                   noisy: np.ndarray) -> None:
+    """After the releases ``noisy``: store them, record the closed batches' sizes, count them and open
+    empty batches (no target)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        noisy_sum[r, c] = noisy[i]
+        batch_size[r, c] = pending[r, c]
+        n_batches[r, c] += 1
+        pending[r, c] = 0
+        open_sum[r, c] = 0.0
+        target[r, c] = 0
