@@ -145,8 +145,19 @@ class _DPTSRun(PolicyRun):
         self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                     ledger=ledger, name="dp_ts/split",
                                     exact=policy.exact)
-        self._a, self._b = np.empty((replicates, n_arms)), np.empty((replicates, n_arms))  # Beta parameters
+        self._buffers()
+
+    def _buffers(self) -> None:
+        """Beta-parameter buffers and the log2 table (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
         self._log2_next = log2_next_table(1024)  # extended (doubled) when a count outgrows it
+
+    def __setstate__(self, state: dict) -> None:
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers or table: scratch
+        # space only, recreated (the table is a function of its size)
+        self.__dict__.update(state)
+        if "_log2_next" not in state:
+            self._buffers()
 
     def select(self, t):
         if t <= self.n_arms:
@@ -227,7 +238,17 @@ class _LazyDPTSRun(PolicyRun):
                                       ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
         self._version = -1  # the batches' version the cached terms (O, eps O, noisy mean) were computed at
-        self._a, self._b = np.empty((replicates, n_arms)), np.empty((replicates, n_arms))  # Beta parameters
+        self._buffers()
+
+    def _buffers(self) -> None:
+        """Beta-parameter buffers (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
+
+    def __setstate__(self, state: dict) -> None:
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers: scratch, recreated
+        self.__dict__.update(state)
+        if "_a" not in state:
+            self._buffers()
 
     def select(self, t):
         if t <= self.n_arms:

@@ -166,3 +166,28 @@ def test_beta_argmax_draws_numpys_values_in_order(shape):
     for _ in range(20):
         assert np.array_equal(beta_argmax(mine, a, b), ref.beta(a, b).argmax(axis=1))
     assert mine.bit_generator.state == ref.bit_generator.state
+
+
+@pytest.mark.parametrize("policy", [DPTS(1.0), LazyDPTS(1.0)], ids=repr)
+def test_run_pickled_without_the_session_6_buffers_resumes_identically(policy):
+    # deployments pickle policy runs: a snapshot taken before the runs kept Beta-parameter buffers
+    # and DP-TS its log2 table resumes with them recreated, making the same choices
+    import pickle
+
+    env = Bernoulli([0.7, 0.5, 0.4])
+    run = policy.start(3, 2, 200, np.random.default_rng(5))
+    env_run = env.start(2, np.random.default_rng(6))
+    for t in range(1, 40):
+        arms = run.select(t)
+        run.update(t, arms, env_run.rewards(t, arms))
+    state = pickle.loads(pickle.dumps(run)).__dict__
+    old = {k: v for k, v in state.items() if k not in ("_a", "_b", "_log2_next")}
+    resumed = type(run).__new__(type(run))
+    resumed.__setstate__(old)
+    twin = pickle.loads(pickle.dumps(run))
+    for t in range(40, 80):
+        arms = resumed.select(t)
+        assert np.array_equal(arms, twin.select(t))
+        rewards = env_run.rewards(t, arms)
+        resumed.update(t, arms, rewards)
+        twin.update(t, arms, rewards)
