@@ -14,6 +14,7 @@ import numpy as np
 from accountants.events import Event
 from privbandit.mechanisms._base import StreamMechanism, flat, positive, probability, single_release_schedule, whole
 from privbandit.mechanisms._kernels import kernel
+from privbandit.mechanisms._split_kernels import hh_batch_close, hh_batch_gather
 
 
 @kernel
@@ -184,18 +185,21 @@ class FreshBatchMean(StreamMechanism):
         self._close(np.nonzero(mask & (self.pending > 0)))
 
     def _close(self, idx) -> None:
+        """Release the open batches of streams ``idx`` = (rows, cols) (fresh int arrays, each stream
+        once): sum + Lap(1/eps) through the sampler, reported with footprint [count - pending, count)."""
         rr, kk = idx
-        if rr.size == 0:
+        n = rr.size
+        if n == 0:
             return
         self.version += 1
-        self.noisy_sum[rr, kk] = self.sampler._sum_release(self._open_sum[rr, kk], self.scale)
-        self._record(rr, kk, self.count[rr, kk] - self.pending[rr, kk], self.count[rr, kk], self.scale,
-                     self.name, self.n_batches[rr, kk])
-        self.batch_size[rr, kk] = self.pending[rr, kk]
-        self.n_batches[rr, kk] += 1
-        self.pending[rr, kk] = 0
-        self._open_sum[rr, kk] = 0.0
-        self._target[rr, kk] = 0
+        # separate arrays: the ledger stages lo, hi and node uncopied (they own their data)
+        stat, lo, hi, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), \
+            np.empty(n, dtype=np.int64)
+        hh_batch_gather.at(n)(self._open_sum, self.pending, self.count, self.n_batches, rr, kk, stat, lo, hi, node)
+        noisy = np.ascontiguousarray(self.sampler._sum_release(stat, self.scale), dtype=float)
+        self._record(rr, kk, lo, hi, self.scale, self.name, node)
+        hh_batch_close.at(n)(self.noisy_sum, self.batch_size, self.n_batches, self.pending, self._open_sum,
+                             self._target, rr, kk, noisy)
 
     def privacy_schedule(self, n: int) -> Event:
         """One Lap(1/eps) per record (its batch's release) for any n >= 1; nothing at n = 0."""

@@ -14,8 +14,9 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
-                                         positive, probability, whole)
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition,
+                                         popcount, positive, probability, whole)
+from privbandit.mechanisms._split_kernels import hh_split_binary_commit, hh_split_binary_prepare, hh_split_log_commit
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -76,22 +77,38 @@ class SplitMechanism(StreamMechanism):
         stat, lo, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         _kernels.release_statistic.at(n)(self._pending, rr, kk, v, stat)
         noisy = self.sampler._sum_release(stat, self.log_scale)
-        _kernels.log_commit.at(n)(self.c, self._pending, self.noisy_sum, self.r, rr, kk, o, 1,
-                                  np.ascontiguousarray(noisy, dtype=float), lo, node)
+        core = self._core
+        hh_split_log_commit.at(n)(self.c, self._pending, self.noisy_sum, self.r, rr, kk, o,
+                                  np.ascontiguousarray(noisy, dtype=float), lo, node, core._node_rows,
+                                  core._total_flat, core._tau_flat, core.rows(f))
         self._record(rr, kk, lo, o, self.log_scale, self.name + "/log", node)  # footprint [2^r - 1, 2^(r+1) - 1)
-        self._core.reset_flat(f)
 
     def _binary_insert(self, f, rr, kk, v) -> None:
-        """An item after the first m = 2^(r+1) - 1: feed block r's binary mechanism."""
+        """An item after the first m = 2^(r+1) - 1: feed block r's binary mechanism (one binary core
+        for all blocks, Chan, Shi & Song's Algorithm 2 on each stream's current block; the same
+        steps as ``BinaryCore.insert_flat``, fused with the routing in two kernels)."""
         n = rr.size
-        r, m = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        r_min, r_max = _kernels.split_blocks.at(n)(self._pending, self.r, rr, kk, v, r, m)
+        core = self._core
+        f = core.rows(f)
+        v = np.ascontiguousarray(v, dtype=float)
+        r, m, level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(6))
+        # separate arrays: the ledger stages lo, hi, node and the scales uncopied (they own their data)
+        scale, new, dropped, out = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        prepare = hh_split_binary_prepare.at(n)
+        top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
+                                    core._node_rows, f, r, m, scale, new, dropped, level)
+        if top > core.levels:  # nothing written but the levels: grow, then the same call
+            core._grow(top)
+            top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
+                                        core._node_rows, f, r, m, scale, new, dropped, level)
         if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
-            scale, m = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1
+            scale, base, offsets = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1, _NO_OFFSETS
         else:
-            scale = self.block_scale(r)
-        out = self._core.insert_flat(self, f, rr, kk, v, scale, m, self.name + "/binary")
-        _kernels.gather_add.at(n)(self.noisy_sum, self.c, rr, kk, out)
+            base, offsets = 0, m
+        noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
+        hh_split_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy, dropped,
+                                     level, top, base, offsets, out, lo, hi, node, self.noisy_sum, self.c, rr, kk)
+        self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
 
     def _leaf(self, scale: float) -> LeafEvent:
         return laplace_event(self.sampler, scale, 1.0, on_grid=True)

@@ -40,6 +40,7 @@ import numpy as np
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
+from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -85,7 +86,9 @@ def laplace_epsilon(pure: float, delta: float) -> float:
 
 
 def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """theta ~ Beta(mubar O + 1, (1 - mubar) O + 1), elementwise (line 8 of both algorithms)."""
+    """theta ~ Beta(mubar O + 1, (1 - mubar) O + 1), elementwise (line 8 of both algorithms; DP-TS and
+    Lazy-DP-TS build the parameters in one kernel, :mod:`privbandit.policies._hh_kernels`, with the
+    same roundings)."""
     a = np.multiply(mubar, counts)
     a += 1.0  # in place: the same roundings as mubar * counts + 1.0, one temporary fewer
     b = np.subtract(1.0, mubar)
@@ -94,12 +97,20 @@ def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -
     return rng.beta(a, b)
 
 
-def clip_unit(x: np.ndarray) -> np.ndarray:
-    """``np.clip(x, 0, 1)`` in place, as two ufunc calls (np.clip's Python layers cost more than its
-    arithmetic on a few hundred entries). Same values, except that a -0.0 becomes +0.0: every use
-    below feeds it to ``beta_draw``, where mubar O + 1 and (1 - mubar) O + 1 are then the same."""
-    np.maximum(x, 0.0, out=x)
-    return np.minimum(x, 1.0, out=x)
+SCALAR_BETA_MAX = 8
+"""Up to this many Beta draws per round (one replicate of a few arms) are drawn one call each."""
+
+
+def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmax over arms of theta ~ Beta(a, b) (R, K), the draws in row-major order: ``rng.beta(a, b)``;
+    for at most ``SCALAR_BETA_MAX`` draws, one ``rng.beta(a_i, b_i)`` call per entry in the same order
+    -- the same sampler (numpy's random_beta) on the same stream, so the same values, without the
+    array call's broadcasting and argument checks (~8 against ~3 us for five arms)."""
+    if a.size > SCALAR_BETA_MAX:
+        return rng.beta(a, b).argmax(axis=1)
+    beta = rng.beta
+    theta = np.array([beta(x, y) for x, y in zip(a.ravel().tolist(), b.ravel().tolist())])
+    return theta.reshape(a.shape).argmax(axis=1)
 
 
 # --- DP-TS -------------------------------------------------------------------------------------
@@ -120,6 +131,13 @@ class DPTSSchedule(CachedSchedule):
         return self._split.privacy_schedule(self.max_count(rounds))
 
 
+def log2_next_table(size: int) -> np.ndarray:
+    """``np.log2(n + 1.0)`` for n = 0 .. size - 1: DP-TS's log2(O + 1) looked up by count. numpy's
+    log2 of a contiguous float array, as the per-round ``np.log2(o + 1.0)`` over the (R, K) counts
+    was: the same function on the same inputs (its SIMD results may differ from libm's)."""
+    return np.log2(np.arange(size, dtype=float) + 1.0)
+
+
 class _DPTSRun(PolicyRun):
     def __init__(self, policy: DPTS, n_arms, replicates, rng, ledger):
         self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
@@ -127,14 +145,35 @@ class _DPTSRun(PolicyRun):
         self.split = SplitMechanism(replicates, n_arms, epsilon=policy.epsilon, rng=rng,
                                     ledger=ledger, name="dp_ts/split",
                                     exact=policy.exact)
+        self._buffers()
+
+    def _buffers(self) -> None:
+        """Beta-parameter buffers and the log2 table (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
+        self._log2_next = log2_next_table(1024)  # extended (doubled) when a count outgrows it
+
+    def __setstate__(self, state: dict) -> None:
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers or table: scratch
+        # space only, recreated (the table is a function of its size)
+        self.__dict__.update(state)
+        if "_log2_next" not in state:
+            self._buffers()
 
     def select(self, t):
         if t <= self.n_arms:
             return np.full(self.rows.size, t - 1, dtype=np.intp)
-        o = self.split.count.astype(float)  # >= 1 for every arm after the initial pulls
-        shift = DPTS_SHIFT * np.log2(o + 1.0) * math.log2(t) / (self.eps * o)
-        mubar = clip_unit(self.split.noisy_sum / o + shift)
-        return beta_draw(self.rng, mubar, o).argmax(axis=1)
+        split = self.split
+        count = split.count
+        params = hh_dpts_beta_params.at(self.rows.size)
+        # lines 6-8 in one kernel: O = count (>= 1 for every arm after the initial pulls),
+        # v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O), mubar = clip(noisy_sum / O + v, 0, 1)
+        while params(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps,
+                     self._a, self._b):
+            if count.min() < 1:
+                raise ValueError("DP-TS selects from round K + 1 on, after every arm has been pulled once "
+                                 "(rounds 1..K pull arm t - 1)")
+            self._log2_next = log2_next_table(2 * int(count.max()) + 1)
+        return beta_argmax(self.rng, self._a, self._b)
 
     def update(self, t, arms, rewards):
         self.split.insert_pulled(arms, rewards)
@@ -199,6 +238,17 @@ class _LazyDPTSRun(PolicyRun):
                                       ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
         self._version = -1  # the batches' version the cached terms (O, eps O, noisy mean) were computed at
+        self._buffers()
+
+    def _buffers(self) -> None:
+        """Beta-parameter buffers (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
+
+    def __setstate__(self, state: dict) -> None:
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers: scratch, recreated
+        self.__dict__.update(state)
+        if "_a" not in state:
+            self._buffers()
 
     def select(self, t):
         if t <= self.n_arms:
@@ -207,9 +257,10 @@ class _LazyDPTSRun(PolicyRun):
             o = self.batches.batch_size.astype(float)  # 2^r >= 1 after the initial pulls
             self._o, self._eps_o, self._mean = o, self.eps * o, self.batches.noisy_sum / o
             self._version = self.batches.version
-        shift = LAZY_SHIFT * math.log2(t) / self._eps_o
-        mubar = clip_unit(self._mean + shift)
-        return beta_draw(self.rng, mubar, self._o).argmax(axis=1)
+        # lines 6-8 in one kernel: v = 3 log2(t) / (eps O), mubar = clip(noisy mean + v, 0, 1)
+        hh_lazy_beta_params.at(self.rows.size)(self._mean, self._eps_o, self._o, LAZY_SHIFT * math.log2(t),
+                                               self._a, self._b)
+        return beta_argmax(self.rng, self._a, self._b)
 
     def update(self, t, arms, rewards):
         self.batches.insert_pulled(arms, rewards)

@@ -1,0 +1,99 @@
+"""Compiled steps of DP-TS's split mechanism around its draws (issue 19).
+
+Hu & Hegde (UAI 2022), Algorithm 1: :class:`privbandit.mechanisms.split.SplitMechanism`. Each
+kernel here chains the one implementation of its parts in :mod:`privbandit.mechanisms._kernels`
+(the binary core's ``binary_prepare`` / ``binary_commit``, the two-part counters' ``split_blocks``,
+``gather_add``, ``log_commit`` and ``reset_rows``) into one call, so an insert crosses from Python into
+compiled code twice per part (before and after its draw) instead of four to six times. Same
+source compiled or interpreted (``Kernel.at``), same bits (tests/privbandit/mechanisms/
+test_split_kernels.py and the golden digests). No kernel draws noise: the caller releases through
+the mechanism's ``NoiseSampler._sum_release`` between the two kernels of a part and reports to the
+ledger, in the order the unfused path did (logarithmic part first, each part drawn then reported).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.mechanisms._kernels import binary_commit, binary_prepare, gather_add, kernel, log_commit, reset_rows, \
+    split_blocks
+
+
+@kernel
+def hh_split_binary_prepare(pending: np.ndarray, block: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray,
+                            epsilon: float, tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, r: np.ndarray,
+                            m: np.ndarray, scale: np.ndarray, new: np.ndarray, dropped: np.ndarray,
+                            level: np.ndarray) -> tuple[int, int, int]:
+    """Items after the first m = 2^(r+1) - 1 of their streams (flat rows ``f`` of the binary core
+    ``tau`` / ``nodes``): read the node each completes (``binary_prepare``: its exact p-sum ``new``
+    and the noisy nodes it drops, at ``level``); then, only if the core holds enough levels, add
+    ``v`` to the items pending for the next logarithmic release and write each stream's block ``r``,
+    its footprint offset ``m`` = 2^(r+1) - 1 (``split_blocks``) and its node scale
+    ``scale`` = 2 (r + 1) / eps, as numpy's ``2.0 * (r + 1.0) / epsilon``.
+
+    Returns (top, min r, max r); a ``top`` above the core's levels means nothing but ``level`` was
+    written: the caller grows the core and calls again."""
+    top = binary_prepare(tau, nodes, f, v, new, dropped, level)
+    if top > nodes.shape[1]:
+        return top, 0, 0
+    r_min, r_max = split_blocks(pending, block, rr, kk, v, r, m)
+    for i in range(r.size):
+        scale[i] = 2.0 * (float(r[i]) + 1.0) / epsilon
+    return top, r_min, r_max
+
+
+@kernel
+def hh_split_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
+                           noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
+                           offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
+                           noisy_sum: np.ndarray, log_sum: np.ndarray, rr: np.ndarray, kk: np.ndarray) -> None:
+    """After the nodes' release ``noisy``: the binary core's commit (``binary_commit``: new nodes,
+    totals ``out``, footprints ``lo``, ``hi``, ``node``), then each stream's output
+    ``noisy_sum`` = its logarithmic part + its binary total (``gather_add``)."""
+    binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, out, lo, hi, node)
+    gather_add(noisy_sum, log_sum, rr, kk, out)
+
+
+@kernel
+def hh_split_log_commit(log_sum: np.ndarray, pending: np.ndarray, noisy_sum: np.ndarray, block: np.ndarray,
+                        rr: np.ndarray, kk: np.ndarray, t: np.ndarray, noisy: np.ndarray, lo: np.ndarray,
+                        node: np.ndarray, core_nodes: np.ndarray, core_total: np.ndarray, core_tau: np.ndarray,
+                        f: np.ndarray) -> None:
+    """After the logarithmic releases ``noisy`` at counts ``t`` = 2^(r+1) - 1: ``log_commit`` (C, the
+    pending items, the output, the new block r, the footprints), then the streams' binary core rows
+    ``f`` restart empty (``reset_rows``)."""
+    log_commit(log_sum, pending, noisy_sum, block, rr, kk, t, 1, noisy, lo, node)
+    reset_rows(core_nodes, core_total, core_tau, f)
+
+
+# --- fresh batches (privbandit.mechanisms.fresh_batch.FreshBatchMean) ---------------------------------
+
+
+@kernel
+def hh_batch_gather(open_sum: np.ndarray, pending: np.ndarray, count: np.ndarray, n_batches: np.ndarray,
+                    rr: np.ndarray, kk: np.ndarray, stat: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    node: np.ndarray) -> None:
+    """Before the releases of the open batches of streams (rr[i], kk[i]): the statistic (the batch
+    sum), the footprint [count - pending, count) and the ledger node (the batch number)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        stat[i] = open_sum[r, c]
+        lo[i] = count[r, c] - pending[r, c]
+        hi[i] = count[r, c]
+        node[i] = n_batches[r, c]
+
+
+@kernel
+def hh_batch_close(noisy_sum: np.ndarray, batch_size: np.ndarray, n_batches: np.ndarray, pending: np.ndarray,
+                   open_sum: np.ndarray, target: np.ndarray, rr: np.ndarray, kk: np.ndarray,
+                   noisy: np.ndarray) -> None:
+    """After the releases ``noisy``: store them, record the closed batches' sizes, count them and open
+    empty batches (no target)."""
+    for i in range(rr.size):
+        r, c = rr[i], kk[i]
+        noisy_sum[r, c] = noisy[i]
+        batch_size[r, c] = pending[r, c]
+        n_batches[r, c] += 1
+        pending[r, c] = 0
+        open_sum[r, c] = 0.0
+        target[r, c] = 0
