@@ -268,37 +268,25 @@ def release_boundaries(tracer: ReleaseTracer, actions: np.ndarray, arm: np.ndarr
     return out
 
 
-def schedule_positions(policy: Policy, n_arms: int, pulls: int, horizon: int, replicates: int,
-                       tape_rng: np.random.Generator, run_seed, first: int, late: int
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """``replicates`` more neighbouring tape pairs whose changed record sits on the policy's own release
-    schedule (:func:`release_boundaries`), read from one clean traced probe run of the policy on
-    those tapes (its own random stream ``run_seed``, independent of the coupled runs': the tapes stay
-    independent of the audited noise, as for every other replicate). Replicate r (kinds and arms as in
-    :func:`neighbour_tapes`) in group g = floor(r / 4) changes the record e_i + (g mod 2) of its arm,
-    i = floor(g / 2): the last record of the i-th sparse release, or the first record after it, so
-    the groups walk the first releases' both sides (the last available one where fewer were made); a
-    replicate whose probe marked no boundary gets a log-uniform pick in [first, late). Returns
-    (tape, tape_prime, arm, pull, replicates placed on a boundary)."""
-    R = replicates
-    tape = _mixed_tapes(n_arms, pulls, R, tape_rng)
-    arm = np.arange(R) % n_arms
-    actions, tracer = _run(policy, tape, horizon, run_seed)
-    events = release_boundaries(tracer, actions, arm)
-    group = np.arange(R) // 4
+def schedule_positions(events: list[np.ndarray], pulls: int, rng: np.random.Generator, first: int,
+                       late: int) -> tuple[np.ndarray, int]:
+    """Per schedule replicate j (``events[j]``: its arm's release boundaries, :func:`release_boundaries`),
+    the pull index of the record it changes: e + s for a boundary e drawn uniformly from its own and a
+    side s = 0 (the release's last record) with probability 2/3, else 1 (the first record after it);
+    a log-uniform pick in [first, late) where no boundary was marked. Drawn, not walked in a fixed
+    order: a bug's witnesses are often one boundary of one arm on the replicates whose data-dependent
+    phase lasts long enough, and a fixed walk can miss all of them for a given seed. Returns
+    (positions, replicates placed on a boundary)."""
+    S = len(events)
     lo, hi = np.log(max(first, 1)), np.log(max(late, first + 2))
-    pull = np.exp(lo + (hi - lo) * tape_rng.random(R)).astype(np.int64)
+    pull = np.exp(lo + (hi - lo) * rng.random(S)).astype(np.int64)
+    pick, side = rng.random(S), (rng.random(S) >= 2.0 / 3.0).astype(np.int64)
     placed = 0
-    for r in range(R):
-        ev = events[r]
+    for j, ev in enumerate(events):
         if ev.size:
-            pull[r] = ev[min(group[r] // 2, ev.size - 1)] + group[r] % 2
+            pull[j] = ev[min(int(pick[j] * ev.size), ev.size - 1)] + side[j]
             placed += 1
-    pull = np.clip(pull, 0, pulls - 1)
-    tape[np.arange(R), arm, pull] = 0.0
-    tape_prime = tape.copy()
-    tape_prime[np.arange(R), arm, pull] = 1.0
-    return tape, tape_prime, arm, pull, placed
+    return np.clip(pull, 0, pulls - 1), placed
 
 
 def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False):
@@ -481,11 +469,12 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     ``update_block`` (the engine's path, :func:`_run`) instead of round by round.
     ``schedule_records``: that many more coupled replicates (a multiple of 4) change a record on the
     policy's own release schedule -- the last record of an interval, an epoch batch, a fresh batch, a
-    gap batch, or the first after it -- found by a clean probe run on their tapes
-    (:func:`schedule_positions`, :func:`release_boundaries`); ``replicates`` are the others. No alpha
-    is spent: the exact checks cannot fail by chance wherever the changed record sits, and the tapes
-    (positions included) are fixed independently of the coupled runs' noise, so the noise-law test's
-    level holds as before."""
+    gap batch, or the first after it -- read off the run on D itself (:func:`release_boundaries`,
+    :func:`schedule_positions`): their D tapes are unchanged mixed tapes, and D' moves the record on
+    the boundary to the far end of [0, 1] (a change of 1/2 to 1). ``replicates`` are the others. No
+    alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
+    noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
+    holds as before."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
@@ -508,19 +497,32 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                                                   first=0, window=span,
                                                   late=max(span + 1, horizon // n_arms) if late_records else None)
     notes: list[str] = []
+    base = replicates
     if schedule_records:
-        # children 2 and 3 of the seed: the tapes and the coupled runs above are unchanged by them
-        probe_tape_seq, probe_run_seq = seq.spawn(2)
-        ts, ts_p, arm_s, pull_s, placed = schedule_positions(
-            policy, n_arms, horizon, horizon, int(schedule_records), np.random.default_rng(probe_tape_seq),
-            probe_run_seq, first=span, late=max(span + 2, horizon // n_arms))
-        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts_p])
-        arm, pull = np.concatenate([arm, arm_s]), np.concatenate([pull, pull_s])
+        # The schedule replicates: the run on D is their probe. Their D tapes are left unchanged, the
+        # run on D marks the policy's release boundaries on them, and D' changes one record on a
+        # boundary (to the far end of [0, 1]). The run on D is then exactly the run the boundaries were
+        # read from; the tapes of D stay independent of the noise (the noise-law test's level holds),
+        # and D' is a neighbour of D whatever position the noise led to. (Child 2 of the seed: the
+        # other tapes and the runs' seed are unchanged by it.)
+        sched_rng = np.random.default_rng(seq.spawn(1)[0])
+        ts = _mixed_tapes(n_arms, horizon, int(schedule_records), sched_rng)
+        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
+        arm = np.concatenate([arm, np.arange(int(schedule_records)) % n_arms])
+        pull = np.concatenate([pull, np.zeros(int(schedule_records), np.int64)])
         replicates += int(schedule_records)
-        notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
-                     f"the policy's own schedule (probe run); the others a log-uniform one")
     spend = _SpendCheck(policy, horizon, n_arms)
     act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend, planned=planned)
+    if schedule_records:
+        rows = np.arange(base, replicates)
+        events = release_boundaries(tr_d, act_d, arm)[base:]
+        pull[rows], placed = schedule_positions(events, horizon, sched_rng, first=span,
+                                                late=max(span + 2, horizon // n_arms))
+        now = tape[rows, arm[rows], pull[rows]]
+        # the far end: a change of at least 1/2 (exactly 1 on the 0/1 tapes)
+        tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
+        notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
+                     f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     findings: list[Finding] = []
 
