@@ -3,7 +3,9 @@
 One audit is a pair of *coupled* runs of a policy, vectorised over R replicates, each replicate on
 its own reward tape (the j-th pull of arm k pays ``tape[r, k, j]``) and its own neighbour: tape D has
 0 at one entry (arm ``r mod K``, an early pull -- or, with ``late_records``, for half the replicates a
-pull deep in the stream) and D' has 1 there, everything else equal. Both runs
+pull deep in the stream) and D' has 1 there, everything else equal. With ``schedule_records``, more
+replicates change a record on the policy's own release schedule (the last record of an interval or a
+batch, or the first after it), read off the run on D (:func:`release_boundaries`). Both runs
 use the same seed, every release is traced (:mod:`privbandit.audit.tracing`), and the D' run replays
 D's released values. Under the privacy contract (DESIGN.md: every noise draw goes through a
 mechanism that reports it to the ledger; the policy decides from releases only) the checks below can
