@@ -20,7 +20,11 @@ rewards normalised by their running maximum, a noisy mean clipped to the seen ra
 subclass with sigma one count ahead, and noise halved after round 1,000. ``ROUND5`` lists footprints
 wrong *within* the right stream (docs/audit.md, "Round 5"): tree nodes reported one record later, a
 batch that drops its first record (DP-SE; Lazy-DP-TS for batches of two or more), an interval release that drops its newest record, a posterior that
-drops its newest record, and adversarial batch releases reported one record later.
+drops its newest record, and adversarial batch releases reported one record later. ``ROUND6`` (session
+5): footprints wrong only deep in a stream, and a bug on the planned path only. ``ROUND7`` (session 6):
+bugs acting only on records at the policy's own release boundaries -- a DP-UCB-Int interval's newest
+record counted twice, the record completing a DP-SE batch counted twice, a Private-TS gap batch carrying
+its closing record into the next, a DP-UCB-Int index reading the first record after a release raw.
 """
 
 from __future__ import annotations
@@ -909,6 +913,40 @@ class GapBatchCarriesLast(PrivateTS):
         return run
 
 
+class IntervalPeeksFirstAfter(DPUCBInt):
+    """DP-UCB-Int (default: certified eps = 1, interval 197) with a "freshness correction": between
+    releases, the index moves the arm's stale noisy mean a quarter of the way towards the first reward
+    revealed after that release, un-noised. Every decision from then to the next release reads that
+    raw record (no noise protects it: its privacy loss is unbounded); its only witnesses are the records
+    just after a release (pulls f, 2f, ...)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        rows = np.arange(replicates)
+        first = np.full((replicates, n_arms), np.nan)  # the first reward after each arm's last release
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            update(t, arms, rewards)
+            arms = np.asarray(arms)
+            n, done = run.counts[rows, arms], im.released_count[rows, arms]
+            fresh = n == done + 1
+            first[rows[fresh], arms[fresh]] = np.asarray(rewards, dtype=float)[fresh]
+            released = n == done
+            first[rows[released], arms[released]] = np.nan
+
+        def sel(t):
+            if t <= n_arms * run.first:
+                return select(t)
+            mean = im.noisy_mean
+            nudged = np.where(np.isnan(first), mean, mean + 0.25 * (first - mean))
+            return np.argmax(nudged + np.sqrt(2.0 * math.log(t) / run.counts), axis=1)
+
+        run.update, run.select = upd, sel
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -953,6 +991,7 @@ BUGS = {
     "interval_newest_twice": IntervalNewestTwice,
     "batch_end_twice": BatchEndTwice,
     "gap_batch_carries_last": GapBatchCarriesLast,
+    "interval_peeks_first_after": IntervalPeeksFirstAfter,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -974,7 +1013,7 @@ ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first", "block_count
 """Round 6 (session 5): footprints wrong only for records deep in their stream, and a bug on the planned
 (update_block) path only (docs/audit.md)."""
 
-ROUND7 = {"interval_newest_twice", "batch_end_twice", "gap_batch_carries_last"}
+ROUND7 = {"interval_newest_twice", "batch_end_twice", "gap_batch_carries_last", "interval_peeks_first_after"}
 """Round 7 (session 6): bugs acting only on records at the policy's own release boundaries (an interval's
 newest record, a batch's completing record), which no early, power-of-two or log-uniform pick targets."""
 
