@@ -374,3 +374,38 @@ class GapBatchCarriesLast(PrivateTS):
 
         run.update, run._close_batches = upd, close_batches
         return run
+
+
+class IntervalPeeksFirstAfter(DPUCBInt):
+    """decisions, at the record just after a release only: DP-UCB-Int (interval 23) whose index moves each
+    arm's stale noisy mean a quarter of the way towards the first reward revealed after its last
+    release, un-noised. Its only witnesses are the records 23, 46, ... of an arm."""
+
+    def __init__(self, interval: int = 23, **kwargs):
+        super().__init__(interval=interval, **kwargs)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        rows = np.arange(replicates)
+        first = np.full((replicates, n_arms), np.nan)
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            update(t, arms, rewards)
+            arms = np.asarray(arms)
+            n, done = run.counts[rows, arms], im.released_count[rows, arms]
+            fresh = n == done + 1
+            first[rows[fresh], arms[fresh]] = np.asarray(rewards, dtype=float)[fresh]
+            released = n == done
+            first[rows[released], arms[released]] = np.nan
+
+        def sel(t):
+            if t <= n_arms * run.first:
+                return select(t)
+            mean = im.noisy_mean
+            nudged = np.where(np.isnan(first), mean, mean + 0.25 * (first - mean))
+            return np.argmax(nudged + np.sqrt(2.0 * np.log(t) / run.counts), axis=1)
+
+        run.update, run.select = upd, sel
+        return run

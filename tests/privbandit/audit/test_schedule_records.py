@@ -2,12 +2,13 @@
 coupled replicates whose changed record sits on the policy's own release boundaries, read off the run on D
 (the newest record at each sparse release, or the one after it). Bugs acting only there -- an interval's
 newest record counted twice from the second interval on, a gap batch carrying its closing record into the
-next -- are missed by the early and the late (log-uniform, power-of-two) placements at these seeds and
+next, an index reading the first record after a release raw -- are missed by the early and the late (log-uniform, power-of-two) placements at these seeds and
 refuted with the schedule replicates; the clean twins stay CONSISTENT (the checks are exact: no alpha).
 
 The seeds are fixed: a witness needs a replicate whose changed record sits on the one boundary the bug
-acts on (measured: 7 of 8 seeds for the gap-batch bug, 4 of 4 for the interval bug, against 0 of 8 and
-1 of 4 without schedule replicates)."""
+acts on (measured at these sizes: 7 of 8 seeds for the gap-batch bug, 4 of 4 for the interval bug, 6 of 6 for
+the peeking index, against 0 of 8, 1 of 4 and 2 of 6 without schedule replicates; the small interval 23
+keeps the tests short and makes the log-uniform picks hit a boundary more often than at the default 197)."""
 
 import numpy as np
 import pytest
@@ -15,12 +16,13 @@ import pytest
 from privbandit.audit.whitebox import _run, neighbour_tapes, release_boundaries, schedule_positions, whitebox_audit
 from privbandit.policies import AnytimeLazyUCB, DPUCBInt, PrivateTS, PrivateUCB
 
-from _whitebox_planted import GapBatchCarriesLast, IntervalNewestTwice
+from _whitebox_planted import GapBatchCarriesLast, IntervalNewestTwice, IntervalPeeksFirstAfter
 
 CASES = [
     # (bug, clean twin, horizon, seed, the checks that refute it)
     (IntervalNewestTwice(), DPUCBInt(interval=23), 1000, 1, ["sensitivity"]),
     (GapBatchCarriesLast(), PrivateTS(), 1000, 0, ["footprint", "footprint_position"]),
+    (IntervalPeeksFirstAfter(), DPUCBInt(interval=23), 1000, 1, ["decisions"]),
 ]
 
 
