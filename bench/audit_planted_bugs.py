@@ -20,7 +20,11 @@ rewards normalised by their running maximum, a noisy mean clipped to the seen ra
 subclass with sigma one count ahead, and noise halved after round 1,000. ``ROUND5`` lists footprints
 wrong *within* the right stream (docs/audit.md, "Round 5"): tree nodes reported one record later, a
 batch that drops its first record (DP-SE; Lazy-DP-TS for batches of two or more), an interval release that drops its newest record, a posterior that
-drops its newest record, and adversarial batch releases reported one record later.
+drops its newest record, and adversarial batch releases reported one record later. ``ROUND6`` (session
+5): footprints wrong only deep in a stream, and a bug on the planned path only. ``ROUND7`` (session 6):
+bugs acting only on records at the policy's own release boundaries -- a DP-UCB-Int interval's newest
+record counted twice, the record completing a DP-SE batch counted twice, a Private-TS gap batch carrying
+its closing record into the next, a DP-UCB-Int index reading the first record after a release raw.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import numpy as np
 from privbandit.mechanisms._base import exact_log2, flat
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPUCBBound, DPUCBInt,
-                                 GaussianTS, LazyDPTS, PrivateUCB)
+                                 GaussianTS, LazyDPTS, PrivateTS, PrivateUCB)
 
 
 def _named(cls, name):
@@ -824,6 +828,125 @@ class BlockCountsTwice(DPSE):
         return run
 
 
+# --- round 7: bugs on the policy's own release schedule ----------------------------------------------------
+# Each acts only on the record at a release boundary that is neither an early pull, nor a power of two,
+# nor likely to be a log-uniform pick: the newest record of a DP-UCB-Int interval (pull 2f - 1, 3f - 1, ...),
+# the record that completes a DP-SE batch, the record that closes a Private-TS gap batch. Each changes
+# what is computed (the certificate no longer holds for that record), not only what is reported.
+
+
+class IntervalNewestTwice(DPUCBInt):
+    """DP-UCB-Int (default: certified eps = 1, interval f = 197) whose interval releases from the second
+    one on (counts 2f, 3f, ...) compute the mean with the newest record counted twice ("the record that
+    made the release due is added before the insert finishes"): that release's sensitivity is 2/n, not
+    the 1/n its noise is calibrated to, so the newest record's privacy loss doubles there."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        insert = im._insert
+
+        def _insert(v, f, rr, kk):
+            n = flat(im.count)[f] + 1
+            due = (n % im.interval == 0) & (n >= 2 * im.interval) if im.interval else np.zeros(n.shape, bool)
+            if not due.any():
+                return insert(v, f, rr, kk)
+            g, extra = f[due], np.asarray(v)[due]
+            before = flat(im.sum)[g].copy()
+            flat(im.sum)[g] += extra  # counted once more for the release the insert makes
+            insert(v, f, rr, kk)
+            flat(im.sum)[g] = before + extra  # the running sum itself stays right afterwards
+        im._insert = _insert
+        return run
+
+
+class BatchEndTwice(DPSE):
+    """DP-SE whose record that completes an arm's epoch batch (the R_e-th fresh reward: the round in which
+    the batch is released) is added to the batch sum twice: that batch's sensitivity is 2, its noise is
+    Lap(1/eps) for sensitivity 1. Planted on ``insert_pulled_rounds``, the one insert of both paths
+    (round by round and planned)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        insert = fb.insert_pulled_rounds
+
+        def twice(arms, values, replicates=None):
+            insert(arms, values, replicates)
+            arms, values = np.asarray(arms), np.asarray(values, dtype=float)
+            rows = np.arange(arms.shape[1]) if replicates is None else np.flatnonzero(replicates)
+            last = arms[-1, rows]
+            # the stretch's last round filled the batch (update_block ends a stretch in that round)
+            hit = rows[fb.pending[rows, last] == run.size[rows]]
+            fb._open_sum[hit, arms[-1, hit]] += values[-1, hit]
+
+        fb.insert_pulled_rounds = twice
+        return run
+
+
+class GapBatchCarriesLast(PrivateTS):
+    """Private-TS whose gap-estimation batches, from the second one on, carry the record that closed them
+    (the last arm's last pull of the round robin) into the next batch's sum ("the batch sum is reset
+    before the closing reward is subtracted"): that record is in two gap releases, each charged as the
+    only one (Theorem 7's parallel composition over disjoint batches no longer holds)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        from privbandit.policies.private_ts import _GAP
+
+        m0 = run.m.copy()
+        last = {}
+        update, close = run.update, run._close_batches
+
+        def upd(t, arms, rewards):
+            last["arms"], last["rewards"] = np.asarray(arms).copy(), np.asarray(rewards, dtype=float).copy()
+            return update(t, arms, rewards)
+
+        def close_batches(rows, t):
+            close(rows, t)
+            rows = np.asarray(rows)
+            carry = rows[(run.phase[rows] == _GAP) & (run.n_gap[rows] > m0[rows])]
+            if carry.size and "arms" in last:
+                run.batch_sum[carry, last["arms"][carry]] += last["rewards"][carry]
+
+        run.update, run._close_batches = upd, close_batches
+        return run
+
+
+class IntervalPeeksFirstAfter(DPUCBInt):
+    """DP-UCB-Int (default: certified eps = 1, interval 197) with a "freshness correction": between
+    releases, the index moves the arm's stale noisy mean a quarter of the way towards the first reward
+    revealed after that release, un-noised. Every decision from then to the next release reads that
+    raw record (no noise protects it: its privacy loss is unbounded); its only witnesses are the records
+    just after a release (pulls f, 2f, ...)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        rows = np.arange(replicates)
+        first = np.full((replicates, n_arms), np.nan)  # the first reward after each arm's last release
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            update(t, arms, rewards)
+            arms = np.asarray(arms)
+            n, done = run.counts[rows, arms], im.released_count[rows, arms]
+            fresh = n == done + 1
+            first[rows[fresh], arms[fresh]] = np.asarray(rewards, dtype=float)[fresh]
+            released = n == done
+            first[rows[released], arms[released]] = np.nan
+
+        def sel(t):
+            if t <= n_arms * run.first:
+                return select(t)
+            mean = im.noisy_mean
+            nudged = np.where(np.isnan(first), mean, mean + 0.25 * (first - mean))
+            return np.argmax(nudged + np.sqrt(2.0 * math.log(t) / run.counts), axis=1)
+
+        run.update, run.select = upd, sel
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -864,6 +987,11 @@ BUGS = {
     "tree_late_nodes_shifted": TreeLateNodesShifted,
     "hybrid_late_log_drops_first": HybridLateLogDropsFirst,
     "block_counts_twice": BlockCountsTwice,
+    # round 7 (bugs at the policy's own release boundaries)
+    "interval_newest_twice": IntervalNewestTwice,
+    "batch_end_twice": BatchEndTwice,
+    "gap_batch_carries_last": GapBatchCarriesLast,
+    "interval_peeks_first_after": IntervalPeeksFirstAfter,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -884,6 +1012,10 @@ ROUND5 = {"tree_footprint_shifted", "batch_drops_first", "lazy_batch_drops_first
 ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first", "block_counts_twice"}
 """Round 6 (session 5): footprints wrong only for records deep in their stream, and a bug on the planned
 (update_block) path only (docs/audit.md)."""
+
+ROUND7 = {"interval_newest_twice", "batch_end_twice", "gap_batch_carries_last", "interval_peeks_first_after"}
+"""Round 7 (session 6): bugs acting only on records at the policy's own release boundaries (an interval's
+newest record, a batch's completing record), which no early, power-of-two or log-uniform pick targets."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)

@@ -42,11 +42,14 @@ TIERS = {
 }
 
 
-WB_LONG = dict(factor=10, minimum=2_000, cap=20_000, replicates=32)
+WB_LONG = dict(factor=10, minimum=2_000, cap=20_000, replicates=32, schedule=32)
 """The long, thin white-box run: the exact checks (no noise-law test) on 32 coupled replicates at ten
 times the white-box horizon (at least 2,000 rounds, at most 20,000), so that code paths that only run
 late (a scale that changes after round 1,000, the hybrid's later blocks, the interval mean's later
-releases) are checked too; the exact checks need a witness, not a sample size."""
+releases) are checked too; the exact checks need a witness, not a sample size. ``schedule``: 32 more
+replicates whose changed record sits on the policy's own release boundaries (an interval's or a
+batch's last record, or the next one), read from a clean probe run (``whitebox_audit``'s
+``schedule_records``)."""
 
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
@@ -183,11 +186,12 @@ def run(args: argparse.Namespace) -> int:
     print(wb.table())
     print()
     # the smoke tier tests the command, not the policy: a long run of twice the horizon, 8 replicates
-    long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
+    long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8, schedule=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * wb_horizon))
-    # half its replicates change a late record: footprints wrong only deep in a stream show there
+    # half its replicates change a late record: footprints wrong only deep in a stream show there; the
+    # schedule replicates change a record on the policy's own release boundaries (probe run)
     wb_long = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False,
-                             late_records=True)
+                             late_records=True, schedule_records=long["schedule"])
     print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
     print(wb_long.summary())
     for f in wb_long.findings:
@@ -198,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     wb_plan = None
     if _plans(policy, k, long_horizon):
         wb_plan = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 2, law=False,
-                                 late_records=True, planned=True)
+                                 late_records=True, planned=True, schedule_records=long["schedule"])
         print(f"## White-box audit, long run with planned rounds (update_block, T={long_horizon})\n")
         print(wb_plan.summary())
         for f in wb_plan.findings:

@@ -3,7 +3,9 @@
 One audit is a pair of *coupled* runs of a policy, vectorised over R replicates, each replicate on
 its own reward tape (the j-th pull of arm k pays ``tape[r, k, j]``) and its own neighbour: tape D has
 0 at one entry (arm ``r mod K``, an early pull -- or, with ``late_records``, for half the replicates a
-pull deep in the stream) and D' has 1 there, everything else equal. Both runs
+pull deep in the stream) and D' has 1 there, everything else equal. With ``schedule_records``, more
+replicates change a record on the policy's own release schedule (the last record of an interval or a
+batch, or the first after it), read off the run on D (:func:`release_boundaries`). Both runs
 use the same seed, every release is traced (:mod:`privbandit.audit.tracing`), and the D' run replays
 D's released values. Under the privacy contract (DESIGN.md: every noise draw goes through a
 mechanism that reports it to the ledger; the policy decides from releases only) the checks below can
@@ -185,15 +187,7 @@ def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Gen
     (2^j - 2, 2^j - 1, 2^j) for floor(r / 4) = 3 mod 4. The early positions are drawn first, so they
     do not depend on ``late``."""
     R, K = replicates, n_arms
-    kind = np.arange(R) % 4
-    tape = np.empty((R, K, pulls))
-    u = rng.random((R, K, pulls))
-    p = rng.random((R, K, 1))
-    const = rng.choice([0.0, 0.5, 1.0], size=(R, K, 1))
-    tape[kind == 0] = u[kind == 0]
-    tape[kind == 1] = (u < p)[kind == 1]
-    tape[kind == 2] = np.broadcast_to(const, (R, K, pulls))[kind == 2]
-    tape[kind == 3] = 0.5
+    tape = _mixed_tapes(n_arms, pulls, replicates, rng)
     arm = np.arange(R) % K
     pull = np.minimum(first + rng.integers(0, window, R), pulls - 1)
     if late is not None and late > first + window:
@@ -212,6 +206,89 @@ def neighbour_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Gen
     tape_prime = tape.copy()
     tape_prime[np.arange(R), arm, pull] = 1.0
     return tape, tape_prime, arm, pull
+
+
+def _mixed_tapes(n_arms: int, pulls: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """R reward tapes (R, K, pulls), replicate r of kind r mod 4: uniform [0, 1], Bernoulli(p_k),
+    constant per arm from {0, 0.5, 1}, constant 0.5 (:func:`neighbour_tapes`)."""
+    R, K = replicates, n_arms
+    kind = np.arange(R) % 4
+    tape = np.empty((R, K, pulls))
+    u = rng.random((R, K, pulls))
+    p = rng.random((R, K, 1))
+    const = rng.choice([0.0, 0.5, 1.0], size=(R, K, 1))
+    tape[kind == 0] = u[kind == 0]
+    tape[kind == 1] = (u < p)[kind == 1]
+    tape[kind == 2] = np.broadcast_to(const, (R, K, pulls))[kind == 2]
+    tape[kind == 3] = 0.5
+    return tape
+
+
+def release_boundaries(tracer: ReleaseTracer, actions: np.ndarray, arm: np.ndarray) -> list[np.ndarray]:
+    """The policy's own release schedule on stream ``arm[r]`` of each replicate r of a traced run
+    (:func:`_run`), in the arm's pull numbering: the sorted pull indices e of the newest record the
+    arm had revealed when a *sparse* release on that stream was reported -- the last record of a
+    DP-UCB-Int interval, of a DP-SE epoch batch, of a fresh (doubling) batch, of a Private-TS gap batch;
+    the next batch's first record is e + 1.
+
+    Read off the trace, with no per-policy hook: a report made during round t's update (or before
+    round t + 1's) comes after the arm's first n_k(t) pulls, so e = n_k(t) - 1. Per (replicate,
+    mechanism), the distinct e in order are kept where they jump by two or more records: a mechanism
+    that releases at every record (a tree node, a hybrid, a posterior) marks no boundary (every record
+    is one), a batch or interval mechanism marks its ends. Pull numbering, not the ledger's, so it
+    holds where the ledger numbers records otherwise (DP-UCB's fake zeros, Private-TS's offset)."""
+    R, T = actions.shape
+    out = [np.zeros(0, np.int64) for _ in range(R)]
+    marks = getattr(tracer, "marks", None)
+    if not tracer.reports or marks is None:
+        return out
+    rep = np.concatenate([rp.rep for rp in tracer.reports]).astype(np.int64)
+    st = np.concatenate([rp.st for rp in tracer.reports]).astype(np.int64)
+    seq = np.concatenate([np.full(rp.rep.size, i, np.int64) for i, rp in enumerate(tracer.reports)])
+    names: dict = {}
+    mech = np.concatenate([np.full(rp.rep.size, names.setdefault(rp.mechanism, len(names)), np.int64)
+                           for rp in tracer.reports])
+    # the round whose update a report followed: the number of rounds t with marks[t] <= seq
+    t = np.searchsorted(np.asarray(marks[1:T + 1]), seq, side="right")
+    keep = (t >= 1) & (st == arm[rep])
+    rep, mech, t = rep[keep], mech[keep], t[keep]
+    if not rep.size:
+        return out
+    hits = np.cumsum(actions == arm[:, None], axis=1)
+    e = hits[rep, t - 1] - 1
+    ok = e >= 0
+    rep, mech, e = rep[ok], mech[ok], e[ok]
+    key = np.unique(np.stack([rep, mech, e], axis=1), axis=0)  # sorted by replicate, mechanism, e
+    if not key.size:
+        return out
+    same = np.zeros(key.shape[0], dtype=bool)
+    same[1:] = (key[1:, 0] == key[:-1, 0]) & (key[1:, 1] == key[:-1, 1])
+    prev = np.where(same, np.concatenate([[-1], key[:-1, 2]]), -1)
+    sparse = key[key[:, 2] - prev >= 2]
+    for r in np.unique(sparse[:, 0]):
+        out[int(r)] = np.unique(sparse[sparse[:, 0] == r, 2])
+    return out
+
+
+def schedule_positions(events: list[np.ndarray], pulls: int, rng: np.random.Generator, first: int,
+                       late: int) -> tuple[np.ndarray, int]:
+    """Per schedule replicate j (``events[j]``: its arm's release boundaries, :func:`release_boundaries`),
+    the pull index of the record it changes: e + s for a boundary e drawn uniformly from its own and a
+    side s = 0 (the release's last record) with probability 2/3, else 1 (the first record after it);
+    a log-uniform pick in [first, late) where no boundary was marked. Drawn, not walked in a fixed
+    order: a bug's witnesses are often one boundary of one arm on the replicates whose data-dependent
+    phase lasts long enough, and a fixed walk can miss all of them for a given seed. Returns
+    (positions, replicates placed on a boundary)."""
+    S = len(events)
+    lo, hi = np.log(max(first, 1)), np.log(max(late, first + 2))
+    pull = np.exp(lo + (hi - lo) * rng.random(S)).astype(np.int64)
+    pick, side = rng.random(S), (rng.random(S) >= 2.0 / 3.0).astype(np.int64)
+    placed = 0
+    for j, ev in enumerate(events):
+        if ev.size:
+            pull[j] = ev[min(int(pick[j] * ev.size), ev.size - 1)] + side[j]
+            placed += 1
+    return np.clip(pull, 0, pulls - 1), placed
 
 
 def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False):
@@ -383,7 +460,7 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
-                   late_records: bool = False, planned: bool = False) -> WhiteBoxResult:
+                   late_records: bool = False, planned: bool = False, schedule_records: int = 0) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -391,15 +468,25 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     their arm (log-uniform up to horizon / n_arms pulls, :func:`neighbour_tapes`), so the footprint
     checks also see records deep in their streams; a replicate whose arm is not pulled that often
     changes nothing and is not a witness. ``planned=True``: stretches a run plans ahead go through its
-    ``update_block`` (the engine's path, :func:`_run`) instead of round by round."""
+    ``update_block`` (the engine's path, :func:`_run`) instead of round by round.
+    ``schedule_records``: that many more coupled replicates (a multiple of 4) change a record on the
+    policy's own release schedule -- the last record of an interval, an epoch batch, a fresh batch, a
+    gap batch, or the first after it -- read off the run on D itself (:func:`release_boundaries`,
+    :func:`schedule_positions`): their D tapes are unchanged mixed tapes, and D' moves the record on
+    the boundary to the far end of [0, 1] (a change of 1/2 to 1). ``replicates`` are the others. No
+    alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
+    noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
+    holds as before."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
         raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
     for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
-                        ("window", window, 1)):
+                        ("window", window, 1), ("schedule_records", schedule_records, 0)):
         if isinstance(v, bool) or int(v) != v or v < lo:
             raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
+    if schedule_records % 4:
+        raise ValueError(f"schedule_records must be a multiple of 4 (every tape kind per group), got {schedule_records!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     started = time.perf_counter()
@@ -411,11 +498,35 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     tape, tape_prime, arm, pull = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq),
                                                   first=0, window=span,
                                                   late=max(span + 1, horizon // n_arms) if late_records else None)
+    notes: list[str] = []
+    base = replicates
+    if schedule_records:
+        # The schedule replicates: the run on D is their probe. Their D tapes are left unchanged, the
+        # run on D marks the policy's release boundaries on them, and D' changes one record on a
+        # boundary (to the far end of [0, 1]). The run on D is then exactly the run the boundaries were
+        # read from; the tapes of D stay independent of the noise (the noise-law test's level holds),
+        # and D' is a neighbour of D whatever position the noise led to. (Child 2 of the seed: the
+        # other tapes and the runs' seed are unchanged by it.)
+        sched_rng = np.random.default_rng(seq.spawn(1)[0])
+        ts = _mixed_tapes(n_arms, horizon, int(schedule_records), sched_rng)
+        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
+        arm = np.concatenate([arm, np.arange(int(schedule_records)) % n_arms])
+        pull = np.concatenate([pull, np.zeros(int(schedule_records), np.int64)])
+        replicates += int(schedule_records)
     spend = _SpendCheck(policy, horizon, n_arms)
     act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend, planned=planned)
+    if schedule_records:
+        rows = np.arange(base, replicates)
+        events = release_boundaries(tr_d, act_d, arm)[base:]
+        pull[rows], placed = schedule_positions(events, horizon, sched_rng, first=span,
+                                                late=max(span + 2, horizon // n_arms))
+        now = tape[rows, arm[rows], pull[rows]]
+        # the far end: a change of at least 1/2 (exactly 1 on the 0/1 tapes)
+        tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
+        notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
+                     f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     findings: list[Finding] = []
-    notes: list[str] = []
 
     # 1. decisions (not for a policy whose privacy is its own sampling of arms, e.g. EXP3's exponential
     # weights: it declares records_releases=False, draws no noise through the sampler, and its

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.policies import DPSE, AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, DPUCBInt, GaussianTS, PrivateUCB
+from privbandit.mechanisms._base import flat
+from privbandit.policies import (DPSE, AnytimeLazyUCB, DPEXP3Lap, DPUCBBound, DPUCBInt, GaussianTS, PrivateTS,
+                                 PrivateUCB)
 
 
 class PeeksAtMean(PrivateUCB):
@@ -312,4 +314,98 @@ class BlockCountsTwice(DPSE):
                 np.add.at(fb._open_sum, (np.broadcast_to(rows, arms[:, rows].shape), arms[:, rows]), values[:, rows])
 
         fb.insert_pulled_rounds = twice
+        return run
+
+
+# --- on the policy's own release schedule (round 7): witnessed only by a record on a release boundary
+
+
+class IntervalNewestTwice(DPUCBInt):
+    """sensitivity, at the policy's release boundaries only: DP-UCB-Int (interval 23) whose interval
+    releases from the second one on (counts 46, 69, ...) count the newest record twice (sensitivity 2/n
+    against the declared 1/n). Its only witnesses are the records 45, 68, ... of an arm."""
+
+    def __init__(self, interval: int = 23, **kwargs):
+        super().__init__(interval=interval, **kwargs)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        insert = im._insert
+
+        def _insert(v, f, rr, kk):
+            n = flat(im.count)[f] + 1
+            due = (n % im.interval == 0) & (n >= 2 * im.interval)
+            if not due.any():
+                return insert(v, f, rr, kk)
+            g, extra = f[due], np.asarray(v)[due]
+            before = flat(im.sum)[g].copy()
+            flat(im.sum)[g] += extra
+            insert(v, f, rr, kk)
+            flat(im.sum)[g] = before + extra
+
+        im._insert = _insert
+        return run
+
+
+class GapBatchCarriesLast(PrivateTS):
+    """footprint / footprint_position, at a gap-batch boundary only: Private-TS whose gap batches, from the
+    second on, carry the record that closed them into the next batch's sum (one record in two gap
+    releases). Its only witness is the last record of an arm's second gap batch (and later ones)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        from privbandit.policies.private_ts import _GAP
+
+        m0 = run.m.copy()
+        last = {}
+        update, close = run.update, run._close_batches
+
+        def upd(t, arms, rewards):
+            last["arms"], last["rewards"] = np.asarray(arms).copy(), np.asarray(rewards, dtype=float).copy()
+            return update(t, arms, rewards)
+
+        def close_batches(rows, t):
+            close(rows, t)
+            rows = np.asarray(rows)
+            carry = rows[(run.phase[rows] == _GAP) & (run.n_gap[rows] > m0[rows])]
+            if carry.size and "arms" in last:
+                run.batch_sum[carry, last["arms"][carry]] += last["rewards"][carry]
+
+        run.update, run._close_batches = upd, close_batches
+        return run
+
+
+class IntervalPeeksFirstAfter(DPUCBInt):
+    """decisions, at the record just after a release only: DP-UCB-Int (interval 23) whose index moves each
+    arm's stale noisy mean a quarter of the way towards the first reward revealed after its last
+    release, un-noised. Its only witnesses are the records 23, 46, ... of an arm."""
+
+    def __init__(self, interval: int = 23, **kwargs):
+        super().__init__(interval=interval, **kwargs)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        im = run.interval
+        rows = np.arange(replicates)
+        first = np.full((replicates, n_arms), np.nan)
+        update, select = run.update, run.select
+
+        def upd(t, arms, rewards):
+            update(t, arms, rewards)
+            arms = np.asarray(arms)
+            n, done = run.counts[rows, arms], im.released_count[rows, arms]
+            fresh = n == done + 1
+            first[rows[fresh], arms[fresh]] = np.asarray(rewards, dtype=float)[fresh]
+            released = n == done
+            first[rows[released], arms[released]] = np.nan
+
+        def sel(t):
+            if t <= n_arms * run.first:
+                return select(t)
+            mean = im.noisy_mean
+            nudged = np.where(np.isnan(first), mean, mean + 0.25 * (first - mean))
+            return np.argmax(nudged + np.sqrt(2.0 * np.log(t) / run.counts), axis=1)
+
+        run.update, run.select = upd, sel
         return run
