@@ -205,7 +205,7 @@ def _row_lower_sum(nodes: np.ndarray, r: int, c: int, level: int, top: int) -> f
 
 @kernel
 def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndarray, new: np.ndarray,
-                   dropped: np.ndarray, level_out: np.ndarray) -> int:
+                   dropped: np.ndarray, level_out: np.ndarray, limit: int) -> int:
     """First half of an insert of ``v[i]`` into row ``f[i]`` of a binary core (Chan, Shi & Song 2011,
     Alg. 2); reads the state only.
 
@@ -217,13 +217,14 @@ def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndar
     ``top`` (one more than its highest completed level; the pairwise sums depend on it) is
     returned. With ``top == 1`` every node is a leaf and ``new`` is ``v`` itself (not ``0.0 + v``).
     Writes ``l``, then (only if the node arrays hold ``top`` levels; otherwise the caller grows them
-    and calls again) ``new`` and ``dropped``.
+    and calls again) ``new`` and ``dropped``. Returns -1, having written no state (only scratch
+    ``level_out``), if a row already holds ``limit`` items (a bounded tree is full: the caller raises).
 
     Three passes, each its own compiled function: fused into one loop, LLVM compiled the sums
     several times slower (measured 5000 rows: ~90 against ~20 us).
     """
-    top = _binary_levels(tau, f, level_out)
-    if top > nodes.shape[1]:
+    top = _binary_levels(tau, f, limit, level_out)
+    if top < 0 or top > nodes.shape[1]:
         return top
     if top == 1:
         _leaves(v, new, dropped)
@@ -234,12 +235,14 @@ def binary_prepare(tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, v: np.ndar
 
 
 @kernel
-def _binary_levels(tau: np.ndarray, f: np.ndarray, level_out: np.ndarray) -> int:
+def _binary_levels(tau: np.ndarray, f: np.ndarray, limit: int, level_out: np.ndarray) -> int:
     """Level of the node each insert completes (the lowest set bit of ``tau[f[i]] + 1``); returns
-    one more than the highest."""
+    one more than the highest, or -1 if a row already holds ``limit`` items."""
     top = 0
     for i in range(f.size):
         t = tau[f[i]] + 1
+        if t > limit:
+            return -1
         low = t & -t
         level = 0
         while (low >> level) > 1:
@@ -342,24 +345,6 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
 # (rows, cols) index their (R, K) state arrays; an insert never holds a stream twice.
 
 
-@kernel
-def max_count(count: np.ndarray, rr: np.ndarray, kk: np.ndarray) -> int:
-    """The largest count among the streams (rr[i], kk[i]) (at least one)."""
-    m = count[rr[0], kk[0]]
-    for i in range(1, rr.size):
-        m = max(m, count[rr[i], kk[i]])
-    return m
-
-
-@kernel
-def count_and_set(count: np.ndarray, out: np.ndarray, rr: np.ndarray, kk: np.ndarray, x: np.ndarray) -> None:
-    """Count one item into each stream (rr[i], kk[i]) and set its output to ``x[i]``."""
-    for i in range(rr.size):
-        r, c = rr[i], kk[i]
-        count[r, c] += 1
-        out[r, c] = x[i]
-
-
 # --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
 
 
@@ -386,11 +371,25 @@ def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t
 @row_helper
 def _floor_log2(x: int) -> int:
     """floor(log2 x) of a positive integer, exactly (integer shifts, no float)."""
+    # unrolled (interpreted, a loop over the six steps costs about twice as much)
     k = 0
-    for step in (32, 16, 8, 4, 2, 1):
-        if x >> step:
-            x >>= step
-            k += step
+    if x >> 32:
+        x >>= 32
+        k += 32
+    if x >> 16:
+        x >>= 16
+        k += 16
+    if x >> 8:
+        x >>= 8
+        k += 8
+    if x >> 4:
+        x >>= 4
+        k += 4
+    if x >> 2:
+        x >>= 2
+        k += 2
+    if x >> 1:
+        k += 1
     return k
 
 
