@@ -411,10 +411,13 @@ def hybrid_blocks(pending: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.nda
     pending for the next logarithmic release, write ``k[i]`` and the block's first count
     ``start[i]`` = 2^k; return (min k, max k)."""
     k_min, k_max = 63, 0
+    last, b = -1, 0
     for i in range(rr.size):
         r, c = rr[i], kk[i]
         pending[r, c] += v[i]
-        b = _floor_log2(t[i])
+        if t[i] != last:  # lock-stepped streams share their count: one floor_log2 for all of them
+            last = t[i]
+            b = _floor_log2(last)
         k[i] = b
         start[i] = 1 << b
         k_min = min(k_min, b)
