@@ -23,6 +23,7 @@ decides each round in about two thirds of the interpreted time (docs/benchmarks.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import types
 import warnings
@@ -381,25 +382,14 @@ def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t
 
 @row_helper
 def _floor_log2(x: int) -> int:
-    """floor(log2 x) of a positive integer, exactly (integer shifts, no float)."""
-    # unrolled (interpreted, a loop over the six steps costs about twice as much)
+    """floor(log2 x) of a positive integer, exactly: below 2^53 the binary exponent of the float
+    x, which holds x exactly (one call, against a loop of shifts interpreted), above it integer
+    shifts."""
+    if x < 9007199254740992:  # 2^53: every integer below it is a float exactly
+        return math.frexp(float(x))[1] - 1
     k = 0
-    if x >> 32:
-        x >>= 32
-        k += 32
-    if x >> 16:
-        x >>= 16
-        k += 16
-    if x >> 8:
-        x >>= 8
-        k += 8
-    if x >> 4:
-        x >>= 4
-        k += 4
-    if x >> 2:
-        x >>= 2
-        k += 2
-    if x >> 1:
+    while x > 1:
+        x >>= 1
         k += 1
     return k
 
