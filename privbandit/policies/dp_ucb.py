@@ -63,13 +63,20 @@ def _hybrid_bound(n: int, lg: float, c: float) -> float:
         return 0.0
     k = _floor_log2(n)
     tau = n - (1 << k)
+    blocks = float(k if tau > 0 else 0)
+    if lg >= float(k + 1):
+        # Both maxima are lg itself, bit for bit (DP-UCB-Bound's ln(4/gamma) = ln 4 + 4 ln t always
+        # is): popcount(tau) <= k < k + 1 <= lg, so each product p*lg <= lg*lg, and rounding and sqrt
+        # are monotone with sqrt(fl(lg*lg)) == lg (or, for lg*lg beyond the float range,
+        # sqrt(p*lg) is far below lg): neither sqrt exceeds lg, so neither needs computing.
+        return c * (lg + blocks * lg)
     pop = 0
     x = tau
     while x:
         x &= x - 1
         pop += 1
     total = max(lg, math.sqrt(float(k + 1) * lg))
-    total = total + float(k if tau > 0 else 0) * max(lg, math.sqrt(float(pop) * lg))
+    total = total + blocks * max(lg, math.sqrt(float(pop) * lg))
     return c * total
 
 
@@ -100,7 +107,7 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: f
     if bound:
         for i in range(n_all.size):
             n = int(n_all[i])
-            out[i] = out[i] + _hybrid_bound(n, lg, c) / n
+            out[i] = float(out[i]) + _hybrid_bound(n, lg, c) / n
     for r in range(counts.shape[0]):
         best, arm = index[r, 0], 0
         for a in range(1, counts.shape[1]):
