@@ -252,7 +252,7 @@ def _binary_levels(tau: np.ndarray, f: np.ndarray, limit: int, level_out: np.nda
     one more than the highest, or -1 if a row already holds ``limit`` items."""
     top = 0
     for i in range(f.size):
-        t = tau[f[i]] + 1
+        t = int(tau[f[i]]) + 1  # Python ints interpreted (numpy scalars' arithmetic costs more); no-op compiled
         if t > limit:
             return -1
         low = t & -t
@@ -330,8 +330,8 @@ def _footprints(tau: np.ndarray, f: np.ndarray, level: np.ndarray, base: int, of
                 lo: np.ndarray, hi: np.ndarray, node: np.ndarray) -> None:
     each = offsets.size > 0
     for i in range(f.size):
-        r, lv = f[i], level[i]
-        t = tau[r] + 1
+        r, lv = f[i], int(level[i])
+        t = int(tau[r]) + 1  # Python ints interpreted, as in _binary_levels
         tau[r] = t
         start = (base + offsets[i] if each else base) + t - (1 << lv)
         lo[i] = start
@@ -345,11 +345,12 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
     arms[r]``. Returns 0, or 1 if an arm lies outside [0, streams), or 2 if a value lies outside
     [0, 1] or is NaN (a NaN fails both comparisons)."""
     for r in range(arms.size):
-        if not (0 <= arms[r] < streams):
+        a, x = int(arms[r]), float(values[r])  # Python scalars interpreted, as in _binary_levels
+        if not (0 <= a < streams):
             return 1
-        if not (values[r] >= 0.0 and values[r] <= 1.0):
+        if not (x >= 0.0 and x <= 1.0):
             return 2
-        f[r] = r * streams + arms[r]
+        f[r] = r * streams + a
     return 0
 
 
@@ -369,7 +370,7 @@ def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t
     n_hit = 0
     for i in range(rr.size):
         r, c = rr[i], kk[i]
-        n = count[r, c] + 1
+        n = int(count[r, c]) + 1  # Python ints interpreted, as in _binary_levels
         count[r, c] = n
         t[i] = n
         m = n + shift
