@@ -218,13 +218,13 @@ def exact_log2(p: np.ndarray) -> np.ndarray:
 
 
 class _Scratch:
-    """A binary core's working arrays by insert size (``new``, ``dropped``, ``level``): no state --
+    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``): no state --
     rewritten by every insert before being read -- so it pickles empty and equals any other."""
 
     __slots__ = ("by_size",)
 
     def __init__(self) -> None:
-        self.by_size: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.by_size: dict[int, tuple[np.ndarray, ...]] = {}
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _Scratch)

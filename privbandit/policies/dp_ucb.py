@@ -39,6 +39,7 @@ from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, chec
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
+_LOG4 = math.log(4.0)
 
 
 def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsilon: float) -> np.ndarray:
@@ -172,10 +173,10 @@ class _HybridRun(PolicyRun):
 
     def _index(self, t):
         # gamma = t^-4 for DP-UCB-Bound: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
-        index, arms = np.empty((self.replicates, self.n_arms)), np.empty(self.replicates, dtype=np.intp)
-        ucb_index.at(self.replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * math.log(t),
-                                      math.log(4.0) + 4.0 * math.log(t), 2.0 * _SQRT8 / self.epsilon, self.bound,
-                                      index, arms)
+        replicates, log_t = self.replicates, math.log(t)
+        index, arms = np.empty((replicates, self.n_arms)), np.empty(replicates, dtype=np.intp)
+        ucb_index.at(replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * log_t, _LOG4 + 4.0 * log_t,
+                                 2.0 * _SQRT8 / self.epsilon, self.bound, index, arms)
         return index, arms
 
 
