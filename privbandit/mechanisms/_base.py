@@ -217,6 +217,24 @@ def exact_log2(p: np.ndarray) -> np.ndarray:
     return np.bitwise_count(p - 1).astype(np.int64)
 
 
+class _Scratch:
+    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``): no state --
+    rewritten by every insert before being read -- so it pickles empty and equals any other."""
+
+    __slots__ = ("by_size",)
+
+    def __init__(self) -> None:
+        self.by_size: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Scratch)
+
+    __hash__ = object.__hash__
+
+    def __reduce__(self):
+        return _Scratch, ()
+
+
 class BinaryCore:
     """Vectorised binary (tree) mechanism state for every stream (Chan, Shi & Song 2011, Alg. 2).
 
@@ -228,9 +246,14 @@ class BinaryCore:
     ``total``. ``max_levels`` bounds the level array; unbounded users start small and grow.
     """
 
-    def __init__(self, replicates: int, streams: int, levels: int, *, max_levels: int | None = None) -> None:
+    def __init__(self, replicates: int, streams: int, levels: int, *, max_levels: int | None = None,
+                 capacity: int | None = None, full_message: str = "") -> None:
         self.levels = levels
         self.max_levels = levels if max_levels is None else max_levels
+        # a bounded user (the T-bounded tree): an insert into a stream already holding ``capacity``
+        # items raises ValueError(full_message) before any state changes (checked in the kernel)
+        self.capacity = _UNBOUNDED if capacity is None else capacity
+        self.full_message = full_message
         # node (r, k, i): [exact p-sum, noisy p-sum] side by side, so an insert touching a stream's
         # low levels reads and writes one cache line for both (the streams are hit at random)
         self.nodes = np.zeros((replicates, streams, levels, 2))
@@ -238,6 +261,7 @@ class BinaryCore:
         self.tau = np.zeros((replicates, streams), dtype=np.int64)
         self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
         self._all_flat = None  # np.arange over every row, built on the first full insert
+        self._scratch = _Scratch()  # the kernels' working arrays, reused from insert to insert
         self._views()
 
     @property
@@ -250,6 +274,14 @@ class BinaryCore:
         """(R, K, levels) view: the noisy p-sum of each node."""
         return self.nodes[..., 1]
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        # working arrays and views, rebuilt on load: a pickled (or deep-copied) view is a copy of its
+        # own, which would no longer write through to ``tau`` / ``total`` (users may share those)
+        for key in ("_tau_flat", "_total_flat", "_node_rows"):
+            state.pop(key, None)
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # states pickled before the nodes were interleaved (deployments' snapshots) hold two arrays
         if "nodes" not in state:
@@ -257,7 +289,17 @@ class BinaryCore:
             state.pop("_exact_rows", None)
             state.pop("_noisy_rows", None)
         state.setdefault("_all_flat", None)
+        state.setdefault("capacity", _UNBOUNDED)
+        state.setdefault("full_message", "")
+        state["_scratch"] = _Scratch()
+        # states pickled with the flat views: those are what the kernels updated (after an earlier
+        # reload the 2-D arrays could be stale copies), so they are the state
+        for key, flat_key in (("tau", "_tau_flat"), ("total", "_total_flat")):
+            view = state.pop(flat_key, None)
+            if view is not None and not np.shares_memory(view, state[key]):
+                state[key] = np.array(view).reshape(state[key].shape)
         self.__dict__.update(state)
+        self._tau_flat, self._total_flat = flat(self.tau), flat(self.total)
         self._views()
 
     def _views(self) -> None:
@@ -301,15 +343,23 @@ class BinaryCore:
             return np.zeros(0)
         f = self.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
-        new, dropped, out = np.empty((3, n))
-        # separate arrays: the ledger stages lo, hi and node uncopied only if they own their data
-        level, lo, hi, node = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-                               np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+        scratch = self._scratch.by_size.get(n)
+        if scratch is None:  # working arrays of the kernels, read by no one after the insert
+            scratch = self._scratch.by_size[n] = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
+        new, dropped, level = scratch
+        # fresh arrays: the output is returned, and the ledger stages lo, hi and node uncopied (only
+        # arrays owning their data)
+        out, lo, hi, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(
+            n, dtype=np.int64)
         prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
-        top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
+        top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level, self.capacity)
         if top > self.levels:
             self._grow(top)
-            prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level)
+            prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level, self.capacity)
+        elif top < 0:
+            raise ValueError(self.full_message)
+        # ``new`` is scratch, overwritten by the next insert: the sampler reads it during the call only
+        # (a tracer that keeps the statistic copies it)
         noisy = np.ascontiguousarray(mech.sampler._sum_release(new, scale), dtype=float)
         # footprints are stream positions in the block: shifted by one offset for all, or one each
         if isinstance(offset, np.ndarray) and offset.ndim:
@@ -332,6 +382,7 @@ class BinaryCore:
 
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 _NO_OFFSETS.flags.writeable = False
+_UNBOUNDED = 2**62  # the capacity of an unbounded core: more items than a stream can ever hold
 
 
 def popcount(n: int) -> int:

@@ -13,8 +13,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition, popcount,
-                                         positive, probability, whole)
+from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event, partition,
+                                         popcount, positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -59,6 +59,7 @@ class HybridMechanism(StreamMechanism):
     """
 
     name = "hybrid"
+    _scratch = None  # the block kernels' working arrays (see _binary_insert); an instance's own
 
     def __init__(self, replicates: int, streams: int, *, epsilon: float, rng: np.random.Generator,
                  ledger, name: str = "hybrid", exact: bool = False) -> None:
@@ -69,6 +70,7 @@ class HybridMechanism(StreamMechanism):
         self._log_sum = np.zeros((self.replicates, self.streams))
         self._pending = np.zeros((self.replicates, self.streams))
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
+        self._scratch = _Scratch()
 
     def block_scale(self, k: int | np.ndarray):
         """Node noise scale of block k's binary mechanism: L_k / (eps/2) with L_k = k (a float for an
@@ -104,7 +106,13 @@ class HybridMechanism(StreamMechanism):
     def _binary_insert(self, f, rr, kk, t, v) -> None:
         """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""
         n = rr.size
-        k, block_start = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        scratch = self._scratch
+        if scratch is None:  # a state pickled before the scratch existed
+            scratch = self._scratch = _Scratch()
+        blocks = scratch.by_size.get(n)
+        if blocks is None:  # working arrays (read by the calls below only), reused per insert size
+            blocks = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+        k, block_start = blocks
         k_min, k_max = _kernels.hybrid_blocks.at(n)(self._pending, rr, kk, v, t, k, block_start)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, block_start = self.block_scale(int(k_min)), 1 << int(k_min)

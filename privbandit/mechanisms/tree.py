@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
-from privbandit.mechanisms import _kernels
 from privbandit.mechanisms._base import (BinaryCore, StreamMechanism, laplace_event, popcount, positive,
                                          probability, whole)
 from privbandit.mechanisms.sampling import laplace_sum_bound
@@ -41,17 +40,32 @@ class TreeMechanism(StreamMechanism):
         super().__init__(replicates, streams, rng=rng, ledger=ledger, name=name, exact=exact)
         self.levels = self.horizon.bit_length()
         self.scale = self.levels / self.epsilon
-        self._core = BinaryCore(self.replicates, self.streams, self.levels)
+        self._core = BinaryCore(self.replicates, self.streams, self.levels, capacity=self.horizon,
+                                full_message=f"horizon: a stream already holds {self.horizon} items; this tree is "
+                                             f"bounded by horizon={self.horizon} (range [1, horizon] items per stream)")
         self.noisy_sum = np.zeros((self.replicates, self.streams))
+        self._share_core_state()
+
+    def _share_core_state(self) -> None:
+        """The tree's count and output ARE its core's ``tau`` and ``total`` (the same arrays, not
+        copies kept in step): a T-bounded tree never restarts, so its block is the whole stream and
+        the core's insert already counts the item and moves the output. A subclass with its own
+        ``_insert`` (Private-TS's offset tree, which counts and sets them itself) keeps its own."""
+        if type(self)._insert is TreeMechanism._insert:
+            self._core.tau[...] = self.count  # equal values (a state pickled with separate arrays)
+            self._core.total[...] = self.noisy_sum
+            self.count, self.noisy_sum = self._core.tau, self._core.total
+
+    def __setstate__(self, state: dict) -> None:
+        # states pickled when count and noisy_sum were separate arrays (deployments' snapshots) hold
+        # the same values: re-link them to the core's
+        self.__dict__.update(state)
+        self._share_core_state()
 
     def _insert(self, v, f, rr, kk) -> None:
-        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
-        n = rr.size
-        if n and _kernels.max_count.at(n)(self.count, rr, kk) >= self.horizon:
-            raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
-                             f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        out = self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
-        _kernels.count_and_set.at(n)(self.count, self.noisy_sum, rr, kk, out)
+        """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism); a stream
+        already holding ``horizon`` items makes the core raise before any state changes."""
+        self._core.insert_flat(self, f, rr, kk, v, self.scale, 0, self.name)
 
     def _leaf(self) -> LeafEvent:
         return laplace_event(self.sampler, self.scale, 1.0, on_grid=True)

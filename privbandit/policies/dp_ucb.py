@@ -30,7 +30,7 @@ from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
 from accountants import GDPAccountant
 from accountants.events import NO_EVENT, Composed, DiscreteLaplace, Event, Laplace, PureDP
-from privbandit.mechanisms._kernels import _floor_log2, kernel, row_helper
+from privbandit.mechanisms._kernels import _floor_log2, dividing_kernel, kernel, row_helper
 from privbandit.mechanisms.hybrid import HybridMechanism
 from privbandit.mechanisms.interval import IntervalMean
 from privbandit.mechanisms.sampling import GRID
@@ -39,6 +39,7 @@ from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, chec
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
+_LOG4 = math.log(4.0)
 
 
 def hybrid_error_bound(n: np.ndarray, log4_over_gamma: float | np.ndarray, epsilon: float) -> np.ndarray:
@@ -63,13 +64,20 @@ def _hybrid_bound(n: int, lg: float, c: float) -> float:
         return 0.0
     k = _floor_log2(n)
     tau = n - (1 << k)
+    blocks = float(k if tau > 0 else 0)
+    if lg >= float(k + 1):
+        # Both maxima are lg itself, bit for bit (DP-UCB-Bound's ln(4/gamma) = ln 4 + 4 ln t always
+        # is): popcount(tau) <= k < k + 1 <= lg, so each product p*lg <= lg*lg, and rounding and sqrt
+        # are monotone with sqrt(fl(lg*lg)) == lg (or, for lg*lg beyond the float range,
+        # sqrt(p*lg) is far below lg): neither sqrt exceeds lg, so neither needs computing.
+        return c * (lg + blocks * lg)
     pop = 0
     x = tau
     while x:
         x &= x - 1
         pop += 1
     total = max(lg, math.sqrt(float(k + 1) * lg))
-    total = total + float(k if tau > 0 else 0) * max(lg, math.sqrt(float(pop) * lg))
+    total = total + blocks * max(lg, math.sqrt(float(pop) * lg))
     return c * total
 
 
@@ -80,22 +88,27 @@ def hybrid_bounds(n: np.ndarray, lg: np.ndarray, c: float, out: np.ndarray) -> N
         out[i] = _hybrid_bound(n[i], lg[i], c)
 
 
-@kernel
+@dividing_kernel
 def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: float, c: float, bound: bool,
               index: np.ndarray, arms: np.ndarray) -> None:
     """DP-UCB's index s/N + sqrt(2 ln t / N) (``two_log_t`` = 2 ln t) of every (replicate, arm), plus
     DP-UCB-Bound's nu/N if ``bound`` (nu the hybrid error bound at ln(4/gamma) = ``lg``, ``c`` =
     2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
-    np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1."""
-    for r in range(counts.shape[0]):
-        for a in range(counts.shape[1]):
-            # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
-            n = int(counts[r, a])
-            x = float(noisy_sum[r, a]) / n + math.sqrt(two_log_t / n)
-            if bound:
-                x = x + _hybrid_bound(n, lg, c) / n
-            index[r, a] = x
-    # the argmax apart: the loop above has no data-dependent branch (compiled, it can run in SIMD lanes)
+    np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1 (no zero
+    divisor: compiled without the check, see :func:`dividing_kernel`).
+
+    Three passes over the flat (R*K,) views, none with a data-dependent branch but the argmax:
+    compiled, the first runs in SIMD lanes; the bound's term is added to the first pass's value,
+    the same two additions in the same order as one expression would make."""
+    s, n_all, out = noisy_sum.reshape(-1), counts.reshape(-1), index.reshape(-1)
+    for i in range(n_all.size):
+        # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
+        n = float(n_all[i])
+        out[i] = float(s[i]) / n + math.sqrt(two_log_t / n)
+    if bound:
+        for i in range(n_all.size):
+            n = int(n_all[i])
+            out[i] = float(out[i]) + _hybrid_bound(n, lg, c) / n
     for r in range(counts.shape[0]):
         best, arm = index[r, 0], 0
         for a in range(1, counts.shape[1]):
@@ -160,10 +173,10 @@ class _HybridRun(PolicyRun):
 
     def _index(self, t):
         # gamma = t^-4 for DP-UCB-Bound: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
-        index, arms = np.empty((self.replicates, self.n_arms)), np.empty(self.replicates, dtype=np.intp)
-        ucb_index.at(self.replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * math.log(t),
-                                      math.log(4.0) + 4.0 * math.log(t), 2.0 * _SQRT8 / self.epsilon, self.bound,
-                                      index, arms)
+        replicates, log_t = self.replicates, math.log(t)
+        index, arms = np.empty((replicates, self.n_arms)), np.empty(replicates, dtype=np.intp)
+        ucb_index.at(replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * log_t, _LOG4 + 4.0 * log_t,
+                                 2.0 * _SQRT8 / self.epsilon, self.bound, index, arms)
         return index, arms
 
 

@@ -193,3 +193,15 @@ def test_an_unknown_jit_mode_warns_and_means_auto():
                           "from privbandit.mechanisms import _kernels; print(_kernels._LOADED)"],
                          capture_output=True, text=True, check=True, env=env)
     assert "PRIVBANDIT_JIT must be 'always' or 'auto'" in out.stderr and out.stdout.strip() == "False"
+
+
+def test_floor_log2_is_exact_on_both_sides_of_two_to_the_53():
+    """_floor_log2 takes the float exponent below 2^53 (where every integer is a float exactly) and
+    integer shifts above; both ways, interpreted and compiled, give bit_length - 1."""
+    values = ([1, 2, 3, 4, 7, 8, 9, 2**31, 2**32 - 1, 2**32] + [2**j + d for j in range(40, 63) for d in (-1, 0, 1)]
+              + list(range(1, 3000)) + [2**63 - 1])
+    for way in ("py_func", "jit"):
+        fn = getattr(_kernels._floor_log2, way)
+        for v in values:
+            assert fn(v) == v.bit_length() - 1, (way, v)
+            assert fn(np.int64(v)) == v.bit_length() - 1, (way, v)

@@ -337,3 +337,28 @@ def test_dp_ucb_update_refuses_arms_outside_the_arms_and_writes_nothing(replicat
     assert run.counts.sum() == 0 and run.hybrid.count.sum() == 0
     run.update(1, np.full(replicates, 2), np.full(replicates, 0.5))
     assert run.counts[:, 2].tolist() == [1] * replicates and np.all(run.hybrid.count == 1)
+
+
+def test_hybrid_bound_shortcut_is_the_full_formula_at_its_boundary():
+    """When ln(4/gamma) >= k + 1 the kernel skips both maxima (they are ln(4/gamma) itself): the full
+    formula, in plain Python, gives the same bits at and around lg = k + 1 and for huge lg."""
+    from privbandit.policies import dp_ucb
+
+    def full(n, lg, c):
+        if n <= 0:
+            return 0.0
+        k = n.bit_length() - 1
+        tau = n - (1 << k)
+        total = max(lg, math.sqrt(float(k + 1) * lg))
+        return c * (total + float(k if tau > 0 else 0) * max(lg, math.sqrt(float(bin(tau).count("1")) * lg)))
+
+    ns = list(range(0, 1100)) + [2**j + d for j in range(11, 62) for d in (-1, 0, 1, 12345)]
+    lgs = [x for j in range(1, 64) for x in (float(j), np.nextafter(float(j), 0.0), np.nextafter(float(j), 99.0))]
+    lgs += [1e-300, 0.5, 1e150, 1.5e154, 1e300]
+    n_arr = np.array(ns, dtype=np.int64)
+    for lg in lgs:
+        want = np.array([full(n, float(lg), 2.7) for n in ns])
+        for way in ("py_func", "jit"):
+            out = np.empty(n_arr.size)
+            getattr(dp_ucb.hybrid_bounds, way)(n_arr, np.full(n_arr.size, float(lg)), 2.7, out)
+            assert np.array_equal(out.view(np.int64), want.view(np.int64)), (way, lg)
