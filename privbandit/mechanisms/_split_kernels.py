@@ -23,7 +23,7 @@ from privbandit.mechanisms._kernels import binary_commit, binary_prepare, gather
 def hh_split_binary_prepare(pending: np.ndarray, block: np.ndarray, rr: np.ndarray, kk: np.ndarray, v: np.ndarray,
                             epsilon: float, tau: np.ndarray, nodes: np.ndarray, f: np.ndarray, r: np.ndarray,
                             m: np.ndarray, scale: np.ndarray, new: np.ndarray, dropped: np.ndarray,
-                            level: np.ndarray) -> tuple[int, int, int]:
+                            level: np.ndarray, limit: int) -> tuple[int, int, int]:
     """Items after the first m = 2^(r+1) - 1 of their streams (flat rows ``f`` of the binary core
     ``tau`` / ``nodes``): read the node each completes (``binary_prepare``: its exact p-sum ``new``
     and the noisy nodes it drops, at ``level``); then, only if the core holds enough levels, add
@@ -32,9 +32,10 @@ def hh_split_binary_prepare(pending: np.ndarray, block: np.ndarray, rr: np.ndarr
     ``scale`` = 2 (r + 1) / eps, as numpy's ``2.0 * (r + 1.0) / epsilon``.
 
     Returns (top, min r, max r); a ``top`` above the core's levels means nothing but ``level`` was
-    written: the caller grows the core and calls again."""
-    top = binary_prepare(tau, nodes, f, v, new, dropped, level)
-    if top > nodes.shape[1]:
+    written: the caller grows the core and calls again; -1 that a row already holds ``limit`` items
+    (the core's capacity; the split's core is unbounded) and nothing was written."""
+    top = binary_prepare(tau, nodes, f, v, new, dropped, level, limit)
+    if top < 0 or top > nodes.shape[1]:
         return top, 0, 0
     r_min, r_max = split_blocks(pending, block, rr, kk, v, r, m)
     for i in range(r.size):

@@ -96,11 +96,13 @@ class SplitMechanism(StreamMechanism):
         scale, new, dropped, out = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         prepare = hh_split_binary_prepare.at(n)
         top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
-                                    core._node_rows, f, r, m, scale, new, dropped, level)
+                                    core._node_rows, f, r, m, scale, new, dropped, level, core.capacity)
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
             top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
-                                        core._node_rows, f, r, m, scale, new, dropped, level)
+                                        core._node_rows, f, r, m, scale, new, dropped, level, core.capacity)
+        elif top < 0:  # only a bounded core can be full (the split's is not)
+            raise ValueError(core.full_message)
         if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, base, offsets = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1, _NO_OFFSETS
         else:
