@@ -947,6 +947,168 @@ class IntervalPeeksFirstAfter(DPUCBInt):
         return run
 
 
+# --- round 8 (session 6, lead): written blind -- without looking at which check would see them --------
+class StaleNoise(LazyDPTS):
+    """Lazy-DP-TS whose streams draw their Laplace noise once (first batch) and re-use it for every later
+    batch (each release still reported): the difference of two releases of a stream is exact."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        fb = run.batches
+        noise, has = np.zeros(fb.pending.shape), np.zeros(fb.pending.shape, dtype=bool)
+
+        def close(idx):
+            rr, kk = idx
+            if rr.size == 0:
+                return
+            fb.version += 1
+            first = ~has[rr, kk]
+            if first.any():
+                r1, k1 = rr[first], kk[first]
+                noise[r1, k1] = fb.sampler._sum_release(fb._open_sum[r1, k1], fb.scale) - fb._open_sum[r1, k1]
+                has[r1, k1] = True
+            fb.noisy_sum[rr, kk] = fb._open_sum[rr, kk] + noise[rr, kk]
+            fb._record(rr, kk, fb.count[rr, kk] - fb.pending[rr, kk], fb.count[rr, kk], fb.scale, fb.name,
+                       fb.n_batches[rr, kk])
+            fb.batch_size[rr, kk] = fb.pending[rr, kk]
+            fb.n_batches[rr, kk] += 1
+            fb.pending[rr, kk] = 0
+            fb._open_sum[rr, kk] = 0.0
+            fb._target[rr, kk] = 0
+
+        fb._close = close
+        return run
+
+
+def _scale_posterior(run, factor: float, from_count: int) -> None:
+    """Gaussian TS's posterior noise multiplied by ``factor`` where an arm holds at least ``from_count``
+    rewards (the ledger hears the full sigma)."""
+    post = run.posterior
+
+    def release(sums, counts):
+        denom = counts + 1.0
+        sigma = np.sqrt(post.c / denom)
+        sigma = np.where(counts >= from_count, sigma * factor, sigma)
+        theta = sums / denom + sigma * post._standard_normals()
+        if post._record is not None:
+            post._record(counts)
+        return theta
+
+    post.release = release
+
+
+class PosteriorHalfLate(GaussianTS):
+    """Gaussian TS: the posterior noise halved once an arm holds 32 rewards."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _scale_posterior(run, 0.5, 32)
+        return run
+
+
+class PosteriorScale090(GaussianTS):
+    """Gaussian TS: the posterior noise 10% too small everywhere."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _scale_posterior(run, 0.9, 0)
+        return run
+
+
+class TreeScale090(PrivateUCB):
+    """Private-UCB whose tree draws every node with 90% of the declared scale (reported in full)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        tree, core = run.tree, run.tree._core
+        insert_flat = core.insert_flat
+
+        def scaled(mech, f, rr, kk, v, scale, offset, mechanism):
+            return insert_flat(mech, f, rr, kk, v, scale * 0.9, offset, mechanism)
+
+        record = tree._record
+        core.insert_flat = scaled
+        tree._record = lambda rr, kk, lo, hi, scale, m, node: record(rr, kk, lo, hi, tree.scale, m, node)
+        return run
+
+
+class GapRawStop(PrivateTS):
+    """Private-TS (batch constant 0.02, so gap batches close within the audit's horizons) whose gap
+    phase stops on the RAW batch means; the noisy ones are still released and recorded. When the
+    phase ends depends on the data without noise."""
+
+    def __init__(self, epsilon=1.0, gap_estimation=True, batch_constant=0.02, **kw):
+        super().__init__(epsilon=epsilon, gap_estimation=gap_estimation, batch_constant=batch_constant, **kw)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        from privbandit.policies import private_ts
+
+        def close_batches(rows, t):
+            if rows.size == 0:
+                return
+            k, eps = run.k, run.p.epsilon
+            m = run.m[rows]
+            rr, kk, mm = np.repeat(rows, k), np.tile(np.arange(k), rows.size), np.repeat(m, k)
+            lo = np.repeat(run.n_gap[rows], k)
+            raw = (run.batch_sum[rr, kk] / mm).reshape(rows.size, k)
+            noisy = run.release.release(run.batch_sum[rr, kk] / mm, 2.0 * k / (eps * mm), 1.0 / mm,
+                                        rr, kk, lo, lo + mm, node=lo)
+            run.muhat[rows] = noisy.reshape(rows.size, k)
+            run.batch_sum[rows] = 0.0
+            run.n_gap[rows] += m
+            run.gap[rows] /= 2.0
+            top2 = np.sort(raw, axis=1)[:, -2:]
+            stop = (top2[:, 1] - top2[:, 0]) > run.gap[rows]
+            run._enter_random(rows[stop], t)
+            cont = rows[~stop]
+            run.phase_start[cont] = t
+            run.m[cont] = [private_ts.batch_size(run.p.batch_constant, k, run.T, eps, g) for g in run.gap[cont]]
+
+        run._close_batches = close_batches
+        return run
+
+
+def _zero_sum_shortcut(fb) -> None:
+    """A fresh batch whose raw sum is 0 is published as exactly 0: no noise, no release recorded."""
+    close = fb._close
+
+    def shortcut(idx):
+        rr, kk = idx
+        if rr.size == 0:
+            return
+        zero = fb._open_sum[rr, kk] == 0.0
+        if zero.any():
+            zr, zk = rr[zero], kk[zero]
+            fb.version += 1
+            fb.noisy_sum[zr, zk] = 0.0
+            fb.batch_size[zr, zk] = fb.pending[zr, zk]
+            fb.n_batches[zr, zk] += 1
+            fb.pending[zr, zk] = 0
+            fb._target[zr, zk] = 0
+        close((rr[~zero], kk[~zero]))
+
+    fb._close = shortcut
+
+
+class ZeroSumShortcut(DPSE):
+    """DP-SE: an epoch batch with raw sum 0 published as 0 without noise or record."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _zero_sum_shortcut(run.batches)
+        return run
+
+
+class LazyZeroSumShortcut(LazyDPTS):
+    """Lazy-DP-TS: a doubling batch with raw sum 0 published as 0 without noise or record."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _zero_sum_shortcut(run.batches)
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -992,6 +1154,14 @@ BUGS = {
     "batch_end_twice": BatchEndTwice,
     "gap_batch_carries_last": GapBatchCarriesLast,
     "interval_peeks_first_after": IntervalPeeksFirstAfter,
+    # round 8 (written blind by the lead)
+    "stale_noise": StaleNoise,
+    "posterior_half_late": PosteriorHalfLate,
+    "posterior_scale_090": PosteriorScale090,
+    "tree_scale_090": TreeScale090,
+    "gap_raw_stop": GapRawStop,
+    "zero_sum_shortcut": ZeroSumShortcut,
+    "lazy_zero_sum_shortcut": LazyZeroSumShortcut,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -1016,6 +1186,12 @@ ROUND6 = {"tree_late_nodes_shifted", "hybrid_late_log_drops_first", "block_count
 ROUND7 = {"interval_newest_twice", "batch_end_twice", "gap_batch_carries_last", "interval_peeks_first_after"}
 """Round 7 (session 6): bugs acting only on records at the policy's own release boundaries (an interval's
 newest record, a batch's completing record), which no early, power-of-two or log-uniform pick targets."""
+
+ROUND8 = {"stale_noise", "posterior_half_late", "posterior_scale_090", "tree_scale_090", "gap_raw_stop",
+          "zero_sum_shortcut", "lazy_zero_sum_shortcut"}
+"""Round 8 (session 6): written blind, without looking at which check would see them -- noise re-used
+across releases, noise 10% or 50% (late) too small, a phase switch on raw means, a batch of zeros
+published without noise or record (docs/audit.md, "Round 8")."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)
