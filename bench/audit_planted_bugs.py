@@ -948,7 +948,7 @@ class IntervalPeeksFirstAfter(DPUCBInt):
 
 
 # --- round 8 (session 6, lead): written blind -- without looking at which check would see them --------
-class StaleNoise(LazyDPTS):
+class BatchNoiseReused(LazyDPTS):
     """Lazy-DP-TS whose streams draw their Laplace noise once (first batch) and re-use it for every later
     batch (each release still reported): the difference of two releases of a stream is exact."""
 
@@ -1155,7 +1155,7 @@ BUGS = {
     "gap_batch_carries_last": GapBatchCarriesLast,
     "interval_peeks_first_after": IntervalPeeksFirstAfter,
     # round 8 (written blind by the lead)
-    "stale_noise": StaleNoise,
+    "batch_noise_reused": BatchNoiseReused,
     "posterior_half_late": PosteriorHalfLate,
     "posterior_scale_090": PosteriorScale090,
     "tree_scale_090": TreeScale090,
@@ -1187,7 +1187,7 @@ ROUND7 = {"interval_newest_twice", "batch_end_twice", "gap_batch_carries_last", 
 """Round 7 (session 6): bugs acting only on records at the policy's own release boundaries (an interval's
 newest record, a batch's completing record), which no early, power-of-two or log-uniform pick targets."""
 
-ROUND8 = {"stale_noise", "posterior_half_late", "posterior_scale_090", "tree_scale_090", "gap_raw_stop",
+ROUND8 = {"batch_noise_reused", "posterior_half_late", "posterior_scale_090", "tree_scale_090", "gap_raw_stop",
           "zero_sum_shortcut", "lazy_zero_sum_shortcut"}
 """Round 8 (session 6): written blind, without looking at which check would see them -- noise re-used
 across releases, noise 10% or 50% (late) too small, a phase switch on raw means, a batch of zeros
