@@ -53,11 +53,14 @@ class Kernel:
     itself runs ``jit``. Kernels calling kernels are rebound to the same way (an interpreted kernel
     calls interpreted ones, a compiled kernel compiled ones)."""
 
-    def __init__(self, fn=None, *, inline: bool = False) -> None:
+    def __init__(self, fn=None, *, inline: bool = False, error_model: str = "python") -> None:
         self.fn, self._py, self._jit, self._dispatcher = fn, None, None, None
         # inline: compiled into each compiled kernel calling it, for helpers called once per row
         # (a compiled call per row costs more than the row's arithmetic)
         self.inline = inline
+        # error_model="numpy": a float division by zero gives inf / nan as numpy (and CPython on numpy
+        # scalars) does, with no zero check, which would keep a division loop from vectorising
+        self.error_model = error_model
         _KERNELS[fn.__name__] = self
 
     @property
@@ -77,8 +80,8 @@ class Kernel:
                 return None
             global _LOADED
             _LOADED = True
-            self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never")(
-                _rebind(self.fn, lambda k: k.compiled))
+            self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never",
+                                          error_model=self.error_model)(_rebind(self.fn, lambda k: k.compiled))
         return self._dispatcher
 
     @property

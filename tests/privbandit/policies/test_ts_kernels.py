@@ -17,7 +17,7 @@ from privbandit.ledger import Ledger
 from privbandit.mechanisms import _kernels
 from privbandit.mechanisms.fresh_batch import FreshBatchMean, fresh_batch_append
 from privbandit.policies import GaussianTS, make_policy
-from privbandit.policies._ts_kernels import add_pulled
+from privbandit.policies._ts_kernels import add_pulled, argmax_rows, row_argmax
 
 WAYS = ["py_func", "jit"]
 
@@ -165,3 +165,23 @@ def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
     before = batch_sum.copy(), mask.copy()
     assert kernel(gap, arms, rewards, batch_sum, mask, values) == -1
     assert np.array_equal(batch_sum, before[0]) and np.array_equal(mask, before[1])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_argmax_rows_is_numpys_argmax_ties_nans_and_infinities_included(way):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2, 3, (400, 5)).astype(float)  # many ties: the first maximum wins
+    special = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    where = rng.random((400, 5)) < 0.15
+    x[where] = rng.choice(special, where.sum())
+    x[:5] = [[np.nan] * 5, [-np.inf] * 5, [0.0, -0.0, 0.0, -0.0, 0.0], [1.0, np.nan, 2.0, np.nan, 3.0],
+             [-0.0, 0.0, -1.0, -0.0, 0.0]]
+    out = np.full(400, -1, dtype=np.intp)
+    getattr(argmax_rows, way)(x, out)
+    assert np.array_equal(out, x.argmax(axis=1))
+    one = np.full(1, -1, dtype=np.intp)  # a single arm and a strided (non-contiguous) view
+    getattr(argmax_rows, way)(x[:1, :1], one)
+    assert one[0] == 0
+    getattr(argmax_rows, way)(x[::3, ::2], out[:134])
+    assert np.array_equal(out[:134], x[::3, ::2].argmax(axis=1))
+    assert np.array_equal(row_argmax(x), x.argmax(axis=1)) and np.array_equal(row_argmax(x[:1]), [x[0].argmax()])
