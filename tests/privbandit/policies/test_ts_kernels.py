@@ -153,9 +153,10 @@ def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
     want_sum = batch_sum.copy()
     kernel = getattr(route_pulled, way)
     for _ in range(10):
-        gap = rng.random(R) < 0.5
+        phase = rng.integers(0, 3, R).astype(np.int8)
+        gap = phase == 0
         arms, rewards = rng.integers(0, K, R), rng.random(R)
-        assert kernel(gap, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
+        assert kernel(phase, 0, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
         want_sum[np.flatnonzero(gap), arms[gap]] += rewards[gap]
         want_mask = np.zeros((R, K), dtype=bool)
         want_mask[np.flatnonzero(~gap), arms[~gap]] = True
@@ -163,7 +164,7 @@ def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
         assert np.array_equal(values[want_mask], rewards[~gap])  # row-major order = replicate order
     arms[3] = K
     before = batch_sum.copy(), mask.copy()
-    assert kernel(gap, arms, rewards, batch_sum, mask, values) == -1
+    assert kernel(phase, 0, arms, rewards, batch_sum, mask, values) == -1
     assert np.array_equal(batch_sum, before[0]) and np.array_equal(mask, before[1])
 
 
