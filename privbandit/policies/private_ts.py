@@ -50,7 +50,7 @@ import numpy as np
 
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
-from privbandit.mechanisms import LaplaceRelease, TreeMechanism, _kernels
+from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
 from privbandit.policies._ts_kernels import beta_parameters, phase_ends, private_ts_arms, pulled_arrays, route_pulled
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
@@ -85,13 +85,13 @@ class _OffsetTree(TreeMechanism):
         self.offset = np.zeros((self.replicates, self.streams), dtype=np.int64)
 
     def _insert(self, v, f, rr, kk) -> None:
-        # TreeMechanism._insert with the streams' offsets (the same kernels around the binary core)
-        n = rr.size
-        if n and _kernels.max_count.at(n)(self.count, rr, kk) >= self.horizon:
+        count = flat(self.count)
+        if rr.size and int(count[f].max()) >= self.horizon:
             raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
                              f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        out = self._core.insert_flat(self, f, rr, kk, v, self.scale, flat(self.offset)[f], self.name)
-        _kernels.count_and_set.at(n)(self.count, self.noisy_sum, rr, kk, out)
+        flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, flat(self.offset)[f],
+                                                         self.name)
+        count[f] += 1
 
 
 class PrivateTSSchedule(CachedSchedule):
