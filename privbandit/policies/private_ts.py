@@ -52,7 +52,8 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
-from privbandit.policies._ts_kernels import beta_parameters, phase_ends, private_ts_arms, pulled_arrays, route_pulled
+from privbandit.policies._ts_kernels import (beta_parameters, phase_ends, private_ts_arms, pulled_arrays, route_pulled,
+                                             row_argmax)
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -60,6 +61,7 @@ PAPER_CONSTANT = 192.0
 """Mishra & Thakurta Algorithm 2: m = 192 k log T/(eps Deltahat^2) and Gamma = 192 log^3 T/eps."""
 
 _GAP, _RANDOM, _TS = 0, 1, 2
+_NO_ARMS = np.zeros(0, dtype=np.intp)
 
 
 def batch_size(batch_constant: float, k: int, horizon: int, epsilon: float, gap: float) -> int:
@@ -213,9 +215,11 @@ class _PrivateTSRun(PolicyRun):
         # line 15's Beta(r + 1, n - r + 1) of the replicates in Thompson sampling (rows in replicate
         # order), r the tree total clipped to [0, n]: one kernel for numpy's mask, casts and clips
         n_ts = beta_parameters.at(R)(self.phase, _TS, tree.count, tree.noisy_sum, a, b)
-        theta = self.rng.beta(a[:n_ts], b[:n_ts]) if n_ts else a[:0]
+        if n_ts == R:  # every replicate in Thompson sampling
+            return row_argmax(self.rng.beta(a, b))
+        best = row_argmax(self.rng.beta(a[:n_ts], b[:n_ts])) if n_ts else _NO_ARMS
         arms = np.empty(R, dtype=np.intp)
-        private_ts_arms.at(R)(self.phase, self.phase_start, t, k, _TS, theta, arms)
+        private_ts_arms.at(R)(self.phase, self.phase_start, t, k, _TS, best, arms)
         return arms
 
     def update(self, t, arms, rewards):
