@@ -13,10 +13,39 @@ sampler of :mod:`privbandit.mechanisms.sampling` instead.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from privbandit.mechanisms._base import check_ledger, check_name, positive, whole
+from privbandit.mechanisms._kernels import dividing_kernel
 from privbandit.mechanisms.sampling import NoiseSampler
+
+
+@dividing_kernel
+def posterior_theta(sums: np.ndarray, counts: np.ndarray, z: np.ndarray, c: float, factor: float,
+                    theta: np.ndarray) -> None:
+    """The float path's draw over flat arrays, element by element: ``theta = sums / (counts + 1) +
+    sqrt(c / (counts + 1)) * z`` (times ``factor`` after the product when it is not 1), the operations
+    and their order of the numpy expression it replaced -- +, /, sqrt and * are correctly rounded
+    compiled and interpreted, and numba contracts nothing into a fused multiply-add without fastmath,
+    so the bits are the same (tests/privbandit/mechanisms/test_posterior_kernel.py). One pass instead
+    of six array temporaries; the mean and sigma are recomputed from ``sums`` and ``counts`` at every
+    call (nothing is cached across rounds: a run's statistics may be rewritten between them).
+    A :func:`dividing_kernel` (compiled without Python's zero-division check, whose branch kept the
+    loop from vectorising: 2.4x slower at 5000 entries): counts >= 0, so every divisor is >= 1;
+    interpreted, numpy scalars divide as numpy does."""
+    if factor == 1.0:  # x * 1.0 == x bit for bit: skipped, as numpy's path skipped it
+        for i in range(theta.shape[0]):
+            denom = counts[i] + 1.0
+            q = c / denom
+            # numpy's sqrt: NaN below 0 (math.sqrt would raise interpreted; it is the faster call)
+            theta[i] = sums[i] / denom + (math.sqrt(q) if q >= 0.0 else math.nan) * z[i]
+    else:
+        for i in range(theta.shape[0]):
+            denom = counts[i] + 1.0
+            q = c / denom
+            theta[i] = sums[i] / denom + ((math.sqrt(q) if q >= 0.0 else math.nan) * z[i]) * factor
 
 
 class GaussianPosteriorRelease:
@@ -61,15 +90,22 @@ class GaussianPosteriorRelease:
         return sigma, sens
 
     def release(self, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        denom = counts + 1.0
-        sigma = np.sqrt(self.c / denom)
         if self.sampler.exact:
-            theta = self.sampler.gaussian_release(sums / denom, sigma)
+            denom = counts + 1.0
+            theta = self.sampler.gaussian_release(sums / denom, np.sqrt(self.c / denom))
         else:
-            noise = sigma * self._standard_normals()
-            if self.sampler._noise_scale_factor != 1.0:  # x * 1.0 == x bit for bit: skip it
-                noise = noise * self.sampler._noise_scale_factor
-            theta = sums / denom + noise
+            s, k = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+            shape = (self.replicates, self.arms)
+            if s.shape != shape or k.shape != shape:  # broadcast them, as numpy did
+                try:
+                    s, k = np.broadcast_to(s, shape), np.broadcast_to(k, shape)
+                except ValueError:
+                    raise ValueError(f"sums and counts must broadcast to shape {shape} (replicates, arms), "
+                                     f"got {s.shape} and {k.shape}") from None
+            z = self._standard_normals()
+            theta = np.empty(shape)
+            posterior_theta.at(self.replicates)(s.reshape(-1), k.reshape(-1), z.reshape(-1), self.c,
+                                                float(self.sampler._noise_scale_factor), theta.reshape(-1))
         if self._record is not None:
             self._record(counts)
         return theta

@@ -7,9 +7,9 @@ on), same arithmetic and same results bit for bit either way
 (tests/privbandit/policies/test_ts_kernels.py). No kernel draws random numbers or touches noisy
 statistics' arithmetic beyond what numpy did elementwise: the posterior draws, the Beta draws and
 the transcendental functions (np.log2, whose SIMD results may differ from libm's in the last bit)
-stay in numpy, in the policies. (The arg max over arms stays numpy's ``argmax(axis=1)``: a kernel
-was slower at 1 and 100 replicates, its call overhead exceeding the work, and only ~20% faster at
-1000.)
+stay in numpy, in the policies. The arg max over arms (:func:`argmax_rows`, through
+:func:`row_argmax`) is numpy's ``argmax(axis=1)``, first maximum and first NaN alike (Gaussian TS: at
+1000 rows of 5 arms numpy's axis-1 reduction spends most of its time in per-row setup).
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ def pulled_arrays(arms, rewards, replicates: int, n_arms: int) -> tuple[np.ndarr
 
 
 @kernel
-def route_pulled(gap: np.ndarray, arms: np.ndarray, rewards: np.ndarray, batch_sum: np.ndarray,
-                 mask: np.ndarray, values: np.ndarray) -> int:
+def route_pulled(phase: np.ndarray, gap_phase: int, arms: np.ndarray, rewards: np.ndarray,
+                 batch_sum: np.ndarray, mask: np.ndarray, values: np.ndarray) -> int:
     """Private-TS's routing of one round's rewards (Mishra & Thakurta 2015, Algorithm 2): a replicate
-    in gap estimation (``gap[r]``) adds its reward to its pulled arm's batch sum (one add, as numpy's
-    fancy-indexed ``+=``); every other replicate's reward is marked in ``mask`` / ``values`` (cleared
-    here first) for its arm's tree. Returns how many rewards go to a tree, or -1 (and writes
-    nothing) if an arm lies outside [0, arms)."""
+    in gap estimation (``phase[r] == gap_phase``) adds its reward to its pulled arm's batch sum (one
+    add, as numpy's fancy-indexed ``+=``); every other replicate's reward is marked in ``mask`` /
+    ``values`` (cleared here first) for its arm's tree. Returns how many rewards go to a tree, or -1
+    (and writes nothing) if an arm lies outside [0, arms)."""
     k = batch_sum.shape[1]
     for r in range(arms.shape[0]):
         if not (0 <= arms[r] < k):
@@ -65,10 +65,106 @@ def route_pulled(gap: np.ndarray, arms: np.ndarray, rewards: np.ndarray, batch_s
         for j in range(k):
             mask[r, j] = False
         a = arms[r]
-        if gap[r]:
+        if phase[r] == gap_phase:
             batch_sum[r, a] += rewards[r]
         else:
             mask[r, a] = True
             values[r, a] = rewards[r]
             n += 1
     return n
+
+
+@kernel
+def phase_ends(phase: np.ndarray, phase_start: np.ndarray, m: np.ndarray, n_random: np.ndarray, t: int,
+               k: int, gap_phase: int, random_phase: int, closing: np.ndarray, done: np.ndarray):
+    """Private-TS's phase clocks after round ``t``: the replicates whose gap-estimation batch is
+    complete (k m rounds played in it: ``closing``) and those whose k n_r random pulls are
+    (``done``), each in row order (as ``np.nonzero`` lists them). Returns (how many close, how many
+    are done)."""
+    n_close, n_done = 0, 0
+    for r in range(phase.shape[0]):
+        played = t - phase_start[r]
+        if phase[r] == gap_phase:
+            if played == k * m[r]:
+                closing[n_close] = r
+                n_close += 1
+        elif phase[r] == random_phase:
+            if played == k * n_random[r]:
+                done[n_done] = r
+                n_done += 1
+    return n_close, n_done
+
+
+@kernel
+def beta_parameters(phase: np.ndarray, ts_phase: int, count: np.ndarray, noisy_sum: np.ndarray,
+                    a: np.ndarray, b: np.ndarray) -> int:
+    """Private-TS line 15's Beta parameters for the replicates in Thompson sampling (``phase[r] ==
+    ts_phase``), in row order, into the first rows of ``a`` and ``b``: r = the tree total clipped to
+    [0, n] (n = the tree's count as a float), a = r + 1, b = n - r + 1 -- numpy's
+    ``np.minimum(np.maximum(x, 0), n)`` elementwise (a NaN stays NaN; +-0 give the same a and b).
+    Returns how many rows were written."""
+    j = 0
+    for r in range(phase.shape[0]):
+        if phase[r] == ts_phase:
+            for c in range(count.shape[1]):
+                n = float(count[r, c])
+                x = noisy_sum[r, c]
+                x = 0.0 if x < 0.0 else x
+                x = n if x > n else x
+                a[j, c] = x + 1.0
+                b[j, c] = n - x + 1.0
+            j += 1
+    return j
+
+
+@kernel
+def private_ts_arms(phase: np.ndarray, phase_start: np.ndarray, t: int, k: int, ts_phase: int,
+                    best: np.ndarray, arms: np.ndarray) -> None:
+    """Private-TS's arms for round ``t``: ``best`` (the arg max of each Thompson-sampling replicate's
+    Beta draws, in replicate order) for the replicates in Thompson sampling, the round robin
+    ``(t - 1 - phase_start) % k`` for the others (the first two phases)."""
+    j = 0
+    for r in range(phase.shape[0]):
+        if phase[r] == ts_phase:
+            arms[r] = best[j]
+            j += 1
+        else:
+            arms[r] = (t - 1 - phase_start[r]) % k
+
+
+@kernel
+def argmax_rows(x: np.ndarray, out: np.ndarray) -> None:
+    """``out[r] = x[r].argmax()`` for every row: the first maximal entry, or the first NaN if the row
+    holds one (numpy's rule for floats: a NaN is the maximum). (As a row helper inlined into its
+    callers, LLVM compiled this loop ~1.7x slower: a kernel of its own.)"""
+    for r in range(x.shape[0]):
+        best = 0
+        top = x[r, 0]
+        if top == top:  # else: the first entry is a NaN, numpy's answer
+            for j in range(1, x.shape[1]):
+                v = x[r, j]
+                if v > top:
+                    best, top = j, v
+                elif v != v:
+                    best = j
+                    break
+        out[r] = best
+
+ARGMAX_MIN_ROWS = 400
+"""From this many rows on :func:`row_argmax` runs the kernel (measured, 5 arms: numpy's axis-1
+reduction 0.85 us at 100 rows against the kernel's 1.2 with its call overhead; 6.8 against 5.4 us
+at 1000 rows)."""
+
+
+def row_argmax(x: np.ndarray) -> np.ndarray:
+    """``x.argmax(axis=1)`` (intp): :func:`argmax_rows` where it runs compiled over at least
+    ``ARGMAX_MIN_ROWS`` rows, numpy's own otherwise (fewer rows, or no numba: a Python loop per row
+    is slower than numpy's reduction); both give the same indices
+    (tests/privbandit/policies/test_ts_kernels.py)."""
+    rows = x.shape[0]
+    way = argmax_rows.at(rows)
+    if rows < ARGMAX_MIN_ROWS or way is argmax_rows.py_func:
+        return x.argmax(axis=1)
+    out = np.empty(rows, dtype=np.intp)
+    way(x, out)
+    return out

@@ -27,7 +27,7 @@ import numpy as np
 from accountants import Gaussian, _validate, gdp_conversion
 from accountants.events import NO_EVENT
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
-from privbandit.policies._ts_kernels import add_pulled, pulled_arrays
+from privbandit.policies._ts_kernels import add_pulled, pulled_arrays, row_argmax
 from privbandit.policies.base import Policy, PolicyRun, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -70,7 +70,8 @@ class _GaussianTSRun(PolicyRun):
     def select(self, t):
         if t <= self.n_arms * self.b:  # pre-pull phase: arm i is played b times in a row
             return np.full(self.sums.shape[0], (t - 1) // self.b, dtype=np.intp)
-        return self.posterior.release(self.sums, self.counts).argmax(axis=1)
+        # the arg max of what the release returned (an audit replay may substitute the values)
+        return row_argmax(np.asarray(self.posterior.release(self.sums, self.counts), dtype=float))
 
     def update(self, t, arms, rewards):
         replicates = self.sums.shape[0]

@@ -52,7 +52,8 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import flat, laplace_event
-from privbandit.policies._ts_kernels import pulled_arrays, route_pulled
+from privbandit.policies._ts_kernels import (beta_parameters, phase_ends, private_ts_arms, pulled_arrays, route_pulled,
+                                             row_argmax)
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -60,6 +61,7 @@ PAPER_CONSTANT = 192.0
 """Mishra & Thakurta Algorithm 2: m = 192 k log T/(eps Deltahat^2) and Gamma = 192 log^3 T/eps."""
 
 _GAP, _RANDOM, _TS = 0, 1, 2
+_NO_ARMS = np.zeros(0, dtype=np.intp)
 
 
 def batch_size(batch_constant: float, k: int, horizon: int, epsilon: float, gap: float) -> int:
@@ -208,46 +210,43 @@ class _PrivateTSRun(PolicyRun):
         self._all_ts = bool((self.phase == _TS).all())
 
     def select(self, t):
-        ts = slice(None) if self._all_ts else self.phase == _TS  # every replicate, or a mask
-        any_ts = self._all_ts or ts.any()
-        if any_ts:
-            n = self.tree.count[ts].astype(float)
-            # r clipped to [0, n] (np.clip's values: a -0.0 it would keep becomes +0.0 here, and
-            # r + 1 and n - r + 1 below are the same for both)
-            r = np.maximum(self.tree.noisy_sum[ts], 0.0)
-            np.minimum(r, n, out=r)
-            best = self.rng.beta(r + 1.0, n - r + 1.0).argmax(axis=1)
-            if self._all_ts:
-                return best
-        arms = (t - 1 - self.phase_start) % self.k  # round robin in the first two phases
-        if any_ts:
-            arms[ts] = best
-        return arms.astype(np.intp)
+        R, k, tree = self.rows.size, self.k, self.tree
+        a, b = np.empty((R, k)), np.empty((R, k))
+        # line 15's Beta(r + 1, n - r + 1) of the replicates in Thompson sampling (rows in replicate
+        # order), r the tree total clipped to [0, n]: one kernel for numpy's mask, casts and clips
+        n_ts = beta_parameters.at(R)(self.phase, _TS, tree.count, tree.noisy_sum, a, b)
+        if n_ts == R:  # every replicate in Thompson sampling
+            return row_argmax(self.rng.beta(a, b))
+        best = row_argmax(self.rng.beta(a[:n_ts], b[:n_ts])) if n_ts else _NO_ARMS
+        arms = np.empty(R, dtype=np.intp)
+        private_ts_arms.at(R)(self.phase, self.phase_start, t, k, _TS, best, arms)
+        return arms
 
     def update(self, t, arms, rewards):
         if self._all_ts:  # the general path below with no replicate in the first two phases
             self.tree.insert_pulled(arms, rewards)
             return
-        gap = self.phase == _GAP
-        arms, rewards = pulled_arrays(arms, rewards, self.rows.size, self.k)
+        R = self.rows.size
+        arms, rewards = pulled_arrays(arms, rewards, R, self.k)
         # gap-estimation rewards into the batch sums; the others marked in _mask / _values
-        into_tree = route_pulled.at(self.rows.size)(gap, arms, rewards, self.batch_sum, self._mask, self._values)
+        into_tree = route_pulled.at(R)(self.phase, _GAP, arms, rewards, self.batch_sum, self._mask, self._values)
         if into_tree < 0:
             raise ValueError(f"arms must lie in [0, {self.k}) (the arms)")
-        if into_tree == self.rows.size:  # every replicate past gap estimation: its pulled arm's tree
+        if into_tree == R:  # every replicate past gap estimation: its pulled arm's tree
             self.tree.insert_pulled(arms, rewards)
         elif into_tree:
             self.tree.insert(self._values, self._mask)
-        played = t - self.phase_start
-        if into_tree < self.rows.size:  # some replicate in gap estimation
-            self._close_batches(np.nonzero(gap & (played == self.k * self.m))[0], t)
-            # a replicate whose gap phase just ended starts its random pulls now (phase_start = t): its
-            # rounds played in the new phase are 0, not the gap phase's k m (which, when n_random = m,
-            # would have sent it straight to Thompson sampling without its random pulls)
-            played = t - self.phase_start
-        done = np.nonzero((self.phase == _RANDOM) & (played == self.k * self.n_random))[0]
-        if done.size:
-            self.phase[done] = _TS
+        # the replicates whose gap batch is complete and those whose random pulls are, both read off
+        # the clocks before any batch closes: a replicate whose gap phase ends now starts its random
+        # pulls with phase_start = t (0 rounds played in the new phase, not the gap phase's k m, which
+        # when n_random = m would send it straight to Thompson sampling without its random pulls)
+        closing, done = np.empty(R, dtype=np.intp), np.empty(R, dtype=np.intp)
+        n_close, n_done = phase_ends.at(R)(self.phase, self.phase_start, self.m, self.n_random, t, self.k,
+                                           _GAP, _RANDOM, closing, done)
+        if n_close:
+            self._close_batches(closing[:n_close], t)
+        if n_done:
+            self.phase[done[:n_done]] = _TS
             self._refresh_all_ts()
 
     def _close_batches(self, rows: np.ndarray, t: int) -> None:

@@ -17,7 +17,7 @@ from privbandit.ledger import Ledger
 from privbandit.mechanisms import _kernels
 from privbandit.mechanisms.fresh_batch import FreshBatchMean, fresh_batch_append
 from privbandit.policies import GaussianTS, make_policy
-from privbandit.policies._ts_kernels import add_pulled
+from privbandit.policies._ts_kernels import add_pulled, argmax_rows, row_argmax
 
 WAYS = ["py_func", "jit"]
 
@@ -153,9 +153,10 @@ def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
     want_sum = batch_sum.copy()
     kernel = getattr(route_pulled, way)
     for _ in range(10):
-        gap = rng.random(R) < 0.5
+        phase = rng.integers(0, 3, R).astype(np.int8)
+        gap = phase == 0
         arms, rewards = rng.integers(0, K, R), rng.random(R)
-        assert kernel(gap, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
+        assert kernel(phase, 0, arms, rewards, batch_sum, mask, values) == np.count_nonzero(~gap)
         want_sum[np.flatnonzero(gap), arms[gap]] += rewards[gap]
         want_mask = np.zeros((R, K), dtype=bool)
         want_mask[np.flatnonzero(~gap), arms[~gap]] = True
@@ -163,5 +164,84 @@ def test_route_pulled_is_the_masked_routing_and_refuses_bad_arms(way):
         assert np.array_equal(values[want_mask], rewards[~gap])  # row-major order = replicate order
     arms[3] = K
     before = batch_sum.copy(), mask.copy()
-    assert kernel(gap, arms, rewards, batch_sum, mask, values) == -1
+    assert kernel(phase, 0, arms, rewards, batch_sum, mask, values) == -1
     assert np.array_equal(batch_sum, before[0]) and np.array_equal(mask, before[1])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_argmax_rows_is_numpys_argmax_ties_nans_and_infinities_included(way):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2, 3, (400, 5)).astype(float)  # many ties: the first maximum wins
+    special = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    where = rng.random((400, 5)) < 0.15
+    x[where] = rng.choice(special, where.sum())
+    x[:5] = [[np.nan] * 5, [-np.inf] * 5, [0.0, -0.0, 0.0, -0.0, 0.0], [1.0, np.nan, 2.0, np.nan, 3.0],
+             [-0.0, 0.0, -1.0, -0.0, 0.0]]
+    out = np.full(400, -1, dtype=np.intp)
+    getattr(argmax_rows, way)(x, out)
+    assert np.array_equal(out, x.argmax(axis=1))
+    one = np.full(1, -1, dtype=np.intp)  # a single arm and a strided (non-contiguous) view
+    getattr(argmax_rows, way)(x[:1, :1], one)
+    assert one[0] == 0
+    getattr(argmax_rows, way)(x[::3, ::2], out[:134])
+    assert np.array_equal(out[:134], x[::3, ::2].argmax(axis=1))
+    assert np.array_equal(row_argmax(x), x.argmax(axis=1)) and np.array_equal(row_argmax(x[:1]), [x[0].argmax()])
+    big = np.repeat(x, 3, axis=0)  # past ARGMAX_MIN_ROWS: the kernel's way where numba is installed
+    assert np.array_equal(row_argmax(big), big.argmax(axis=1))
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_beta_parameters_are_numpys_masked_clip(way):
+    from privbandit.policies._ts_kernels import beta_parameters
+
+    rng = np.random.default_rng(12)
+    R, K = 60, 4
+    phase = rng.integers(0, 3, R).astype(np.int8)
+    count = rng.integers(0, 50, (R, K))
+    noisy = rng.normal(count * 0.5, 20.0)
+    noisy[0, :] = [-0.0, 0.0, np.inf, -np.inf]
+    noisy[1, :] = [np.nan, 1e300, -1e300, 0.5]
+    phase[:2] = 2
+    a, b = np.full((R, K), -1.0), np.full((R, K), -1.0)
+    n = getattr(beta_parameters, way)(phase, 2, count, noisy, a, b)
+    ts = phase == 2
+    nn = count[ts].astype(float)  # the numpy path before the kernel (private_ts.py, session 5)
+    r = np.maximum(noisy[ts], 0.0)
+    np.minimum(r, nn, out=r)
+    assert n == ts.sum()
+    assert np.array_equal(a[:n], r + 1.0, equal_nan=True) and np.array_equal(b[:n], nn - r + 1.0, equal_nan=True)
+    assert (a[n:] == -1.0).all() and (b[n:] == -1.0).all()  # rows past the count untouched
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_private_ts_arms_are_the_best_arm_or_the_round_robin(way):
+    from privbandit.policies._ts_kernels import private_ts_arms
+
+    rng = np.random.default_rng(13)
+    R, K, t = 50, 5, 97
+    phase = rng.integers(0, 3, R).astype(np.int8)
+    start = rng.integers(0, t, R)
+    best = rng.integers(0, K, int((phase == 2).sum()))
+    arms = np.full(R, -1, dtype=np.intp)
+    getattr(private_ts_arms, way)(phase, start, t, K, 2, best, arms)
+    want = (t - 1 - start) % K
+    want[phase == 2] = best
+    assert np.array_equal(arms, want)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_phase_ends_lists_the_clocks_that_ran_out_in_row_order(way):
+    from privbandit.policies._ts_kernels import phase_ends
+
+    rng = np.random.default_rng(14)
+    R, K, t = 80, 3, 60
+    phase = rng.integers(0, 3, R).astype(np.int8)
+    m, n_random = rng.integers(1, 8, R), rng.integers(0, 8, R)
+    # about half the clocks exactly at their end
+    start = np.where(rng.random(R) < 0.5, t - K * np.where(phase == 0, m, n_random), rng.integers(0, t, R))
+    closing, done = np.full(R, -1, dtype=np.intp), np.full(R, -1, dtype=np.intp)
+    n_close, n_done = getattr(phase_ends, way)(phase, start, m, n_random, t, K, 0, 1, closing, done)
+    played = t - start
+    assert np.array_equal(closing[:n_close], np.nonzero((phase == 0) & (played == K * m))[0])
+    assert np.array_equal(done[:n_done], np.nonzero((phase == 1) & (played == K * n_random))[0])
+    assert n_close > 0 and n_done > 0
