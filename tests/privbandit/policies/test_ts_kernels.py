@@ -105,7 +105,9 @@ def _ts_run(name, replicates):
 def test_ts_policies_run_the_same_compiled_and_interpreted(monkeypatch, name):
     monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)  # compiled even for one row
     compiled = _ts_run(name, 4)
-    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size ...
+    monkeypatch.setattr(_kernels, "_LOADED", False)  # ... although this process has imported numba
+    assert add_pulled.at(4) is add_pulled.py_func
     interpreted = _ts_run(name, 4)
     assert np.array_equal(compiled[0], interpreted[0])
     assert set(compiled[1]) == set(interpreted[1])
