@@ -204,7 +204,10 @@ class Ledger:
         # then costs a few array copies instead of a dozen small numpy operations.
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
         # listed releases, every replicate's (the draw counts are derived from them at the drain)
-        self._sparse: list[tuple] = []  # (kind, rep, st, lo, hi, param, sens): rep/st 1-D, others 1-D or scalar
+        # (kind, rep, st, lo, hi, param, sens, head): rep/st 1-D, others 1-D or scalar; ``head`` the
+        # same six fields for the entry's rows in tracked replicates only (None: no tracked row), so a
+        # drain folds in the tracked releases without flattening every replicate's (see _heads_valid)
+        self._sparse: list[tuple] = []
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -217,6 +220,9 @@ class Ledger:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
+            self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
+                            for entry in self._sparse]
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
             marked = np.zeros(self._capacity + 1, dtype=bool)
             for diff in self._diff.values():
@@ -362,13 +368,32 @@ class Ledger:
                 and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                 and (not isinstance(p, np.ndarray) or p.base is None)
                 and (not isinstance(s, np.ndarray) or s.base is None)):
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s))
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s, self._head_of(rep, st, lo_, hi_, p, s)))
         else:
-            self._sparse.append((kind, *[np.array(x) if isinstance(x, np.ndarray) and x.ndim
-                                         and not (fresh and x.base is None) else x
-                                         for x in (rep, st, lo_, hi_, p, s)]))
+            fields = [np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None) else x
+                      for x in (rep, st, lo_, hi_, p, s)]
+            # public calls may list replicates in any order: their head is selected row by row
+            self._sparse.append((kind, *fields, self._head_of(*fields, exact=not fresh)))
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
+
+    def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
+        """The fields of a staged entry restricted to its rows in tracked replicates, in order: its
+        first m rows, m found by bisection (the mechanisms list replicates in ascending order), or
+        with ``exact`` selected row by row. None when no replicate is tracked. A drain checks that
+        the heads hold every tracked row (:meth:`_heads_valid`) before it relies on them."""
+        n = self._n_tracked
+        if n == 0:
+            return None
+        if n >= self.replicates:  # every row is tracked
+            return rep, st, lo, hi, p, s
+        if exact:
+            keep = np.asarray(rep) < n
+            return tuple(x[keep] if type(x) is np.ndarray and x.ndim else x for x in (rep, st, lo, hi, p, s))
+        m = rep.searchsorted(n)
+        return (rep[:m], st[:m], lo[:m] if type(lo) is np.ndarray and lo.ndim else lo,
+                hi[:m] if type(hi) is np.ndarray and hi.ndim else hi, p[:m] if type(p) is np.ndarray and p.ndim else p,
+                s[:m] if type(s) is np.ndarray and s.ndim else s)
 
     def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
                       sensitivity: np.ndarray, mechanism: str, *, gaussian: bool, discrete: bool = False) -> None:
@@ -439,28 +464,8 @@ class Ledger:
                 counts, recorder.pending = recorder.buffer[: recorder.pending], 0
                 self._drain_prefix(recorder.kind, recorder.parameters, counts)
         sparse, self._sparse = self._sparse, []
-        kinds = {entry[0] for entry in sparse}
-        for kind in kinds:
-            rows = sparse if len(kinds) == 1 else [e for e in sparse if e[0] == kind]
-            # the staged fields column by column: (kind, rep, st, lo, hi, param, sens) per entry
-            _, reps, sts, *fields = zip(*rows)
-            cells = (np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams
-                     + np.concatenate(sts))
-            self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
-            # Only the tracked rows go further: the fields are flattened for those alone (on a
-            # run of many replicates with a few tracked, the others are most of the entries).
-            keep = np.flatnonzero(cells < self._n_tracked * self.streams)
-            if keep.size == 0:
-                continue
-            lo, hi, par, sen = (_flatten_at(field, reps, dtype, keep)
-                                for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-            top = int(hi.max())
-            if top > self._capacity:
-                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (cells[keep] < self._n_tracked * self.streams) & (hi > lo)
-            if not live.any():
-                continue
-            self._scatter(kind, cells[keep][live], lo[live], hi[live], par[live], sen[live])
+        if sparse:
+            self._drain_sparse(sparse)
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -475,6 +480,77 @@ class Ledger:
                 continue
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
+
+    def _drain_sparse(self, sparse: list[tuple]) -> None:
+        """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
+        draw counts of every replicate by one bincount, then the tracked releases, one scatter per
+        kind, from the entries' heads when those hold every tracked row (else row by row)."""
+        kinds, reps, sts, *_, heads = zip(*sparse)
+        n_start = self._n_tracked
+        cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(sts)
+        counted = np.bincount(cells, minlength=self._draws.size)
+        self._draws += counted.reshape(self._draws.shape)
+        n_tracked_rows = int(counted[: n_start * self.streams].sum())
+        if n_tracked_rows == 0:
+            return
+        use_heads = self._heads_valid(heads, n_tracked_rows)
+        kind_set = set(kinds)
+        for kind in kind_set:
+            rows = sparse if len(kind_set) == 1 else [e for e in sparse if e[0] == kind]
+            if use_heads:
+                # the tracked rows of each entry, in order: the releases the row-by-row selection
+                # below keeps, in the same order (so the same sums, bit for bit)
+                present = [e[7] for e in rows if e[7] is not None]
+                if not present:
+                    continue
+                h_reps, h_sts, *fields = zip(*present)
+                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * self.streams
+                           + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
+                if t_cells.size == 0:
+                    continue
+                if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
+                    keep = np.flatnonzero(t_cells < self._n_tracked * self.streams)
+                    if keep.size == 0:
+                        continue
+                    lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
+                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                    t_cells = t_cells[keep]
+                else:
+                    lo, hi, par, sen = (_flatten(field, h_reps, dtype)
+                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+            else:
+                # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
+                _, k_reps, k_sts, *fields, _ = zip(*rows)
+                k_cells = (np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * self.streams
+                           + np.concatenate(k_sts))
+                # Only the tracked rows go further: the fields are flattened for those alone (on a
+                # run of many replicates with a few tracked, the others are most of the entries).
+                keep = np.flatnonzero(k_cells < self._n_tracked * self.streams)
+                if keep.size == 0:
+                    continue
+                lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
+                                    for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                t_cells = k_cells[keep]
+            top = int(hi.max())
+            if top > self._capacity:
+                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+            live = (t_cells < self._n_tracked * self.streams) & (hi > lo)
+            if not live.any():
+                continue
+            self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
+
+    def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
+        """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:
+        a caller listing replicates out of order would give a prefix that is not): every head row is
+        in a tracked replicate, and the heads hold as many rows as the draw counts of the tracked
+        replicates, ``n_tracked_rows`` (so, being subsets of their entries' tracked rows, each is
+        all of them)."""
+        if self._n_tracked >= self.replicates:  # heads are the whole entries
+            return True
+        h_reps = [h[0] for h in heads if h is not None]
+        if sum(map(len, h_reps)) != n_tracked_rows:
+            return False
+        return int(np.concatenate(h_reps).max()) < self._n_tracked
 
     def _drain_prefix(self, kind: int, parameters, counts: np.ndarray) -> None:
         """Fold in staged prefix releases: ``counts`` (calls, R, K), one release per entry k >= 1
@@ -797,6 +873,11 @@ class Ledger:
         top = self._gdp_eps(float(mu[j]), delta)
         if closed[j] >= top:
             return top
+        # The first record in the order below has mu = mu_max and closed >= closed[j]: a record with
+        # closed <= closed[j] and a smaller mu is dominated by it, off the front, and never changes
+        # its running maximum. Dropping those first leaves the front and its order (so the result,
+        # bit for bit) unchanged; most records go (closed and mu grow together), so little is sorted.
+        used &= (closed > closed[j]) | (mu == mu[j])
         c, m = closed[used], mu[used]
         order = np.lexsort((-c, -m))  # mu descending, then closed descending
         c, m = c[order], m[order]
