@@ -70,6 +70,9 @@ _N_STATS = 6
 _KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP, _KIND_DLAPLACE = 0, 1, 2, 3
 _GRID = 2.0 ** -20  # privbandit.mechanisms.sampling.GRID (not imported: the mechanisms import the ledger)
 _STAGE_ROUNDS = 256
+# Listed releases of at least this many rows carry their tracked rows (a "head") when staged: below it,
+# slicing per call costs more than selecting the tracked rows of a whole drain at once.
+_HEAD_MIN_ROWS = 1024
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -102,6 +105,10 @@ def _flatten(values: tuple, rows: tuple, dtype) -> np.ndarray:
             return np.concatenate(values, dtype=dtype, casting="unsafe")
         except ValueError:  # 0-d arrays among them (one value for their entry): the general path
             pass
+    if np.ndarray not in set(map(type, values)) and values.count(values[0]) == len(values):
+        # one value for every release (a mechanism's scale, sensitivity 1), most often the very same
+        # object, which list.count matches by identity before comparing
+        return np.full(sum([r.size for r in rows]), values[0], dtype=dtype)
     lengths = [r.size for r in rows]
     vector = [_is_vector(v) for v in values]
     if not any(vector):
@@ -205,8 +212,8 @@ class Ledger:
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
         # listed releases, every replicate's (the draw counts are derived from them at the drain)
         # (kind, rep, st, lo, hi, param, sens, head): rep/st 1-D, others 1-D or scalar; ``head`` the
-        # same six fields for the entry's rows in tracked replicates only (None: no tracked row), so a
-        # drain folds in the tracked releases without flattening every replicate's (see _heads_valid)
+        # same six fields for the entry's rows in tracked replicates only (None: not kept, see
+        # _head_of), so a drain folds in the tracked releases without flattening every replicate's
         self._sparse: list[tuple] = []
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
@@ -380,13 +387,13 @@ class Ledger:
     def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
         """The fields of a staged entry restricted to its rows in tracked replicates, in order: its
         first m rows, m found by bisection (the mechanisms list replicates in ascending order), or
-        with ``exact`` selected row by row. None when no replicate is tracked. A drain checks that
-        the heads hold every tracked row (:meth:`_heads_valid`) before it relies on them."""
+        with ``exact`` selected row by row. None when every replicate or none is tracked, and for a
+        short entry (fewer than _HEAD_MIN_ROWS rows) unless ``exact``. A drain uses the heads only
+        when every entry has one and they hold every tracked row (:meth:`_heads_valid`)."""
         n = self._n_tracked
-        if n == 0:
+        # no head when no replicate is tracked, or every one is (the entry is its own head)
+        if n == 0 or n >= self.replicates or (rep.size < _HEAD_MIN_ROWS and not exact):
             return None
-        if n >= self.replicates:  # every row is tracked
-            return rep, st, lo, hi, p, s
         if exact:
             keep = np.asarray(rep) < n
             return tuple(x[keep] if type(x) is np.ndarray and x.ndim else x for x in (rep, st, lo, hi, p, s))
@@ -493,17 +500,16 @@ class Ledger:
         n_tracked_rows = int(counted[: n_start * self.streams].sum())
         if n_tracked_rows == 0:
             return
-        use_heads = self._heads_valid(heads, n_tracked_rows)
+        # where each entry's tracked rows are: all of it, its head, or to be selected row by row
+        whole = n_start >= self.replicates
+        use_heads = whole or self._heads_valid(heads, n_tracked_rows)
         kind_set = set(kinds)
         for kind in kind_set:
             rows = sparse if len(kind_set) == 1 else [e for e in sparse if e[0] == kind]
             if use_heads:
                 # the tracked rows of each entry, in order: the releases the row-by-row selection
                 # below keeps, in the same order (so the same sums, bit for bit)
-                present = [e[7] for e in rows if e[7] is not None]
-                if not present:
-                    continue
-                h_reps, h_sts, *fields = zip(*present)
+                h_reps, h_sts, *fields = zip(*(e[1:7] for e in rows)) if whole else zip(*(e[7] for e in rows))
                 t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * self.streams
                            + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
                 if t_cells.size == 0:
@@ -545,9 +551,9 @@ class Ledger:
         in a tracked replicate, and the heads hold as many rows as the draw counts of the tracked
         replicates, ``n_tracked_rows`` (so, being subsets of their entries' tracked rows, each is
         all of them)."""
-        if self._n_tracked >= self.replicates:  # heads are the whole entries
-            return True
-        h_reps = [h[0] for h in heads if h is not None]
+        if None in heads:  # some entry kept no head
+            return False
+        h_reps = [h[0] for h in heads]
         if sum(map(len, h_reps)) != n_tracked_rows:
             return False
         return int(np.concatenate(h_reps).max()) < self._n_tracked
