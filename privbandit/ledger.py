@@ -194,6 +194,10 @@ class Ledger:
         # and no growth copies them later.
         self._capacity = _whole("capacity", capacity, 1)
         self._top = 0  # highest footprint end folded in: every record at or above it has zero totals
+        # Whether every footprint folded in starts at record 0 (prefix releases, e.g. posterior draws):
+        # then position 0 of a difference array only ever gains and later positions only lose, so
+        # each stream's first record has the largest totals, bit for bit (see realized_epsilon).
+        self._from_zero = True
         limit = self.replicates if track_replicates is None else min(
             self.replicates, _whole("track_replicates", track_replicates, 0))
         self._n_tracked = self._fit(self._capacity, limit)
@@ -230,6 +234,8 @@ class Ledger:
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
+        if "_from_zero" not in state:  # pickled before it was kept: assume footprints start anywhere
+            self._from_zero = False
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
             marked = np.zeros(self._capacity + 1, dtype=bool)
             for diff in self._diff.values():
@@ -577,22 +583,35 @@ class Ledger:
         starts_run[:, 0] = True
         np.not_equal(k[:, 1:], k[:, :-1], out=starts_run[:, 1:])
         starts = np.flatnonzero(starts_run)  # row-major over (cell, call): a cell's runs are contiguous
-        lengths = np.diff(np.append(starts, starts_run.size)).astype(float)
+        # run lengths: the gaps between run starts, and the last run to the end (exact in float)
+        lengths = np.empty(starts.size)
+        np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+        lengths[-1] = starts_run.size - starts[-1]
         hi = k.reshape(-1)[starts]
         live = hi >= 1  # streams holding no record released nothing
-        if not live.any():
-            return
-        cells, hi, lengths = starts[live] // calls, hi[live].astype(np.int64), lengths[live]
-        param, sens = (np.broadcast_to(np.asarray(a, dtype=float), hi.shape) for a in parameters(hi))
-        if not (np.all(param > 0) and np.all(np.isfinite(param)) and np.all(sens > 0) and np.all(np.isfinite(sens))):
+        if not live.all():
+            if not live.any():
+                return
+            starts, hi, lengths = starts[live], hi[live], lengths[live]
+        cells, hi = starts // calls, hi.astype(np.int64)
+        param, sens = (np.asarray(a, dtype=float) for a in parameters(hi))
+        if param.shape != hi.shape or sens.shape != hi.shape:
+            param, sens = np.broadcast_to(param, hi.shape), np.broadcast_to(sens, hi.shape)
+        # min and max propagate NaN, which fails both comparisons
+        if not (param.min() > 0 and param.max() < math.inf and sens.min() > 0 and sens.max() < math.inf):
             raise ValueError("parameters(k) must return scale/sigma and sensitivity in (0, inf) for every k >= 1")
-        vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
+        if kind == _KIND_GAUSSIAN:
+            # _leaf_stats' two Gaussian columns, weighted: (s / p)^2 * length, and 1.0 * length == length
+            weighted = {_S_MU2: (sens / param) ** 2 * lengths, _S_GAUSS: lengths}
+        else:
+            vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
+            weighted = {stat: vals[:, stat] for stat in _KIND_STATS[kind]}
         at = hi * n_cells + cells
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)  # index = position * (R_t K) + cell
             # every footprint starts at record 0: the additions are one weighted bincount per cell
-            flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
-            np.subtract.at(flat, at, vals[:, stat])
+            flat[:n_cells] += np.bincount(cells, weights=weighted[stat], minlength=n_cells)
+            np.subtract.at(flat, at, weighted[stat])
         self._marked[0] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
@@ -610,6 +629,8 @@ class Ledger:
         self._marked[lo] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
+        if self._from_zero and lo.any():
+            self._from_zero = False
 
     def _stat_diff(self, stat: int) -> np.ndarray:
         """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
@@ -832,8 +853,16 @@ class Ledger:
         if relation == "round" and self._rounds is not None:
             return self._realized_by_round(delta, out)
         if not {_S_EPS, _S_RHO} & self._diff.keys():  # Gaussian releases only: GDP, worst = largest mu
-            (mu2,) = self._totals(_S_MU2)
-            worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+            if self._from_zero:
+                # Every footprint starts at record 0: a stream's totals are diff[0] at its first record
+                # and never grow after it (later positions hold only subtractions, and x + y <= x in
+                # floating point for y <= 0), so the first records' totals hold the maximum, exactly.
+                mu2 = (self._diff[_S_MU2][:1] if self._top and _S_MU2 in self._diff
+                       else np.zeros((0, self._n_tracked, self.streams)))
+                worst = np.maximum(np.moveaxis(mu2, 0, 2).reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+            else:
+                (mu2,) = self._totals(_S_MU2)
+                worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
         # the worst record is a maximum over records: the distinct records' totals suffice
