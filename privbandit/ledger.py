@@ -20,10 +20,15 @@ additive statistics of the releases:
 A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's totals are the cumulative
 sums over positions. Each statistic has its own array, created when a release first touches it.
 Releases are staged and folded in by one vectorised drain every 256 calls (``np.add.at``; draw
-counts by ``bincount``); worst-record queries cost O(R_tracked K top) for the statistics in use,
-made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+counts by ``bincount``; a long listed release, 1024 rows or more, is staged with its rows in tracked
+replicates, its first ones as the mechanisms list replicates in order -- checked at the drain against
+the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
+does not flatten the untracked ones); worst-record queries cost O(R_tracked K top) for the
+statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
-totals). Capacity doubles as streams grow (the engine preallocates the horizon).
+totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
+draws' do: the first records then hold the largest totals). Capacity doubles as streams grow (the
+engine preallocates the horizon).
 
 Memory guard: the difference arrays take at most ``R_tracked * K * (capacity + 1) * 6 * 8`` bytes (the
 guard counts all six statistics, whichever are in use). When that
