@@ -386,7 +386,8 @@ class Ledger:
                 and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                 and (not isinstance(p, np.ndarray) or p.base is None)
                 and (not isinstance(s, np.ndarray) or s.base is None)):
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s, self._head_of(rep, st, lo_, hi_, p, s)))
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s,
+                                 self._head_of(rep, st, lo_, hi_, p, s) if rep.size >= _HEAD_MIN_ROWS else None))
         else:
             fields = [np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None) else x
                       for x in (rep, st, lo_, hi_, p, s)]
@@ -538,8 +539,8 @@ class Ledger:
             else:
                 # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
                 _, k_reps, k_sts, *fields, _ = zip(*rows)
-                k_cells = (np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * self.streams
-                           + np.concatenate(k_sts))
+                k_cells = cells if len(kind_set) == 1 else (
+                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(k_sts))
                 # Only the tracked rows go further: the fields are flattened for those alone (on a
                 # run of many replicates with a few tracked, the others are most of the entries).
                 keep = np.flatnonzero(k_cells < self._n_tracked * self.streams)
