@@ -20,10 +20,15 @@ additive statistics of the releases:
 A release on ``[lo, hi)`` adds at ``lo`` and subtracts at ``hi``; a record's totals are the cumulative
 sums over positions. Each statistic has its own array, created when a release first touches it.
 Releases are staged and folded in by one vectorised drain every 256 calls (``np.add.at``; draw
-counts by ``bincount``); worst-record queries cost O(R_tracked K top) for the statistics in use,
-made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+counts by ``bincount``; a long listed release, 1024 rows or more, is staged with its rows in tracked
+replicates, its first ones as the mechanisms list replicates in order -- checked at the drain against
+the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
+does not flatten the untracked ones); worst-record queries cost O(R_tracked K top) for the
+statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
-totals). Capacity doubles as streams grow (the engine preallocates the horizon).
+totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
+draws' do: the first records then hold the largest totals). Capacity doubles as streams grow (the
+engine preallocates the horizon).
 
 Memory guard: the difference arrays take at most ``R_tracked * K * (capacity + 1) * 6 * 8`` bytes (the
 guard counts all six statistics, whichever are in use). When that
@@ -70,6 +75,9 @@ _N_STATS = 6
 _KIND_LAPLACE, _KIND_GAUSSIAN, _KIND_ZCDP, _KIND_DLAPLACE = 0, 1, 2, 3
 _GRID = 2.0 ** -20  # privbandit.mechanisms.sampling.GRID (not imported: the mechanisms import the ledger)
 _STAGE_ROUNDS = 256
+# Listed releases of at least this many rows carry their tracked rows (a "head") when staged: below it,
+# slicing per call costs more than selecting the tracked rows of a whole drain at once.
+_HEAD_MIN_ROWS = 1024
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -102,6 +110,10 @@ def _flatten(values: tuple, rows: tuple, dtype) -> np.ndarray:
             return np.concatenate(values, dtype=dtype, casting="unsafe")
         except ValueError:  # 0-d arrays among them (one value for their entry): the general path
             pass
+    if np.ndarray not in set(map(type, values)) and values.count(values[0]) == len(values):
+        # one value for every release (a mechanism's scale, sensitivity 1), most often the very same
+        # object, which list.count matches by identity before comparing
+        return np.full(sum([r.size for r in rows]), values[0], dtype=dtype)
     lengths = [r.size for r in rows]
     vector = [_is_vector(v) for v in values]
     if not any(vector):
@@ -187,6 +199,10 @@ class Ledger:
         # and no growth copies them later.
         self._capacity = _whole("capacity", capacity, 1)
         self._top = 0  # highest footprint end folded in: every record at or above it has zero totals
+        # Whether every footprint folded in starts at record 0 (prefix releases, e.g. posterior draws):
+        # then position 0 of a difference array only ever gains and later positions only lose, so
+        # each stream's first record has the largest totals, bit for bit (see realized_epsilon).
+        self._from_zero = True
         limit = self.replicates if track_replicates is None else min(
             self.replicates, _whole("track_replicates", track_replicates, 0))
         self._n_tracked = self._fit(self._capacity, limit)
@@ -204,7 +220,10 @@ class Ledger:
         # then costs a few array copies instead of a dozen small numpy operations.
         self._staged: list[tuple] = []  # dense calls: (kind, mask, lo, hi, param, sens), (R_t, K) each
         # listed releases, every replicate's (the draw counts are derived from them at the drain)
-        self._sparse: list[tuple] = []  # (kind, rep, st, lo, hi, param, sens): rep/st 1-D, others 1-D or scalar
+        # (kind, rep, st, lo, hi, param, sens, head): rep/st 1-D, others 1-D or scalar; ``head`` the
+        # same six fields for the entry's rows in tracked replicates only (None: not kept, see
+        # _head_of), so a drain folds in the tracked releases without flattening every replicate's
+        self._sparse: list[tuple] = []
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -217,6 +236,11 @@ class Ledger:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
+            self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
+                            for entry in self._sparse]
+        if "_from_zero" not in state:  # pickled before it was kept: assume footprints start anywhere
+            self._from_zero = False
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
             marked = np.zeros(self._capacity + 1, dtype=bool)
             for diff in self._diff.values():
@@ -362,13 +386,33 @@ class Ledger:
                 and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                 and (not isinstance(p, np.ndarray) or p.base is None)
                 and (not isinstance(s, np.ndarray) or s.base is None)):
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s))
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s,
+                                 self._head_of(rep, st, lo_, hi_, p, s) if rep.size >= _HEAD_MIN_ROWS else None))
         else:
-            self._sparse.append((kind, *[np.array(x) if isinstance(x, np.ndarray) and x.ndim
-                                         and not (fresh and x.base is None) else x
-                                         for x in (rep, st, lo_, hi_, p, s)]))
+            fields = [np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None) else x
+                      for x in (rep, st, lo_, hi_, p, s)]
+            # public calls may list replicates in any order: their head is selected row by row
+            self._sparse.append((kind, *fields, self._head_of(*fields, exact=not fresh)))
         if len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
+
+    def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
+        """The fields of a staged entry restricted to its rows in tracked replicates, in order: its
+        first m rows, m found by bisection (the mechanisms list replicates in ascending order), or
+        with ``exact`` selected row by row. None when every replicate or none is tracked, and for a
+        short entry (fewer than _HEAD_MIN_ROWS rows) unless ``exact``. A drain uses the heads only
+        when every entry has one and they hold every tracked row (:meth:`_heads_valid`)."""
+        n = self._n_tracked
+        # no head when no replicate is tracked, or every one is (the entry is its own head)
+        if n == 0 or n >= self.replicates or (rep.size < _HEAD_MIN_ROWS and not exact):
+            return None
+        if exact:
+            keep = np.asarray(rep) < n
+            return tuple(x[keep] if type(x) is np.ndarray and x.ndim else x for x in (rep, st, lo, hi, p, s))
+        m = rep.searchsorted(n)
+        return (rep[:m], st[:m], lo[:m] if type(lo) is np.ndarray and lo.ndim else lo,
+                hi[:m] if type(hi) is np.ndarray and hi.ndim else hi, p[:m] if type(p) is np.ndarray and p.ndim else p,
+                s[:m] if type(s) is np.ndarray and s.ndim else s)
 
     def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
                       sensitivity: np.ndarray, mechanism: str, *, gaussian: bool, discrete: bool = False) -> None:
@@ -439,28 +483,8 @@ class Ledger:
                 counts, recorder.pending = recorder.buffer[: recorder.pending], 0
                 self._drain_prefix(recorder.kind, recorder.parameters, counts)
         sparse, self._sparse = self._sparse, []
-        kinds = {entry[0] for entry in sparse}
-        for kind in kinds:
-            rows = sparse if len(kinds) == 1 else [e for e in sparse if e[0] == kind]
-            # the staged fields column by column: (kind, rep, st, lo, hi, param, sens) per entry
-            _, reps, sts, *fields = zip(*rows)
-            cells = (np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams
-                     + np.concatenate(sts))
-            self._draws += np.bincount(cells, minlength=self._draws.size).reshape(self._draws.shape)
-            # Only the tracked rows go further: the fields are flattened for those alone (on a
-            # run of many replicates with a few tracked, the others are most of the entries).
-            keep = np.flatnonzero(cells < self._n_tracked * self.streams)
-            if keep.size == 0:
-                continue
-            lo, hi, par, sen = (_flatten_at(field, reps, dtype, keep)
-                                for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-            top = int(hi.max())
-            if top > self._capacity:
-                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (cells[keep] < self._n_tracked * self.streams) & (hi > lo)
-            if not live.any():
-                continue
-            self._scatter(kind, cells[keep][live], lo[live], hi[live], par[live], sen[live])
+        if sparse:
+            self._drain_sparse(sparse)
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -475,6 +499,76 @@ class Ledger:
                 continue
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
+
+    def _drain_sparse(self, sparse: list[tuple]) -> None:
+        """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
+        draw counts of every replicate by one bincount, then the tracked releases, one scatter per
+        kind, from the entries' heads when those hold every tracked row (else row by row)."""
+        kinds, reps, sts, *_, heads = zip(*sparse)
+        n_start = self._n_tracked
+        cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(sts)
+        counted = np.bincount(cells, minlength=self._draws.size)
+        self._draws += counted.reshape(self._draws.shape)
+        n_tracked_rows = int(counted[: n_start * self.streams].sum())
+        if n_tracked_rows == 0:
+            return
+        # where each entry's tracked rows are: all of it, its head, or to be selected row by row
+        whole = n_start >= self.replicates
+        use_heads = whole or self._heads_valid(heads, n_tracked_rows)
+        kind_set = set(kinds)
+        for kind in kind_set:
+            rows = sparse if len(kind_set) == 1 else [e for e in sparse if e[0] == kind]
+            if use_heads:
+                # the tracked rows of each entry, in order: the releases the row-by-row selection
+                # below keeps, in the same order (so the same sums, bit for bit)
+                h_reps, h_sts, *fields = zip(*(e[1:7] for e in rows)) if whole else zip(*(e[7] for e in rows))
+                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * self.streams
+                           + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
+                if t_cells.size == 0:
+                    continue
+                if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
+                    keep = np.flatnonzero(t_cells < self._n_tracked * self.streams)
+                    if keep.size == 0:
+                        continue
+                    lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
+                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                    t_cells = t_cells[keep]
+                else:
+                    lo, hi, par, sen = (_flatten(field, h_reps, dtype)
+                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+            else:
+                # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
+                _, k_reps, k_sts, *fields, _ = zip(*rows)
+                k_cells = cells if len(kind_set) == 1 else (
+                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(k_sts))
+                # Only the tracked rows go further: the fields are flattened for those alone (on a
+                # run of many replicates with a few tracked, the others are most of the entries).
+                keep = np.flatnonzero(k_cells < self._n_tracked * self.streams)
+                if keep.size == 0:
+                    continue
+                lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
+                                    for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                t_cells = k_cells[keep]
+            top = int(hi.max())
+            if top > self._capacity:
+                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+            live = (t_cells < self._n_tracked * self.streams) & (hi > lo)
+            if not live.any():
+                continue
+            self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
+
+    def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
+        """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:
+        a caller listing replicates out of order would give a prefix that is not): every head row is
+        in a tracked replicate, and the heads hold as many rows as the draw counts of the tracked
+        replicates, ``n_tracked_rows`` (so, being subsets of their entries' tracked rows, each is
+        all of them)."""
+        if None in heads:  # some entry kept no head
+            return False
+        h_reps = [h[0] for h in heads]
+        if sum(map(len, h_reps)) != n_tracked_rows:
+            return False
+        return int(np.concatenate(h_reps).max()) < self._n_tracked
 
     def _drain_prefix(self, kind: int, parameters, counts: np.ndarray) -> None:
         """Fold in staged prefix releases: ``counts`` (calls, R, K), one release per entry k >= 1
@@ -495,22 +589,35 @@ class Ledger:
         starts_run[:, 0] = True
         np.not_equal(k[:, 1:], k[:, :-1], out=starts_run[:, 1:])
         starts = np.flatnonzero(starts_run)  # row-major over (cell, call): a cell's runs are contiguous
-        lengths = np.diff(np.append(starts, starts_run.size)).astype(float)
+        # run lengths: the gaps between run starts, and the last run to the end (exact in float)
+        lengths = np.empty(starts.size)
+        np.subtract(starts[1:], starts[:-1], out=lengths[:-1])
+        lengths[-1] = starts_run.size - starts[-1]
         hi = k.reshape(-1)[starts]
         live = hi >= 1  # streams holding no record released nothing
-        if not live.any():
-            return
-        cells, hi, lengths = starts[live] // calls, hi[live].astype(np.int64), lengths[live]
-        param, sens = (np.broadcast_to(np.asarray(a, dtype=float), hi.shape) for a in parameters(hi))
-        if not (np.all(param > 0) and np.all(np.isfinite(param)) and np.all(sens > 0) and np.all(np.isfinite(sens))):
+        if not live.all():
+            if not live.any():
+                return
+            starts, hi, lengths = starts[live], hi[live], lengths[live]
+        cells, hi = starts // calls, hi.astype(np.int64)
+        param, sens = (np.asarray(a, dtype=float) for a in parameters(hi))
+        if param.shape != hi.shape or sens.shape != hi.shape:
+            param, sens = np.broadcast_to(param, hi.shape), np.broadcast_to(sens, hi.shape)
+        # min and max propagate NaN, which fails both comparisons
+        if not (param.min() > 0 and param.max() < math.inf and sens.min() > 0 and sens.max() < math.inf):
             raise ValueError("parameters(k) must return scale/sigma and sensitivity in (0, inf) for every k >= 1")
-        vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
+        if kind == _KIND_GAUSSIAN:
+            # _leaf_stats' two Gaussian columns, weighted: (s / p)^2 * length, and 1.0 * length == length
+            weighted = {_S_MU2: (sens / param) ** 2 * lengths, _S_GAUSS: lengths}
+        else:
+            vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
+            weighted = {stat: vals[:, stat] for stat in _KIND_STATS[kind]}
         at = hi * n_cells + cells
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)  # index = position * (R_t K) + cell
             # every footprint starts at record 0: the additions are one weighted bincount per cell
-            flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
-            np.subtract.at(flat, at, vals[:, stat])
+            flat[:n_cells] += np.bincount(cells, weights=weighted[stat], minlength=n_cells)
+            np.subtract.at(flat, at, weighted[stat])
         self._marked[0] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
@@ -528,6 +635,8 @@ class Ledger:
         self._marked[lo] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
+        if self._from_zero and lo.any():
+            self._from_zero = False
 
     def _stat_diff(self, stat: int) -> np.ndarray:
         """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
@@ -750,8 +859,16 @@ class Ledger:
         if relation == "round" and self._rounds is not None:
             return self._realized_by_round(delta, out)
         if not {_S_EPS, _S_RHO} & self._diff.keys():  # Gaussian releases only: GDP, worst = largest mu
-            (mu2,) = self._totals(_S_MU2)
-            worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+            if self._from_zero:
+                # Every footprint starts at record 0: a stream's totals are diff[0] at its first record
+                # and never grow after it (later positions hold only subtractions, and x + y <= x in
+                # floating point for y <= 0), so the first records' totals hold the maximum, exactly.
+                mu2 = (self._diff[_S_MU2][:1] if self._top and _S_MU2 in self._diff
+                       else np.zeros((0, self._n_tracked, self.streams)))
+                worst = np.maximum(np.moveaxis(mu2, 0, 2).reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+            else:
+                (mu2,) = self._totals(_S_MU2)
+                worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
         # the worst record is a maximum over records: the distinct records' totals suffice
@@ -797,6 +914,11 @@ class Ledger:
         top = self._gdp_eps(float(mu[j]), delta)
         if closed[j] >= top:
             return top
+        # The first record in the order below has mu = mu_max and closed >= closed[j]: a record with
+        # closed <= closed[j] and a smaller mu is dominated by it, off the front, and never changes
+        # its running maximum. Dropping those first leaves the front and its order (so the result,
+        # bit for bit) unchanged; most records go (closed and mu grow together), so little is sorted.
+        used &= (closed > closed[j]) | (mu == mu[j])
         c, m = closed[used], mu[used]
         order = np.lexsort((-c, -m))  # mu descending, then closed descending
         c, m = c[order], m[order]

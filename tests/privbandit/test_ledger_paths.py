@@ -1,0 +1,344 @@
+"""Ledger fast paths against the straightforward ones: the same state, bit for bit.
+
+* Listed releases staged with their tracked rows (a "head", _HEAD_MIN_ROWS rows or more) against
+  the row-by-row selection (heads switched off), for sorted rows (the mechanisms' order), rows out of
+  order (the drain's check must refuse the heads), tracked subsets, growth that drops replicates
+  from tracking, pickling mid-staging and states pickled before heads existed.
+* The Pareto-front query ``_worst_min`` against a brute-force maximum over every record.
+* Gaussian-only realized spend from the first records (every footprint starting at 0) against the
+  query over every record.
+* The prefix recorder's drain against the previous implementation, kept here as the reference.
+* Whole simulations (R = 1, a few replicates, and enough for heads, tracked subsets) with heads on
+  and off: the same realized and certified epsilons, bit for bit.
+"""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import privbandit.ledger as ledger_mod
+from privbandit.ledger import _N_STATS, Ledger
+
+
+def _state(led: Ledger) -> dict:
+    led._settle()
+    return dict(draws=led._draws.copy(), top=led._top, n=led._n_tracked, cap=led._capacity,
+                marked=led._marked.copy(), diff={k: v.copy() for k, v in led._diff.items()},
+                eps=led.realized_epsilon(1e-6), pure=led.realized_pure_epsilon(), mu=led.realized_mu())
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    assert (a["top"], a["n"], a["cap"]) == (b["top"], b["n"], b["cap"])
+    assert a["diff"].keys() == b["diff"].keys()
+    for key in ("draws", "marked", "eps", "pure", "mu"):
+        assert a[key].tobytes() == b[key].tobytes(), key
+    for stat in a["diff"]:
+        assert a["diff"][stat].tobytes() == b["diff"][stat].tobytes(), stat
+
+
+def _releases(rng, R, K, calls, *, order="sorted"):
+    """Release calls as the mechanisms make them: a mask over (R, K) (every stream or a random
+    subset: entries above and below _HEAD_MIN_ROWS), rows in row-major order (or shuffled)."""
+    counts = np.zeros((R, K), dtype=np.int64)
+    out = []
+    for t in range(calls):
+        # mostly long entries (every drain of them takes the heads), some drains with short ones too
+        p = 0.05 if (t // 256) % 2 and t % 5 == 1 else 0.9
+        mask = np.ones((R, K), bool) if t % 3 == 0 else rng.random((R, K)) < p
+        counts[mask] += 1
+        rr, kk = np.nonzero(mask)
+        if order == "shuffled" and t % 2:
+            p = rng.permutation(rr.size)
+            rr, kk = rr[p], kk[p]
+        hi = counts[rr, kk]
+        lo = np.maximum(hi - rng.integers(1, 4, rr.size), 0) if t % 2 else 0
+        scale = rng.uniform(0.5, 2.0, rr.size) if t % 5 == 0 else 2.0
+        sens = 1.0 if t % 4 else 1.0 / hi
+        kind = dict(gaussian=True) if t % 7 == 3 else dict(discrete=True) if t % 11 == 5 else {}
+        out.append((rr.copy(), kk.copy(), lo, hi.copy(), scale, sens, kind))
+    return out
+
+
+def _feed(led: Ledger, releases, start=0, stop=None):
+    for rr, kk, lo, hi, scale, sens, kind in releases[start:stop]:
+        lo = lo.copy() if isinstance(lo, np.ndarray) else lo
+        scale = scale.copy() if isinstance(scale, np.ndarray) else scale
+        sens = sens.copy() if isinstance(sens, np.ndarray) else sens
+        led._record_from_mechanism(rr.copy(), kk.copy(), lo, hi.copy(), scale, sens, "m", None, **kind)
+
+
+def _pair(monkeypatch, make, feed):
+    """The state with heads (the default) and with every head refused (rows one by one)."""
+    fast = make()
+    feed(fast)
+    fast_state = _state(fast)
+    with monkeypatch.context() as m:
+        m.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+        slow = make()
+        feed(slow)
+        slow_state = _state(slow)
+    return fast_state, slow_state
+
+
+@pytest.mark.parametrize("R, track, order", [(300, 8, "sorted"), (300, 8, "shuffled"), (260, 1, "sorted"),
+                                             (300, None, "sorted"), (1, None, "sorted")])
+def test_listed_heads_equal_row_by_row_selection(monkeypatch, R, track, order):
+    K = 5 if R > 1 else 3000  # one replicate: entries of >= _HEAD_MIN_ROWS rows through many streams
+    releases = _releases(np.random.default_rng(R), R, K, 600 if R > 1 else 300, order=order)
+    verdicts = []
+    original = Ledger._heads_valid
+    monkeypatch.setattr(Ledger, "_heads_valid", lambda self, *a: verdicts.append(original(self, *a)) or verdicts[-1])
+    fast, slow = _pair(monkeypatch, lambda: Ledger(R, K, track_replicates=track, capacity=1024),
+                       lambda led: _feed(led, releases))
+    _assert_same(fast, slow)
+    if R > 1 and track is not None:  # the heads were taken (sorted rows), refused (shuffled) or lacking
+        assert (True in verdicts) == (order == "sorted") and False in verdicts
+    assert fast["draws"].sum() == sum(r[0].size for r in releases)
+
+
+def test_heads_are_checked_not_assumed(monkeypatch):
+    """Rows out of order in a long entry: the bisected head misses tracked rows, the drain's check
+    (head rows in tracked replicates, as many as the draw counts say) refuses the heads."""
+    R, K, refused = 400, 5, []
+    original = Ledger._heads_valid
+
+    def spy(self, heads, n):
+        ok = original(self, heads, n)
+        refused.append(not ok)
+        return ok
+
+    monkeypatch.setattr(Ledger, "_heads_valid", spy)
+    rr, kk = np.nonzero(np.ones((R, K), bool))
+    fast, slow = _pair(monkeypatch, lambda: Ledger(R, K, track_replicates=6),
+                       lambda led: led._record_from_mechanism(rr[::-1].copy(), kk[::-1].copy(), 0, 3, 1.0, 1.0,
+                                                              "m", None))
+    _assert_same(fast, slow)
+    assert refused and refused[0]
+    assert fast["pure"][0] == 1.0 and np.isnan(fast["pure"][6])
+
+
+def test_growth_that_drops_tracked_replicates_between_kinds(monkeypatch):
+    """One drain with Laplace and Gaussian entries whose footprints outgrow the capacity: the
+    growth of the first kind drops replicates from tracking; the heads of the second kind, taken
+    before, then hold rows no longer tracked, which the drain must leave out as the row-by-row
+    selection does."""
+    R, K = 300, 5
+    per_rep = K * 6 * 8
+    rr, kk = np.nonzero(np.ones((R, K), bool))
+
+    def feed(led):
+        for t in range(40):
+            hi = np.full(rr.size, 100 if t > 20 else 40)
+            led._record_from_mechanism(rr.copy(), kk.copy(), 0, hi, 1.5, 1.0, "m", None, gaussian=bool(t % 2))
+
+    make = lambda: Ledger(R, K, track_replicates=10, capacity=64, max_tracked_bytes=per_rep * 10 * 65)
+    fast, slow = _pair(monkeypatch, make, feed)
+    _assert_same(fast, slow)
+    assert fast["n"] == 5 and fast["cap"] == 128  # tracking shrank at the growth to 128 positions
+
+
+def test_pickled_mid_staging_and_legacy_entries(monkeypatch):
+    """A ledger pickled with staged entries (heads included) continues as the unpickled one; a state
+    pickled before entries carried heads (7-field entries) is given exact heads on loading."""
+    R, K = 300, 5
+    releases = _releases(np.random.default_rng(9), R, K, 400)
+    whole = Ledger(R, K, track_replicates=7)
+    _feed(whole, releases)
+    half = Ledger(R, K, track_replicates=7)
+    _feed(half, releases, stop=300)
+    assert half._sparse  # mid-staging
+    resumed = pickle.loads(pickle.dumps(half))
+    _feed(resumed, releases, start=300)
+    _assert_same(_state(resumed), _state(whole))
+
+    legacy = Ledger(R, K, track_replicates=7)
+    _feed(legacy, releases, stop=300)
+    state = dict(legacy.__dict__)
+    state["_sparse"] = [entry[:7] for entry in state["_sparse"]]
+    old = Ledger.__new__(Ledger)
+    old.__setstate__(state)
+    assert all(len(entry) == 8 for entry in old._sparse)
+    _feed(old, releases, start=300)
+    _assert_same(_state(old), _state(whole))
+
+
+def _naive_pure_and_mu(releases, R, K, tracked):
+    """Per record, straight from the definition: the sum of eps over the Laplace releases whose
+    footprint holds it, of mu^2, and whether a Gaussian one does (then pure eps is inf)."""
+    from accountants import gdp_conversion
+
+    eps, mu2, gauss = {}, {}, set()
+    for rr, kk, lo, hi, scale, sens, kind in releases:
+        n = rr.size
+        lo_a, sc, se = (np.broadcast_to(x, (n,)) for x in (lo, scale, sens))
+        for i in range(n):
+            if rr[i] >= tracked:
+                continue
+            for pos in range(int(lo_a[i]), int(hi[i])):
+                key = (int(rr[i]), int(kk[i]), pos)
+                e = float(se[i]) / float(sc[i])
+                if kind.get("gaussian"):
+                    gauss.add(key)
+                    mu2[key] = mu2.get(key, 0.0) + e * e
+                else:
+                    eps[key] = eps.get(key, 0.0) + e
+                    mu2[key] = mu2.get(key, 0.0) + float(gdp_conversion.mu_from_pure_epsilon(e)) ** 2
+    pure = np.zeros(tracked)
+    mu = np.zeros(tracked)
+    for key in set(eps) | set(mu2):
+        r = key[0]
+        pure[r] = max(pure[r], math.inf if key in gauss else eps.get(key, 0.0))
+        mu[r] = max(mu[r], math.sqrt(mu2.get(key, 0.0)))
+    return pure, mu
+
+
+def test_listed_heads_match_the_definition():
+    """Independent of the difference arrays: realized pure eps and mu from per-record sums."""
+    R, K, track = 240, 5, 3
+    releases = _releases(np.random.default_rng(4), R, K, 90)
+    releases = [r[:6] + ({"gaussian": True} if r[6].get("gaussian") else {},) for r in releases]
+    led = Ledger(R, K, track_replicates=track)
+    _feed(led, releases)
+    pure, mu = _naive_pure_and_mu(releases, R, K, track)
+    # sums of <= 90 terms of size <= 4: the two summation orders agree to ~90 * 4 * 2.2e-16
+    np.testing.assert_allclose(led.realized_pure_epsilon()[:track], pure, rtol=1e-12)
+    np.testing.assert_allclose(led.realized_mu()[:track], mu, rtol=1e-12)
+    assert np.isnan(led.realized_mu()[track:]).all()
+
+
+def test_worst_min_equals_the_maximum_over_every_record():
+    """The pruned Pareto-front query returns max over records of min(closed, eps_gdp(mu)), bit for
+    bit, with ties in mu, records without releases (mu = 0) and a closed form that undercuts GDP."""
+    rng = np.random.default_rng(2)
+    led = Ledger(1, 1)
+    delta = 1e-6
+    for trial in range(60):
+        n = int(rng.integers(1, 60))
+        mu = np.round(rng.uniform(0, 3, n), 1) * (rng.random(n) < 0.9)  # ties and zeros
+        gdp = np.array([led._gdp_eps(m, delta) for m in mu])
+        closed = gdp * rng.uniform(0.3, 1.6, n)
+        if trial % 5 == 0:
+            closed[rng.integers(0, n)] = np.inf
+        used = mu > 0
+        expected = max((min(c, g) for c, g, u in zip(closed, gdp, used) if u), default=0.0)
+        assert led._worst_min(closed.copy(), mu.copy(), delta) == expected
+
+
+def test_gaussian_prefix_realized_from_first_records_equals_every_record():
+    """Every footprint starting at 0: realized_epsilon reads the first records; forcing the query
+    over every record gives the same, bit for bit. A footprint starting later switches it off."""
+    rng = np.random.default_rng(6)
+    R, K = 7, 3
+    led = Ledger(R, K, track_replicates=5)
+    record = led.prefix_recorder(lambda k: (np.sqrt(4.0 / (k + 1.0)), 1.0 / (k + 1.0)), "post")
+    counts = np.zeros((R, K), dtype=np.int64)
+    for _ in range(900):
+        record(counts)
+        counts[np.arange(R), rng.integers(0, K, R)] += 1
+    fast = led.realized_epsilon(1e-6)
+    assert led._from_zero
+    led._from_zero = False
+    assert led.realized_epsilon(1e-6).tobytes() == fast.tobytes()
+    led._from_zero = True
+    led.record_gaussian(0, 0, 3, 5, 0.01, 1.0, mechanism="late")
+    led._settle()
+    assert not led._from_zero
+    assert led.realized_epsilon(1e-6)[0] > fast[0]
+    # a state pickled before the flag existed takes the full query
+    state = dict(led.__dict__)
+    del state["_from_zero"]
+    old = Ledger.__new__(Ledger)
+    old.__setstate__(state)
+    assert old._from_zero is False
+
+
+def _previous_drain_prefix(led: Ledger, kind, parameters, counts):
+    """The prefix drain before its numpy calls were trimmed (session 5), as the reference."""
+    from privbandit.ledger import _KIND_STATS
+
+    if counts.min() >= 1:
+        led._draws += counts.shape[0]
+    else:
+        led._draws += np.count_nonzero(counts >= 1, axis=0)
+    if led._n_tracked and (top := int(counts[:, : led._n_tracked].max())) > led._capacity:
+        led._grow(top)
+    calls, n_cells = counts.shape[0], led._n_tracked * led.streams
+    if n_cells == 0:
+        return
+    k = counts[:, : led._n_tracked].reshape(calls, n_cells).T
+    starts_run = np.empty(k.shape, dtype=bool)
+    starts_run[:, 0] = True
+    np.not_equal(k[:, 1:], k[:, :-1], out=starts_run[:, 1:])
+    starts = np.flatnonzero(starts_run)
+    lengths = np.diff(np.append(starts, starts_run.size)).astype(float)
+    hi = k.reshape(-1)[starts]
+    live = hi >= 1
+    if not live.any():
+        return
+    cells, hi, lengths = starts[live] // calls, hi[live].astype(np.int64), lengths[live]
+    param, sens = (np.broadcast_to(np.asarray(a, dtype=float), hi.shape) for a in parameters(hi))
+    vals = led._leaf_stats(kind, param, sens) * lengths[:, None]
+    at = hi * n_cells + cells
+    for stat in _KIND_STATS[kind]:
+        flat = led._stat_diff(stat).reshape(-1)
+        flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
+        np.subtract.at(flat, at, vals[:, stat])
+    led._marked[0] = True
+    led._marked[hi] = True
+    led._top = max(led._top, int(hi.max()))
+
+
+@pytest.mark.parametrize("gaussian, track", [(True, None), (True, 2), (False, 3), (True, 0)])
+def test_prefix_drain_equals_the_previous_drain(monkeypatch, gaussian, track):
+    """Unpulled arms (k = 0) early, growth past the capacity, queries between staging blocks."""
+    def run():
+        rng = np.random.default_rng(1)
+        R, K = 6, 4
+        led = Ledger(R, K, track_replicates=track, capacity=32)
+        params = (lambda k: (np.sqrt(4.0 / (k + 1.0)), 1.0 / (k + 1.0))) if gaussian else \
+            (lambda k: (2.0 / np.maximum(k, 1), 1.0 / np.maximum(k, 1)))
+        record = led.prefix_recorder(params, "post", gaussian=gaussian)
+        counts = np.zeros((R, K), dtype=np.int64)
+        for t in range(1000):
+            record(counts.astype(float))
+            if t in (300, 301, 777):
+                led.realized_epsilon(1e-6)  # a settle splits the staging block
+            counts[np.arange(R), rng.integers(0, K, R)] += rng.integers(0, 2, R)
+        return _state(led)
+
+    new = run()
+    monkeypatch.setattr(Ledger, "_drain_prefix", _previous_drain_prefix)
+    _assert_same(new, run())
+
+
+@pytest.mark.parametrize("name", ["dp_ucb", "gaussian_ts", "private_ucb", "lazy_dp_ts", "dp_ucb_bound"])
+@pytest.mark.parametrize("R, T, track", [(1, 300, 8), (260, 120, 8), (230, 90, None)])
+def test_simulations_equal_with_heads_off(monkeypatch, name, R, T, track):
+    """Whole runs: realized and certified epsilons identical, bit for bit, with the listed heads and
+    the Gaussian first-record query switched off (the row-by-row selection, every record)."""
+    from privbandit.engine import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import REGISTRY, GaussianTS
+
+    def run():
+        pol = GaussianTS(b=10, c=4.0) if name == "gaussian_ts" else REGISTRY[name]()
+        res = simulate(pol, Bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]), T, R, seed=2, progress=False,
+                       ledger_replicates=track)
+        return res.realized_epsilon, res.certified_epsilon, res.certified_closed_form
+
+    fast = run()
+    original_init = Ledger.__init__
+
+    def init(self, *a, **k):
+        original_init(self, *a, **k)
+        self._from_zero = False
+
+    monkeypatch.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+    monkeypatch.setattr(Ledger, "__init__", init)
+    slow = run()
+    for a, b in zip(fast, slow):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    assert np.isfinite(fast[0][-1, : min(R, track or R)]).all()
