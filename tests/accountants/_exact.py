@@ -12,15 +12,16 @@ import mpmath
 import numpy as np
 from scipy import stats
 
-mpmath.mp.dps = 50
 
 
+@mpmath.workdps(50)  # a local precision: the global mpmath context is left to each test
 def gdp_delta(mu: float, eps: float) -> mpmath.mpf:
     mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
     a = -eps / mu + mu / 2
     return mpmath.ncdf(a) - mpmath.exp(eps) * mpmath.ncdf(a - mu)
 
 
+@mpmath.workdps(50)
 def gdp_epsilon(mu: float, delta: float) -> float:
     """The exact eps(delta) of mu-GDP (bisection in mpmath; 1e-14 relative)."""
     lo, hi = mpmath.mpf(0), mpmath.mpf(mu) * (mpmath.mpf(mu) / 2 + 40)

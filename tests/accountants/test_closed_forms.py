@@ -79,8 +79,8 @@ def test_kov_total_delta_with_approx_releases():
 
 
 # --- optimal composition (KOV 2015 Thm 3.3) ------------------------------------------------------
+@mpmath.workdps(50)
 def brute_force_delta(k, eps0, eps, delta0=0.0):
-    mpmath.mp.dps = 50
     e0, e = mpmath.mpf(eps0), mpmath.mpf(eps)
     p = mpmath.exp(e0) / (1 + mpmath.exp(e0))
     q = 1 - p

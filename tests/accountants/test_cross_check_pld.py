@@ -80,10 +80,10 @@ def test_gaussian_mixes_gdp_closed_form(seed):
     mu2 = sum(n * (leaf.sensitivity / leaf.sigma) ** 2 for leaf, n in event.grouped().items())
     gdp = GDPAccountant().compose(event)
     assert gdp.mu() == pytest.approx(math.sqrt(mu2), rel=1e-9)
-    mpmath.mp.dps = 40
-    mu = mpmath.sqrt(mpmath.mpf(mu2))
     eps = gdp.epsilon(DELTA)
-    exact_delta = (mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2))
+    with mpmath.workdps(40):
+        mu = mpmath.sqrt(mpmath.mpf(mu2))
+        exact_delta = (mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2))
     assert gdp.delta(eps) == pytest.approx(float(exact_delta), rel=1e-9)
     assert float(exact_delta) <= DELTA * (1 + 1e-9)
     # GDP is exact for Gaussians: it is a lower reference for every other accountant, and PLD is

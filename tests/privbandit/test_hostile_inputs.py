@@ -100,13 +100,13 @@ def test_gaussian_certificates_are_exact_gdp_at_tiny_delta():
     mp = pytest.importorskip("mpmath")
     from privbandit.policies.base import schedule_for
 
-    mp.mp.dps = 50
     for policy, structure, relation in [(GaussianTS(b=4, c=8.0), None, "entry"), (JointDPLinUCB(), None, "entry"),
                                         (GaussianTSN(b=4, c=8.0), {"max_degree": 2}, "round")]:
         schedule = schedule_for(policy, 2000, 3, structure, relation)
-        mu = mp.sqrt(sum(n * mp.mpf(leaf.gdp_mu()) ** 2 for leaf, n in schedule.events(2000).grouped().items()))
-        eps = mp.mpf(schedule.epsilon(2000, 1e-15).value)
-        exact = mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2)
+        with mp.workdps(50):
+            mu = mp.sqrt(sum(n * mp.mpf(leaf.gdp_mu()) ** 2 for leaf, n in schedule.events(2000).grouped().items()))
+            eps = mp.mpf(schedule.epsilon(2000, 1e-15).value)
+            exact = mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2)
         assert 0.999e-15 <= exact <= 1e-15, (policy, exact)
 
 

@@ -23,7 +23,11 @@ mp = pytest.importorskip("mpmath")
 def exact_delta(leaf: DiscreteLaplace, eps: float):
     """delta(eps) = sum_z p(z) (1 - e^(eps - L(z)))_+ for noise t Z, P(z) ~ q^|z|, q = e^(-1/t), and the
     loss L(z) = (|z - u| - |z|) / t of a shift by u grid units (t, u in grid units)."""
-    mp.mp.dps = 50
+    with mp.workdps(50):
+        return _exact_delta(leaf, eps)
+
+
+def _exact_delta(leaf: DiscreteLaplace, eps: float):
     t = mp.mpf(leaf.scale) / mp.mpf(leaf.grid)
     u = int(round(leaf.sensitivity / leaf.grid))
     q = mp.e ** (-1 / t)
