@@ -22,6 +22,14 @@ def _as_float(name: str, value: object) -> float:
     return x
 
 
+def finite(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring a finite real number."""
+    x = _as_float(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite real number, got {x!r}")
+    return x
+
+
 def positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """Return ``value`` as a float, requiring ``0 < value`` (``< inf`` unless ``allow_inf``)."""
     x = _as_float(name, value)

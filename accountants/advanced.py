@@ -29,6 +29,8 @@ def advanced_composition_epsilon(epsilons: Iterable[float], delta_prime: float) 
     The caller adds ``delta_prime`` to the sum of the releases' deltas. Rounded up slightly.
     """
     delta_prime = _validate.probability("delta_prime", delta_prime)
+    if isinstance(epsilons, (str, bytes)) or not hasattr(epsilons, "__iter__"):
+        raise ValueError(f"epsilons must be a sequence of per-release epsilons, got {epsilons!r}")
     s2, s3 = CompensatedSum(), CompensatedSum()
     for i, e in enumerate(epsilons):
         e = _validate.nonnegative(f"epsilons[{i}]", e)

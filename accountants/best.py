@@ -94,7 +94,13 @@ def default_accountants() -> list[Callable[[], Accountant]]:
 def _as_event(events: Event | Sequence[Event]) -> Event:
     if isinstance(events, Event):
         return events
-    return Composed(tuple(events))
+    if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
+        raise ValueError(f"events must be an Event or a sequence of Events, got {events!r}")
+    items = tuple(events)
+    for i, item in enumerate(items):
+        if not isinstance(item, Event):
+            raise ValueError(f"events[{i}] must be an Event (e.g. Laplace(scale=...)), got {item!r}")
+    return Composed(items)
 
 
 _PLD_SECONDS_PER_BIN = 2e-6  # measured: ~0.3 s for a 1.7e5-bin Gaussian self-composition, 2 cores

@@ -11,6 +11,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
 from scipy import optimize
 
 from accountants import _validate
@@ -39,7 +40,15 @@ def calibrate(certificate: Callable[[float], float], target: float, lower: float
     the search runs over whole numbers. Raises :class:`UnreachableTargetError` when even the most
     private end of the range misses the target.
     """
+    if not callable(certificate):
+        raise ValueError(f"certificate must be a callable p -> certified value, got {certificate!r}")
     target = _validate.positive("target", target)
+    _validate.finite("lower", lower)  # checked, kept as given (a whole-number search uses them as ints)
+    _validate.finite("upper", upper)
+    for name, flag in (("increasing", increasing), ("integer", integer)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    xtol = _validate.positive("xtol", xtol)
     if not lower < upper:
         raise ValueError(f"lower must be < upper, got [{lower}, {upper}]")
     safe_end, risky_end = (lower, upper) if increasing else (upper, lower)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -77,6 +78,13 @@ class LeafEvent(Event):
         """The equivalent ``dp_accounting`` event (see :mod:`accountants.interop`)."""
 
 
+def _ratio_up(sensitivity: float, scale: float) -> float:
+    """sensitivity / scale, never rounded down to 0: a ratio below the least subnormal (sensitivity 5e-324,
+    scale 2) is reported as that subnormal, not as 0, which no leaf may claim."""
+    ratio = sensitivity / scale
+    return ratio if ratio > 0.0 else math.ulp(0.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Laplace(LeafEvent):
     """Laplace mechanism: a statistic with L1 sensitivity ``sensitivity`` plus Lap(``scale``) noise.
@@ -92,7 +100,7 @@ class Laplace(LeafEvent):
         object.__setattr__(self, "sensitivity", _validate.positive("sensitivity", self.sensitivity))
 
     def pure_epsilon(self) -> float:
-        return self.sensitivity / self.scale
+        return _ratio_up(self.sensitivity, self.scale)
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
         return rdp_curves.laplace(alphas, self.pure_epsilon())
@@ -115,7 +123,7 @@ class Gaussian(LeafEvent):
         object.__setattr__(self, "sensitivity", _validate.positive("sensitivity", self.sensitivity))
 
     def gdp_mu(self) -> float:
-        return self.sensitivity / self.sigma
+        return _ratio_up(self.sensitivity, self.sigma)
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
         return rdp_curves.gaussian(alphas, self.gdp_mu())
@@ -210,7 +218,8 @@ class DiscreteGaussian(LeafEvent):
         return None
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
-        return np.asarray(alphas, dtype=float) * self.rho
+        with np.errstate(over="ignore"):  # rho alpha past 1e308 is inf: a vacuous but valid curve
+            return np.asarray(alphas, dtype=float) * self.rho
 
     def to_dp_accounting(self):
         import dp_accounting
@@ -308,7 +317,8 @@ class ZCDP(LeafEvent):
         return None
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
-        return np.asarray(alphas, dtype=float) * self.rho
+        with np.errstate(over="ignore"):  # rho alpha past 1e308 is inf: a vacuous but valid curve
+            return np.asarray(alphas, dtype=float) * self.rho
 
     def to_dp_accounting(self):
         import dp_accounting

@@ -81,8 +81,9 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
         lo, hi = math.floor(-eps0 / h), math.ceil(eps0 / h)
         idx = np.arange(lo, hi + 1)
         e = idx * h
-        d = np.where(e >= eps0, 0.0,
-                     np.where(e >= -eps0, -np.expm1(np.minimum(e - eps0, 0.0) / 2.0), -np.expm1(e)))
+        with np.errstate(over="ignore"):  # -expm1(e) of the unselected branch at a huge grid step
+            d = np.where(e >= eps0, 0.0,
+                         np.where(e >= -eps0, -np.expm1(np.minimum(e - eps0, 0.0) / 2.0), -np.expm1(e)))
         masses, inf = _connect_dots(idx, d, h)
         return lo, masses, inf
     if isinstance(leaf, (Gaussian, GDP)):
@@ -205,6 +206,9 @@ class ComposedPLD:
         log_mgf = np.zeros(len(ts))
         for (lo, m, inf), n in parts:
             w = ts[:, None] * (np.arange(len(m)) + lo)[None, :]
+            # the maximum over atoms that carry mass: at the maximising atom exp(0) = 1 times a positive
+            # mass, so the sum below cannot underflow to 0 (log 0 = -inf would be a bound of 0)
+            w = np.where(m[None, :] > 0, w, -np.inf)
             mx = w.max(axis=1)
             log_mgf += n * (mx + np.log((m[None, :] * np.exp(w - mx[:, None])).sum(axis=1) / m.sum()))
         best = min(0.0, float((log_mgf - ts * a).min()))

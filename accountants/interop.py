@@ -34,6 +34,7 @@ def to_dp_accounting(event: Event):
     """The equivalent ``dp_accounting.DpEvent`` of ``event``."""
     import dp_accounting
 
+    _check_event(event)
     if isinstance(event, LeafEvent):
         return event.to_dp_accounting()
     if isinstance(event, Composed):
@@ -52,12 +53,18 @@ def _rr_epsilon(p: float) -> float:
     return math.log1p(2.0 * (1.0 - p) / p) * (1.0 + 4 * 2.0 ** -52)
 
 
+def _check_event(event) -> None:
+    if not isinstance(event, Event):
+        raise ValueError(f"event must be an Event (e.g. Laplace(scale=...)), got {event!r}")
+
+
 def neighboring_relation(event: Event):
     """The ``dp_accounting.NeighboringRelation`` under which ``event``'s dp-accounting form means what
     it means here: REPLACE_ONE for pure-DP (randomized response) events, ADD_OR_REMOVE_ONE for
     additive-noise events. ValueError for a mix (no common relation in dp-accounting 0.6)."""
     import dp_accounting
 
+    _check_event(event)
     kinds = {isinstance(leaf, PureDP) for leaf in event.grouped()}
     if kinds == {True, False}:
         raise ValueError("dp_accounting 0.6 has no neighbouring relation under which both randomized "
@@ -79,6 +86,9 @@ def dp_accounting_accountant(event: Event, kind: str = "pld", *, max_sequential:
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
 
+    _check_event(event)
+    if not isinstance(kind, str):
+        raise ValueError(f"kind must be 'pld' or 'rdp', got {kind!r}")
     relation = neighboring_relation(event)
     if kind == "pld":
         acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=relation, **kwargs)

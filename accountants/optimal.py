@@ -63,6 +63,8 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     (a narrower window, still an upper bound)."""
     if k == 0 or epsilon0 == 0.0:
         return -math.inf
+    if math.isinf(epsilon0):  # p = 1: every release reveals its input, delta(eps) = 1 at any finite eps
+        return 0.0 if math.isfinite(epsilon) else -math.inf
     log_p = -float(np.logaddexp(0.0, -epsilon0))
     log_q = -float(np.logaddexp(0.0, epsilon0))
     q = math.exp(log_q)
@@ -202,12 +204,17 @@ class OptimalHomogeneousAccountant(Accountant):
         if self._delta(0.0, log_floor) <= delta:
             return 0.0
         hi = self.k * self.epsilon0  # d(hi) = 0
+        if math.isinf(hi):  # eps0 = inf (a scale below sensitivity / 1.8e308): no finite eps is valid
+            return math.inf
 
         def f(e: float) -> float:
             return max(self._rr_log_delta(e, log_floor), -2000.0) - log_target
 
-        eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
-                              maxiter=500)
+        if f(0.0) <= 0.0:  # d(0) is within the target and only _delta's additive 1e-300 margin exceeds
+            eps = 0.0       # it (a tiny eps0 at a delta near 1e-300): the verified walk below decides
+        else:
+            eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
+                                  maxiter=500)
         step = max(eps, 1e-300) * 2e-16
         while eps < hi and self._delta(eps, log_floor) > delta:
             eps += step

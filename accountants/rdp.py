@@ -118,8 +118,9 @@ class RDPAccountant(Accountant):
         a = self.orders
         lo = a[i - 1] if i > 0 else 1.0 + (a[0] - 1.0) / 16.0
         hi = a[i + 1] if i + 1 < len(a) else a[-1] * 16.0
-        res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded",
-                                       options={"xatol": 1e-10 * hi, "maxiter": 200})
+        with np.errstate(invalid="ignore", over="ignore"):  # inf objectives (mu = inf) end as inf below
+            res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded",
+                                           options={"xatol": 1e-10 * hi, "maxiter": 200})
         return float(res.fun) if np.isfinite(res.fun) else math.inf
 
     # --- conversions ----------------------------------------------------------------------------
@@ -135,7 +136,9 @@ class RDPAccountant(Accountant):
             r = float(self.rdp(al))
             return r + math.log1p(-1.0 / al) - (log_delta + math.log(al)) / (al - 1.0)
 
-        eps = min(eps_grid, max(0.0, self._refine(objective, i)), self._pure_total())
+        # an infinite curve at every grid order (mu = inf, eps0 = inf) has nothing to refine between them
+        refined = max(0.0, self._refine(objective, i)) if math.isfinite(eps_grid) else math.inf
+        eps = min(eps_grid, refined, self._pure_total())
         return eps + abs(eps) * _ROUND_UP
 
     def _pure_total(self) -> float:
@@ -167,5 +170,6 @@ class RDPAccountant(Accountant):
             r = float(self.rdp(al))
             return (al - 1.0) * (r - eps_in + math.log1p(-1.0 / al)) - math.log(al)
 
-        log_d = min(log_d_grid, self._refine(objective, i), 0.0)
+        refined = self._refine(objective, i) if math.isfinite(log_d_grid) else math.inf
+        log_d = min(log_d_grid, refined, 0.0)
         return min(1.0, math.exp(log_d) * (1 + 1e-12))

@@ -50,11 +50,14 @@ def laplace(alphas: np.ndarray, epsilon: float) -> np.ndarray:
     """
     a = np.asarray(alphas, dtype=float)
     lam_inv = epsilon  # 1/lambda with lambda = scale / sensitivity
-    x = np.log(a) - np.log(2 * a - 1) + (a - 1) * lam_inv
-    y = np.log(a - 1) - np.log(2 * a - 1) - a * lam_inv
-    log_terms = np.logaddexp(x, y)
-    # the size of every summand (x and y are themselves sums of terms this large)
-    magnitude = 2.0 * (np.abs(np.log(a)) + np.abs(np.log(2 * a - 1)) + np.abs(np.log(a - 1)) + (2 * a - 1) * lam_inv)
+    # near eps = 1e308 the terms overflow to +-inf: the log-sum is then inf and the cap at eps answers
+    with np.errstate(over="ignore"):
+        x = np.log(a) - np.log(2 * a - 1) + (a - 1) * lam_inv
+        y = np.log(a - 1) - np.log(2 * a - 1) - a * lam_inv
+        log_terms = np.logaddexp(x, y)
+        # the size of every summand (x and y are themselves sums of terms this large)
+        magnitude = 2.0 * (np.abs(np.log(a)) + np.abs(np.log(2 * a - 1)) + np.abs(np.log(a - 1))
+                           + (2 * a - 1) * lam_inv)
     return _pure_upper(a, log_terms, magnitude, epsilon)
 
 
@@ -98,9 +101,11 @@ def randomized_response(alphas: np.ndarray, epsilon: float) -> np.ndarray:
     a = np.asarray(alphas, dtype=float)
     log_p = -np.logaddexp(0.0, -epsilon)
     log_q = -np.logaddexp(0.0, epsilon)
-    x, y = a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p
-    log_terms = np.logaddexp(x, y)
-    magnitude = 2.0 * (2 * a - 1) * (abs(log_p) + abs(log_q))  # a log p and (1 - a) log q nearly cancel
+    with np.errstate(over="ignore"):  # near eps = 1e308: inf terms, the cap at eps answers
+        x, y = a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p
+        log_terms = np.logaddexp(x, y)
+        # a log p and (1 - a) log q nearly cancel
+        magnitude = 2.0 * (2 * a - 1) * (abs(log_p) + abs(log_q))
     return _pure_upper(a, log_terms, magnitude, epsilon)
 
 
@@ -133,6 +138,7 @@ def log_delta_from_rdp(alphas: np.ndarray, rdp: np.ndarray, epsilon: float) -> t
     """
     a = np.asarray(alphas, dtype=float)
     r = np.asarray(rdp, dtype=float)
-    log_delta = (a - 1) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
+    with np.errstate(over="ignore"):  # a curve near 1e308 gives log delta = inf there: delta 1, valid
+        log_delta = (a - 1) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
     i = int(np.nanargmin(log_delta))
     return min(0.0, float(log_delta[i])), float(a[i])

@@ -29,6 +29,7 @@ from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
 from privbandit.policies import REGISTRY, Policy
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
+from privbandit.seeding import check_seed
 
 __all__ = [
     "epsilon", "delta", "mu", "curve", "invert", "affordable_horizon", "ts_frontier", "tune",
@@ -352,7 +353,7 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         try:
             b = _validate.count("b", b)
         except ValueError:
-            raise ValueError(f"each b must be a whole number in [0, horizon / n_arms = {horizon // n_arms}], "
+            raise ValueError(f"bs must hold whole numbers in [0, horizon / n_arms = {horizon // n_arms}], "
                              f"got {b!r}") from None
         if n_arms * b > horizon:
             raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
@@ -366,9 +367,9 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         # c below GaussianTS's range (a huge target) is met by the least valid c, the least noise allowed
         c = (max(n / denominator, C_RANGE[0]) if denominator > 0 else math.inf) if n else 1.0
         if not c <= C_RANGE[1]:
-            raise UnreachableTargetError(f"target mu {mu_target:g} over {n} releases needs a variance factor c "
+            raise UnreachableTargetError(f"target mu {mu_target:g} over {n:.6g} releases (horizon {horizon:.6g}) needs a variance factor c "
                                          f"beyond GaussianTS's range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] "
-                                         f"(c = {n} / (mu^2 (max(b, 1) + 1)), b = {b})")
+                                         f"(c = {n:.6g} / (mu^2 (max(b, 1) + 1)), b = {b})")
 
         def certify(c_value: float, b=b) -> float:
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)
@@ -405,6 +406,9 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
         raise ValueError("delta is required for an epsilon target (or pass target_mu=True)")
     if not target_mu:
         delta = _delta(delta)
+    if isinstance(candidates, (str, bytes, Policy, np.ndarray)) or not hasattr(candidates, "__iter__"):
+        raise ValueError(f"candidates must be a sequence of configured policies, got {candidates!r}")
+    candidates = list(candidates)
     if not candidates:
         raise ValueError("candidates must hold at least one policy")
     wrong = [c for c in candidates if not isinstance(c, Policy)]
@@ -413,7 +417,7 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
     if not isinstance(env, Environment):
         raise ValueError(f"env must be a simulated environment (e.g. Bernoulli([...])), got {env!r}")
     horizon = _horizon(horizon, env.n_arms)
-    seeds = np.random.SeedSequence(seed).spawn(len(candidates))
+    seeds = np.random.SeedSequence(check_seed("seed", seed)).spawn(len(candidates))
     rows, best = [], None
     for pol, child in zip(candidates, seeds):
         sched = pol.privacy_schedule(horizon, env.n_arms)

@@ -213,7 +213,7 @@ def test_budget_api_bad_inputs():
     _raises("horizons", budget.curve, "private_ucb", [math.nan, 100], 1e-6)
     _raises("horizons", budget.curve, "private_ucb", [-1, 100], 1e-6)
     _raises("horizons", budget.curve, "private_ucb", ["a"], 1e-6)
-    _raises(r"each b must be a whole number in \[0", budget.ts_frontier, 5.0, 1000, 2, [2.7])
+    _raises(r"bs must hold whole numbers in \[0", budget.ts_frontier, 5.0, 1000, 2, [2.7])
     _raises("b", budget.ts_frontier, 5.0, 1000, 2, [-1])
     _raises("b", budget.ts_frontier, 5.0, 1000, 2, [600])
     _raises("bs", budget.ts_frontier, 5.0, 1000, 2, [])

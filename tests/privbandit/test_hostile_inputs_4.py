@@ -1,0 +1,139 @@
+"""Hostile inputs, fourth round (session 7): the accountant layer and the budget helpers, fed values at
+the edges of the numbers (a whole number beyond int64, the largest and a subnormal float, infinities,
+NaN, -1, 0, a bool, a string, None, an array).
+
+Every event and every accountant query must either refuse the input with a ValueError naming the
+parameter, or answer a valid value -- an epsilon in [0, inf], a delta in [0, 1] -- without any
+RuntimeWarning reaching the caller. Before the fixes of this round:
+
+* ``Laplace(scale=5e-324)`` (eps0 = inf): the optimal accountant's solver raised on NaN, so
+  ``best_epsilon`` failed instead of answering inf;
+* ``Laplace(scale=1e308)`` at delta 1e-300: the optimal accountant's bracket had no sign change
+  (its additive 1e-300 margin), a ValueError from scipy;
+* ``Laplace(sensitivity=5e-324, scale=2)`` and ``Gaussian(sensitivity=5e-324, sigma=2)``: the ratio
+  underflowed to 0 and the accountants refused their own internal epsilon / mu of 0;
+* ``PLDAccountant`` on ``PureDP(5e-324)``: an OverflowError (a subnormal grid step);
+* overflow / invalid-value RuntimeWarnings from the RDP curves, the PLD's Chernoff tail and the RDP
+  refinement at epsilons near 1e308;
+* ``best_epsilon(1.0, ...)``, ``advanced_composition_epsilon(1.0, ...)``, ``dp_accounting_accountant(1.0)``,
+  ``calibrate(certificate=1.0, ...)``, ``budget.tune(candidates=1.0, ...)`` and ``budget.tune(seed=-1)``
+  raised TypeErrors / AttributeErrors or numpy's own messages naming no parameter.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import accountants as A
+from privbandit import budget
+from privbandit.envs import Bernoulli
+from privbandit.policies import DPTS, DPUCB
+
+HOSTILE = [2**70, 1e308, 5e-324, math.inf, -math.inf, math.nan, -1, 0, True, "1", None, np.array([1.0, math.nan])]
+
+ACCOUNTANTS = [A.GDPAccountant, A.PureAccountant, A.RDPAccountant, A.PLDAccountant, A.KOVHeterogeneousAccountant,
+               A.OptimalHomogeneousAccountant, A.AdvancedCompositionAccountant]
+
+EVENTS = {
+    A.Laplace: dict(scale=2.0, sensitivity=1.0),
+    A.Gaussian: dict(sigma=2.0, sensitivity=1.0),
+    A.PureDP: dict(epsilon=0.5),
+    A.GDP: dict(mu=0.5),
+    A.ZCDP: dict(rho=0.5),
+    A.ApproxDP: dict(epsilon=0.5, delta=1e-6),
+}
+
+
+def _check_valid(event) -> None:
+    """Every accountant that takes ``event`` answers valid numbers at ordinary and extreme deltas."""
+    for factory in ACCOUNTANTS:
+        try:
+            acc = factory().compose(event)
+        except A.UnsupportedEventError:
+            continue
+        for delta in (1e-6, 1e-300):
+            eps = acc.epsilon(delta)
+            assert isinstance(eps, float) and eps >= 0.0, (factory, event, delta, eps)  # NaN fails too
+        d = acc.delta(1.0)
+        assert 0.0 <= d <= 1.0, (factory, event, d)
+    cert = A.best_epsilon(event, 1e-9)
+    assert cert.value >= 0.0, (event, cert)
+
+
+@pytest.mark.parametrize("cls", list(EVENTS), ids=lambda c: c.__name__)
+def test_every_event_parameter_at_the_edges_is_named_or_valid(cls):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning reaching the caller is a defect here
+        for parameter in EVENTS[cls]:
+            for value in HOSTILE:
+                try:
+                    event = cls(**{**EVENTS[cls], parameter: value})
+                except ValueError as exc:
+                    assert parameter in str(exc), (cls, parameter, value, str(exc))
+                    continue
+                _check_valid(event)
+
+
+def test_the_extreme_events_of_this_round_answer_valid_values():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # eps0 = inf: no finite epsilon holds at any delta < 1, and delta(eps) = 1
+        opt = A.OptimalHomogeneousAccountant().compose(A.Laplace(5e-324) * 3)
+        assert opt.epsilon(1e-6) == math.inf and opt.delta(5.0) == 1.0
+        assert A.best_epsilon(A.Laplace(5e-324), 1e-6).value == math.inf
+        # eps0 = 1e-308 at delta = 1e-300: valid (>= the truth, 0) and at most k eps0
+        opt = A.OptimalHomogeneousAccountant().compose(A.Laplace(1e308))
+        eps = opt.epsilon(1e-300)
+        assert 0.0 <= eps <= 1e-308 and opt.delta(eps) <= 1e-300
+        # a ratio below the least subnormal is that subnormal, never 0
+        assert A.Laplace(2.0, 5e-324).pure_epsilon() == 5e-324
+        assert A.Gaussian(2.0, 5e-324).gdp_mu() == 5e-324
+        assert A.best_epsilon(A.Laplace(2.0, 5e-324), 1e-9).value == 0.0  # delta(0) = TV ~ 1e-324 < 1e-9
+        # a subnormal pure epsilon in the PLD: its atoms rounded up to the finest grid, no OverflowError
+        pld = A.PLDAccountant().compose(A.PureDP(5e-324) * 4)
+        assert pld.epsilon(1e-6) >= 0.0 and 0.0 <= pld.delta(0.0) <= 1e-10
+        # eps0 = 1e308: every pure accountant answers at most 1e308 (k eps0), RDP without warnings
+        assert A.RDPAccountant().compose(A.PureDP(1e308)).epsilon(1e-6) == pytest.approx(1e308, rel=1e-12)
+        assert A.best_epsilon(A.PureDP(1e308), 1e-6).value >= 1e308 * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("value", [1.0, None, 7, "laplace"])
+def test_non_events_are_named(value):
+    with pytest.raises(ValueError, match="events must be an Event"):
+        A.best_epsilon(value, 1e-6)
+    with pytest.raises(ValueError, match="events must be an Event"):
+        A.best_delta(value, 1.0)
+    with pytest.raises(ValueError, match=r"event must be an Event"):
+        A.dp_accounting_accountant(value)
+    with pytest.raises(ValueError, match=r"epsilons must be a sequence"):
+        A.advanced_composition_epsilon(value, 1e-6)
+    with pytest.raises(ValueError, match=r"events\[1\] must be an Event"):
+        A.best_epsilon([A.Laplace(1.0), 1.0], 1e-6)
+
+
+def test_calibrate_names_its_parameters():
+    ok = dict(certificate=lambda x: x, target=0.5, lower=0.1, upper=1.0, increasing=True)
+    for parameter, value in [("certificate", 1.0), ("lower", "1"), ("lower", None), ("upper", math.nan),
+                             ("upper", np.array([1.0, 2.0])), ("increasing", 0), ("increasing", None),
+                             ("integer", "yes"), ("xtol", None), ("xtol", -1.0)]:
+        with pytest.raises(ValueError, match=parameter):
+            A.calibrate(**{**ok, parameter: value})
+    assert A.calibrate(**ok).parameter == pytest.approx(0.5, rel=1e-9)
+
+
+def test_budget_tune_and_frontier_name_their_parameters():
+    env = Bernoulli([0.6, 0.4])
+    for seed in (-1, 1.5, math.nan, "1", True):
+        with pytest.raises(ValueError, match="seed must be"):
+            budget.tune([DPUCB(epsilon=1.0)], env, 50, target=5.0, delta=1e-6, replicates=2, seed=seed)
+    for candidates in (1.0, DPTS(epsilon=1.0), "dp_ts", np.array([1.0])):
+        with pytest.raises(ValueError, match="candidates must be"):
+            budget.tune(candidates, env, 50, target=5.0, delta=1e-6, replicates=2)
+    with pytest.raises(ValueError, match=r"bs must hold whole numbers"):
+        budget.ts_frontier(5.0, 1000, 3, [2, math.nan], delta=1e-6)
+    # a generator of candidates is a sequence too
+    best, rows = budget.tune((p for p in [DPUCB(epsilon=1.0), DPTS(epsilon=1.0)]), env, 50, target=5.0, delta=1e-6,
+                             replicates=2)
+    assert len(rows) == 2
