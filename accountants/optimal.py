@@ -82,8 +82,9 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     lo = max(0, math.floor(centre - half))
     hi = min(jmax, math.ceil(centre + half))
     j = np.arange(lo, hi + 1, dtype=float)
-    log_binom = (special.gammaln(k + 1.0) - special.gammaln(j + 1.0) - special.gammaln(k - j + 1.0)
-                 + (k - j) * log_p + j * log_q)
+    with np.errstate(over="ignore"):  # j log q = -inf at eps0 ~ 1e308: a term of mass 0, as it should be
+        log_binom = (special.gammaln(k + 1.0) - special.gammaln(j + 1.0) - special.gammaln(k - j + 1.0)
+                     + (k - j) * log_p + j * log_q)
     x = epsilon - (k - 2.0 * j) * epsilon0  # < 0 on the window
     with np.errstate(divide="ignore"):
         log_factor = np.log(-np.expm1(np.minimum(x, 0.0)))
