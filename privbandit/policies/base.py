@@ -212,14 +212,24 @@ def check_positive(name: str, value) -> float:
 #: mechanism's "scale" or the ledger's error. 1e-300 leaves a factor 1e8 of headroom for c.
 EPSILON_FLOOR = 1e-300
 
+#: the largest epsilon a private policy accepts. The ledger composes per-record sums of eps^2 (KOV,
+#: Kairouz et al. 2015 Thm 3.5) in difference arrays: past eps ~ 1e154 the square overflows, inf - inf
+#: turns the realized spend into NaN, and a record that spent 1e200 was reported as spending 0. 1e100
+#: keeps eps^2 summed over 1e18 records finite (an epsilon this large protects nothing anyway).
+EPSILON_CEILING = 1e100
+
 
 def check_epsilon(value, floor: float = EPSILON_FLOOR) -> float:
-    """A private policy's ``epsilon``: a real number in [floor, inf), or ValueError naming
-    ``epsilon`` and that range (an epsilon below ``floor`` is not representable as a noise scale)."""
+    """A private policy's ``epsilon``: a real number in [floor, EPSILON_CEILING], or ValueError naming
+    ``epsilon`` and that range (an epsilon below ``floor`` is not representable as a noise scale, one
+    above the ceiling not as a sum of squares in the ledger)."""
     epsilon = check_positive("epsilon", value)
     if epsilon < floor:
-        raise ValueError(f"epsilon must lie in [{floor:g}, inf): below {floor:g} the noise scale it calibrates "
-                         f"leaves the floating-point range; got {epsilon!r}")
+        raise ValueError(f"epsilon must lie in [{floor:g}, {EPSILON_CEILING:g}]: below {floor:g} the noise scale "
+                         f"it calibrates leaves the floating-point range; got {epsilon!r}")
+    if epsilon > EPSILON_CEILING:
+        raise ValueError(f"epsilon must lie in [{floor:g}, {EPSILON_CEILING:g}]: above {EPSILON_CEILING:g} the "
+                         f"ledger's sums of squared epsilons leave the floating-point range; got {epsilon!r}")
     return epsilon
 
 

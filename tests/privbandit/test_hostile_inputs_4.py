@@ -137,3 +137,26 @@ def test_budget_tune_and_frontier_name_their_parameters():
     best, rows = budget.tune((p for p in [DPUCB(epsilon=1.0), DPTS(epsilon=1.0)]), env, 50, target=5.0, delta=1e-6,
                              replicates=2)
     assert len(rows) == 2
+
+
+def test_an_epsilon_past_the_ledgers_floats_is_refused_and_the_ceiling_itself_is_realized():
+    """DPUCB(epsilon=1e200) ran, but its records' eps^2 overflowed the ledger's difference arrays
+    (inf - inf = NaN) and the CLI reported 'worst tracked record 0 against 1e+200 certified ... ok'."""
+    from privbandit.engine import simulate
+    from privbandit.policies import PrivateUCB
+
+    for cls in (DPUCB, PrivateUCB, DPTS):
+        with pytest.raises(ValueError, match=r"epsilon must lie in \[1e-300, 1e\+100\]"):
+            cls(epsilon=1e200)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = simulate(cls(epsilon=1e100), Bernoulli([0.6, 0.4]), 60, 2, seed=0, progress=False)
+        realized = np.asarray(res.realized_epsilon, dtype=float)
+        # rows: checkpoints (only realized_points of them are queried, the others hold NaN); columns:
+        # the tracked replicates
+        tracked = realized[~np.isnan(realized).all(axis=1)]
+        assert len(tracked) >= 2 and not np.isnan(tracked).any()
+        # every one of these policies has released by round 60; each release spends a positive share
+        # of 1e100 (at least 1e100 / the number of tree levels), so the worst record is far above 0
+        assert np.nanmax(tracked) >= 1e99 / 8, (cls, np.nanmax(tracked))
+        assert np.nanmax(tracked) <= res.certified_epsilon[-1] * (1 + 1e-9)
