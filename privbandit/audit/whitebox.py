@@ -407,9 +407,12 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
     ok = np.isfinite(rel["out"]) & (rel["param"] > 0)
     if "width" in rel and len(rel["width"]) == ok.size:
         # a vector Laplace release scales its noise per entry by weights the ledger is not told (its
-        # event is PureDP, not the scalar Laplace law): its residuals are not tested; vector Gaussian
-        # releases (one sigma for every entry) are
-        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace"))
+        # event is PureDP, not the scalar Laplace law): its residuals are tested only where the tracer
+        # knows the node's statistic in the noise's units (a traced VectorTreeMechanism insert: the
+        # statistic divided by the weights, the residual the unweighted Lap(scale) draw); vector
+        # Gaussian releases (one sigma for every entry) always are
+        unknown = ~rel["vector"].astype(bool) if "vector" in rel and len(rel["vector"]) == ok.size else True
+        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace") & unknown)
     fam = np.where(rel["kind"] == "laplace", "laplace", "gaussian")
     length = np.maximum(rel["hi"] - rel["lo"], 1)
     octave = np.floor(np.log2(length)).astype(np.int64)
@@ -526,22 +529,48 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
+    findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law,
+                                              spend, notes)
+    if not n_rel:
+        notes.append("no traced release was paired with a ledger report: nothing to check")
+    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
+                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
+                          time.perf_counter() - started, spend.rows)
+
+
+def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
+                    arm: np.ndarray, pull: np.ndarray, n_arms: int, alpha: float, law: bool, spend: "_SpendCheck",
+                    notes: list[str], *, own_round: np.ndarray | None = None, streams_d: np.ndarray | None = None,
+                    describe=None) -> tuple[list[Finding], list[NoiseGroup], int]:
+    """Checks 1-9 on two coupled traced runs (actions (R, T) and tracers of D and of D', which replayed
+    D's releases): returns (findings, noise-law groups, traced releases on D). ``arm[r]``: the stream
+    of replicate r's changed record; ``pull[r]``: its index among that stream's records (in the
+    numbering of ``streams_d``, the stream each round's record entered: the actions for K-armed
+    bandit feedback, the default). ``own_round[r]``: a round whose own action may differ (joint DP's
+    changed user, :mod:`privbandit.audit.contextual`); ``describe(r)``: how a finding names the change."""
     findings: list[Finding] = []
 
     # 1. decisions (not for a policy whose privacy is its own sampling of arms, e.g. EXP3's exponential
     # weights: it declares records_releases=False, draws no noise through the sampler, and its
     # decisions read the data by design; the black-box audits test that claim)
-    diverged = np.any(act_d != act_p, axis=1)
+    replicates = act_d.shape[0]
+    differ = act_d != act_p
+    if own_round is not None:
+        # joint DP (Shariff & Sheffet 2018, Def. 3): the changed user's own action may differ; every
+        # other round's action must be a post-processing of the releases
+        differ[np.arange(replicates), own_round - 1] = False
+    diverged = np.any(differ, axis=1)
     if not getattr(policy, "records_releases", True):
         notes.append("decisions check skipped: the policy's privacy is its arm sampling itself "
                      "(records_releases=False), not a post-processing of noisy releases")
         diverged = np.zeros_like(diverged)
     elif diverged.any():
         r = int(np.flatnonzero(diverged)[0])
-        t = int(np.flatnonzero(act_d[r] != act_p[r])[0]) + 1
+        t = int(np.flatnonzero(differ[r])[0]) + 1
+        where = describe(r) if describe is not None else f"arm {arm[r]} pull #{pull[r]}: 0 vs 1"
         findings.append(Finding("decisions", (
             f"{int(diverged.sum())} of {replicates} replicates act differently on D and D' although every traced "
-            f"release was identical: e.g. replicate {r} (arm {arm[r]} pull #{pull[r]}: 0 vs 1) first differs at "
+            f"release was identical: e.g. replicate {r} ({where}) first differs at "
             f"round {t} ({act_d[r, t - 1]} vs {act_p[r, t - 1]}); the decisions read the data outside the releases")))
     elif tr_p.replay_broken:
         findings.append(Finding("decisions", f"the release pattern differs on D and D' with identical releases "
@@ -594,6 +623,9 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"tapes: worst {rel_d['mechanism'][i]} (replicate {rel_d['rep'][i]}, stream {rel_d['st'][i]}, "
                 f"footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})) moved {delta[worst]:.6g} > declared "
                 f"{sens[worst]:.6g} (ratio {delta[worst] / sens[worst]:.3g})")))
+        finding = _vector_sensitivity(rel_d, rel_p, di, pi)
+        if finding is not None:
+            findings.append(finding)
         changed = delta > CHANGE_TOL
         bad_reps = []
         for r in np.unique(rel_d["rep"][di[changed]]):
@@ -612,7 +644,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
         # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
-        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d, arm, pull, diverged, n_arms, notes)
+        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
+                                      arm, pull, diverged, n_arms, notes)
         if finding is not None:
             findings.append(finding)
         # 7. noise_coupling: same seed, same releases, same decisions => the same noise on D and D'
@@ -658,11 +691,42 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
                 f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
                 f"(family-wise alpha {alpha:g})")))
-    if not n_rel:
-        notes.append("no traced release was paired with a ledger report: nothing to check")
-    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
-                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
-                          time.perf_counter() - started, spend.rows)
+    return findings, groups, n_rel
+
+
+def _vector_sensitivity(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) -> Finding | None:
+    """Check 3 for vector releases (a vector tree's node, one release of ``width`` entries): the
+    declared sensitivity bounds the whole vector's change -- its L1 norm for Laplace noise, its L2 norm
+    for Gaussian noise (VectorTreeMechanism's contract) -- not each entry's."""
+    if "width" not in rel_d or di.size == 0:
+        return None
+    vec = rel_d["width"][di] > 1
+    if not vec.any():
+        return None
+    di, pi = di[vec], pi[vec]
+    diff = rel_d["stat"][di] - rel_p["stat"][pi]
+    # one release = one report row on D, whose entries are consecutive elements of ``released()``:
+    # keyed by the index of its first entry
+    row = di - rel_d["entry"][di].astype(np.int64)
+    _, inv = np.unique(row, return_inverse=True)
+    inv = inv.reshape(-1)
+    gauss = rel_d["kind"][di] != "laplace"
+    l1 = np.bincount(inv, weights=np.abs(diff))
+    l2 = np.sqrt(np.bincount(inv, weights=diff * diff))
+    first = np.full(inv.max() + 1, -1)
+    first[inv[::-1]] = np.arange(inv.size)[::-1]
+    norm = np.where(gauss[first], l2, l1)
+    sens = np.minimum(rel_d["sens"][di][first], rel_p["sens"][pi][first])
+    over = norm > sens * (1 + SENS_TOL) + 1e-12
+    if not over.any():
+        return None
+    worst = int(np.argmax(np.where(over, norm / sens, 0)))
+    i = di[first[worst]]
+    return Finding("sensitivity", (
+        f"{int(over.sum())} vector releases moved by more than their declared sensitivity between neighbouring "
+        f"inputs ({'L2' if gauss[first[worst]] else 'L1'} norm of the change): worst {rel_d['mechanism'][i]} (replicate "
+        f"{rel_d['rep'][i]}, stream {rel_d['st'][i]}, footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})) moved "
+        f"{norm[worst]:.6g} > declared {sens[worst]:.6g} (ratio {norm[worst] / sens[worst]:.3g})"))
 
 
 def _insert_positions(tr: ReleaseTracer, replicates: int, streams: int) -> dict | None:
@@ -816,7 +880,9 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
 def _noise_report(rel: dict) -> Finding | None:
     """Check 6: per release, the family and scale handed to the sampler against the ledger report."""
     kind, fam = rel["kind"], rel["drawn_family"]
-    vector_laplace = (rel["width"] > 1) & (kind == "laplace")  # per-entry weights the ledger is not told
+    # per-entry weights the ledger is not told: compared only where the tracer knows the node's statistic in
+    # the units of the draw (a traced vector-tree insert; its draw is the unweighted Lap(scale))
+    vector_laplace = (rel["width"] > 1) & (kind == "laplace") & ~rel["vector"].astype(bool)
     reported_gauss = (kind == "gaussian") | (kind == "zcdp")
     wrong_family = ~vector_laplace & (((fam == "gaussian") & (kind == "laplace")) | ((fam == "laplace") & reported_gauss))
     drawn = rel["drawn_scale"].astype(float)
