@@ -932,8 +932,9 @@ def _noise_coupling(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) ->
 class _SpendCheck:
     """Check 8: realized <= certified on the coupled run on D, at about a dozen rounds."""
 
-    def __init__(self, policy: Policy, horizon: int, n_arms: int) -> None:
-        self.schedule = schedule_for(policy, horizon, n_arms, None, "entry")
+    def __init__(self, policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,
+                 relation: str = "entry") -> None:
+        self.schedule = schedule_for(policy, horizon, n_arms, structure, relation)
         self.rounds = set(int(t) for t in np.unique(np.geomspace(1, horizon, 12).round().astype(np.int64)))
         self.rounds.add(int(horizon))
         self.rows: list[tuple[int, float, float]] = []
