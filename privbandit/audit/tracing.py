@@ -133,6 +133,10 @@ class ReleaseTracer:
         # tree was handed; ``_vector_pending`` is the statistic of the node whose noise is being drawn
         self._vector_state: dict[int, tuple] = {}
         self._vector_pending: np.ndarray | None = None
+        self._vector_released: np.ndarray | None = None  # the node value the last traced vector draw released
+        # vector-tree outputs that are not the sum of their alive traced node releases:
+        # (mechanism, replicate, stream, records held, largest difference, tolerance)
+        self.vector_mismatch: list[tuple] = []
 
     # --- activation ------------------------------------------------------------------------
     def __enter__(self) -> "ReleaseTracer":
@@ -297,6 +301,7 @@ def _noise_wrapper(original, family: str):
             d.scale = _drawn_scale(args, kwargs, np.shape(out))
             released = stat + np.asarray(out, dtype=float)
             res = tr._finish(d, released)
+            tr._vector_released = np.asarray(res, dtype=float)
             # not replaying: the draw itself, bit for bit; replaying: the noise that makes this run's
             # node equal the recorded run's released node
             return out if res is released else np.asarray(res, dtype=float) - stat
@@ -488,8 +493,9 @@ def _vector_insert_wrapper(original):
             return original(self, values, streams, mask, *args, **kwargs)
         state = tr._vector_state.get(id(self))
         if state is None:
-            state = tr._vector_state[id(self)] = (self, np.zeros((R, S, L, size)), np.zeros((R, S), np.int64))
-        _, nodes, count = state
+            state = tr._vector_state[id(self)] = (self, np.zeros((R, S, L, size)), np.zeros((R, S), np.int64),
+                                                  np.zeros((R, S, L, size)), np.ones((R, S), dtype=bool))
+        _, nodes, count, out_nodes, known = state
         n = count[rows, st] + 1
         low = n & -n
         level = np.bitwise_count(low - 1).astype(np.int64)
@@ -503,11 +509,41 @@ def _vector_insert_wrapper(original):
         nodes[rows, st] = held
         count[rows, st] = n
         weights = np.asarray(getattr(self, "weights", 1.0), dtype=float)
-        tr._vector_pending = node / weights if getattr(self, "noise", "") == "laplace" else node
+        laplace = getattr(self, "noise", "") == "laplace"
+        tr._vector_pending = node / weights if laplace else node
+        tr._vector_released = None
         try:
-            return original(self, values, streams, mask, *args, **kwargs)
+            result = original(self, values, streams, mask, *args, **kwargs)
         finally:
             tr._vector_pending = None
+        # The tree's output must be the sum of its alive nodes' releases (Chan, Shi & Song 2011: the
+        # prefix sum is post-processing of the nodes): a value altered after the draw, stale or
+        # dropped node noise, an output that reads the exact sums some other way, all break it.
+        rel = tr._vector_released
+        tr._vector_released = None
+        held = out_nodes[rows, st]
+        held[lower] = 0.0
+        if rel is None or rel.shape != node.shape:
+            known[rows, st] = False  # this node's noise was not traced: its output cannot be checked
+        else:
+            held[np.arange(rows.size), level] = rel * weights if laplace else rel
+        out_nodes[rows, st] = held
+        try:
+            actual = np.asarray(self.noisy_sum(rows, st), dtype=float)
+        except Exception:  # an output the audit cannot read is not compared here
+            return result
+        check = known[rows, st]
+        if actual.shape == node.shape and check.any():
+            expected = held.sum(axis=1)
+            scale = np.abs(held).sum(axis=1) + np.abs(nodes[rows, st]).sum(axis=1) + 1.0
+            diff = np.abs(actual - expected)
+            bad = check[:, None] & ~(diff <= 1e-8 * scale)  # NaN counts as a difference
+            if bad.any():
+                i = int(np.flatnonzero(bad.any(axis=1))[0])
+                tr.vector_mismatch.append((str(getattr(self, "name", "?")), int(rows[i]), int(st[i]), int(n[i]),
+                                           float(np.nanmax(np.where(bad[i], diff[i], 0.0))),
+                                           float(1e-8 * scale[i].max()), int(bad.any(axis=1).sum())))
+        return result
 
     return wrapped
 

@@ -102,7 +102,7 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 @dataclasses.dataclass
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
-    #             noise_report | noise_coupling | schedule
+    #             noise_report | noise_coupling | schedule | tree_output (vector trees)
     detail: str
 
 
@@ -588,6 +588,18 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
     if tr_d.orphans:
         notes.append(f"{len(tr_d.orphans)} ledger reports had no traced draw (noise drawn outside the sampler); "
                      "their noise law cannot be checked")
+
+    # 2b. tree_output: a vector tree's released sums are the sums of its traced node releases
+    for label, tr in (("D", tr_d), ("D'", tr_p)):
+        bad = getattr(tr, "vector_mismatch", [])
+        if bad:
+            name, r, st, n, diff, tol, _ = bad[0]
+            findings.append(Finding("tree_output", (
+                f"run on {label}: after {len(bad)} inserts ({sum(b[-1] for b in bad)} streams) a vector tree's released "
+                f"sum is not the sum of its alive node releases as traced (e.g. {name}, replicate {r}, stream {st}, "
+                f"{n} records: off by {diff:.6g} > {tol:.3g}): the output was altered after the noise was drawn, or "
+                f"reads the data outside its releases")))
+            break
 
     rel_d, rel_p = tr_d.released(), tr_p.released()
     n_rel = int(rel_d["stat"].size)
