@@ -20,7 +20,8 @@ replicate changes one user, round h:
   still be a post-processing of the releases, and that is what the ``decisions`` check asks.
 
 Contexts are adversarial for the sensitivities (kind r mod 4, each of norm exactly the declared
-bound L): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
+bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L on every other group of four
+replicates, so that the projection onto the ball is exercised): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
 tree's ``b`` entries), one-hot (a random coordinate), uniform on the sphere, and intercept-style
 (``[1, u] L / sqrt 2``, :class:`privbandit.contextual.LinearContextual`'s form). Rewards: the
 K-armed audit's mixed kinds (uniform, Bernoulli, constant per arm, constant 1/2), indexed by round.
@@ -69,8 +70,9 @@ def audit_relation(policy: Policy, horizon: int, n_arms: int) -> str:
 
 
 def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float,
-              rng: np.random.Generator) -> np.ndarray:
-    """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept."""
+              rng: np.random.Generator, clip: bool = False) -> np.ndarray:
+    """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept;
+    ``clip``: those of replicates with floor(r / 4) odd of norm 1.5 ``bound`` (the policy clips them)."""
     R, T, K, d = replicates, horizon, n_arms, dim
     kind = np.arange(R) % 4
     z = np.empty((R, T, K, d))
@@ -88,6 +90,10 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
     else:
         icpt = np.ones((R, T, K, 1))
     z[kind == 3] = icpt[kind == 3]
+    if clip:
+        # every other group of four: norm 1.5 L, which the policy projects onto the ball (contexts="clip")
+        # before any statistic sees it -- the clipping path is audited too
+        z[(np.arange(R) // 4) % 2 == 1] *= 1.5
     return z * bound
 
 
@@ -104,12 +110,13 @@ def _orthogonal(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def contextual_tapes(n_arms: int, dim: int, bound: float, horizon: int, replicates: int, relation: str,
-                     rng: np.random.Generator, rounds: np.ndarray | None = None):
+                     rng: np.random.Generator, rounds: np.ndarray | None = None, clip: bool = False):
     """R neighbouring contextual tapes: (ctx, ctx', rew, rew', h) with contexts (R, T, K, d), rewards
     (R, T, K) and the changed round h (R,) in [1, T] (module docstring). ``rounds``: the changed rounds
-    (default: log-uniform over [1, 3T/4], so early and late records of every stream are changed)."""
+    (default: log-uniform over [1, 3T/4], so early and late records of every stream are changed).
+    ``clip``: half the replicates' contexts are 1.5 times too long, for a policy that clips them."""
     R, T = replicates, horizon
-    ctx = _contexts(R, T, n_arms, dim, bound, rng)
+    ctx = _contexts(R, T, n_arms, dim, bound, rng, clip)
     rew = np.ascontiguousarray(np.transpose(_mixed_tapes(n_arms, T, R, rng), (0, 2, 1)))
     if rounds is None:
         top = max(2.0, 0.75 * T)
@@ -176,7 +183,8 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     started = time.perf_counter()
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
     ctx, ctx_p, rew, rew_p, h = contextual_tapes(n_arms, dim, float(policy.bound), horizon, replicates, relation,
-                                                 np.random.default_rng(tape_seq), rounds)
+                                                 np.random.default_rng(tape_seq), rounds,
+                                                 clip=getattr(policy, "contexts", "reject") == "clip")
     spend = _SpendCheck(policy, horizon, n_arms, STRUCTURE, relation)
     act_d, tr_d = _run(policy, ctx, rew, run_seq, on_round=spend)
     act_p, tr_p = _run(policy, ctx_p, rew_p, run_seq, replay=tr_d.draws)

@@ -122,3 +122,15 @@ def test_audit_command_gives_contextual_policies_a_verdict(monkeypatch, capsys):
         _cli(["joint_dp_lin_ucb", "--tier", "smoke", "--exact"])
     with pytest.raises(ValueError, match="dim must be a whole number"):
         _cli(["private_lin_ucb", "--param", "dim=0", "--tier", "smoke"])
+
+
+def test_contexts_past_the_bound_are_audited_through_the_clipping(monkeypatch):
+    """Half the replicates' contexts are 1.5 L long (the policy projects them onto the ball): a policy
+    that skips the projection is refuted by the sensitivity of its Gram matrix (joint DP: round-level
+    neighbours; its L2 change grows with ||z||^2)."""
+    from privbandit.contextual import linalg
+
+    assert contextual_whitebox_audit(JointDPLinUCB(dim=D), T, 2, R, seed=0).verdict == "CONSISTENT"
+    monkeypatch.setattr(linalg, "bound_contexts", lambda z, bound, mode: z)  # planted: never clipped
+    res = contextual_whitebox_audit(JointDPLinUCB(dim=D), T, 2, R, seed=0)
+    assert res.verdict == "VIOLATION" and res.checks == ["sensitivity"], res.summary()
