@@ -66,7 +66,12 @@ changed arm's stream, so every release whose statistic changed must be reported 
    shifted by one record, or one that drops a batch's first or an interval's newest record, composes
    the wrong records in the ledger; the stream-level checks above cannot see it.
 
-Checks 1-4 and 6-9 are exact (a violation is a deterministic witness, reproducible from the seed).
+10. **tree_output** (vector trees, :mod:`privbandit.audit.contextual`) -- after every insert, the sums a
+   :class:`~privbandit.mechanisms.vector_tree.VectorTreeMechanism` releases are the sums of its alive
+   nodes' traced releases (the prefix sum is post-processing of the nodes, Chan, Shi & Song 2011): node
+   noise altered after the draw, dropped or stale, fails it, to a relative 1e-8.
+
+Checks 1-4 and 6-10 are exact (a violation is a deterministic witness, reproducible from the seed).
 Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
 """
 
