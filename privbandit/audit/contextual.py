@@ -94,7 +94,9 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
         # every other group of four: norm 1.5 L, which the policy projects onto the ball (contexts="clip")
         # before any statistic sees it -- the clipping path is audited too
         z[(np.arange(R) // 4) % 2 == 1] *= 1.5
-    return z * bound
+        return z * bound
+    # a policy that rejects longer contexts: a hair inside the ball (a norm of L can round above L)
+    return z * (bound * (1.0 - 1e-9))
 
 
 def _orthogonal(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:

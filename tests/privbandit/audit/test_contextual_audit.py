@@ -134,3 +134,8 @@ def test_contexts_past_the_bound_are_audited_through_the_clipping(monkeypatch):
     monkeypatch.setattr(linalg, "bound_contexts", lambda z, bound, mode: z)  # planted: never clipped
     res = contextual_whitebox_audit(JointDPLinUCB(dim=D), T, 2, R, seed=0)
     assert res.verdict == "VIOLATION" and res.checks == ["sensitivity"], res.summary()
+
+
+def test_a_policy_that_rejects_long_contexts_gets_contexts_inside_the_ball():
+    res = contextual_whitebox_audit(PrivateLinTS(dim=D, contexts="reject"), T, 3, R, seed=1)
+    assert res.verdict == "CONSISTENT" and not res.findings, res.summary()
