@@ -203,8 +203,12 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
         what = "contexts and rewards" if context_changed[r] else "rewards"
         return f"round {h[r]}'s {what} changed; its record is #{pull[r]} of stream {arm[r]}"
 
-    notes = [f"contextual tape: relation {relation!r} ({'the changed user' + chr(39) + 's own action may differ' if relation == 'round' else 'contexts public, one round' + chr(39) + 's rewards changed'}); "
-             f"{'shared model: every record in stream 0' if shared else 'disjoint model: a record in the played arm' + chr(39) + 's stream'}"]
+    change = ("the changed user's own action may differ" if relation == "round"
+              else "contexts public, one round's rewards changed")
+    model = "shared model: every record in stream 0" if shared else "disjoint model: a record in the played arm's stream"
+    notes = [f"contextual tape: relation {relation!r} ({change}); {model}",
+             "tree_output: every vector tree's released sums checked against its traced node releases after "
+             "every insert (exact)"]
     findings, groups, n_rel = _coupled_checks(
         policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend, notes,
         own_round=h if relation == "round" else None, streams_d=streams_d, describe=describe)
