@@ -72,6 +72,16 @@ def _leaves_unreported(policy, stats):  # single-record nodes never reach the le
     book._record_from_mechanism = dropped
 
 
+def _nodes_shifted(policy, stats):  # every node reported one record later, [lo + 1, hi + 1)
+    book = stats.tree.ledger
+    record = book._record_from_mechanism
+
+    def shifted(rep, st, lo, hi, scale, sensitivity, mechanism, node, gaussian=False, discrete=False):
+        record(rep, st, lo + 1, hi + 1, scale, sensitivity, mechanism, node, gaussian=gaussian, discrete=discrete)
+
+    book._record_from_mechanism = shifted
+
+
 def _seeded_by_data(policy, stats):  # node noise from a generator seeded by the exact sums
     tree = stats.tree
     insert = tree.insert
@@ -89,3 +99,4 @@ ExactGram = _patched(PrivateLinUCB, _exact_gram, "ExactGram")
 NoRewardSensitivity = _patched(JointDPLinUCB, _no_reward_sensitivity, "NoRewardSensitivity")
 LeavesUnreported = _patched(JointDPLinUCB, _leaves_unreported, "LeavesUnreported")
 SeededByData = _patched(PrivateLinTS, _seeded_by_data, "SeededByData")
+NodesShifted = _patched(PrivateLinUCB, _nodes_shifted, "NodesShifted")

@@ -95,6 +95,7 @@ def test_tree_output_check_sees_noise_added_outside_the_nodes():
     (planted.NoRewardSensitivity, "sensitivity"),
     (planted.LeavesUnreported, "unreported"),
     (planted.SeededByData, "noise_coupling"),
+    (planted.NodesShifted, "footprint_position"),
 ])
 def test_planted_contextual_bugs_are_refuted(cls, check):
     res = contextual_whitebox_audit(cls(dim=D), T, 2, R, seed=0)
