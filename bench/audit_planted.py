@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
-from audit_planted_bugs import AIMED, BUGS, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8  # noqa: E402
+from audit_planted_bugs import AIMED, BUGS, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8, ROUND9  # noqa: E402
 
 import functools  # noqa: E402
 
@@ -55,15 +55,28 @@ def cli(argv: list[str]) -> tuple[int, dict, float]:
     return rc, summary, seconds
 
 
+def _contextual(policy) -> bool:
+    return "contexts" in frozenset(getattr(policy, "requires", frozenset()))
+
+
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
               planned: bool = False) -> dict:
     """What one traced run does on fixed mixed tapes: actions, every traced draw (statistic and
     released value) and every ledger report (stream, footprint, scale, sensitivity). ``planned``: the
-    run's planned rounds go through its update_block, as in simulate."""
-    horizon = probe_horizon(policy, n_arms) if horizon is None else horizon
-    tape, _, _, _ = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(12345))
-    extra = {"planned": True} if planned else {}  # trees older than session 5 lack the keyword
-    actions, tracer = _run(policy, tape, horizon, np.random.SeedSequence(seed), **extra)
+    run's planned rounds go through its update_block, as in simulate. A contextual policy runs on a
+    fixed contextual tape (privbandit/audit/contextual.py)."""
+    if _contextual(policy):
+        from privbandit.audit.contextual import _run as _run_ctx, contextual_tapes
+
+        horizon = 200 if horizon is None else horizon
+        ctx, _, rew, _, _ = contextual_tapes(n_arms, policy.dim, policy.bound, horizon, replicates, "entry",
+                                             np.random.default_rng(12345))
+        actions, tracer = _run_ctx(policy, ctx, rew, np.random.SeedSequence(seed))
+    else:
+        horizon = probe_horizon(policy, n_arms) if horizon is None else horizon
+        tape, _, _, _ = neighbour_tapes(n_arms, horizon, replicates, np.random.default_rng(12345))
+        extra = {"planned": True} if planned else {}  # trees older than session 5 lack the keyword
+        actions, tracer = _run(policy, tape, horizon, np.random.SeedSequence(seed), **extra)
     draws = [np.concatenate([d.stat for d in tracer.draws] or [np.zeros(0)]),
              np.concatenate([d.out for d in tracer.draws if d.out is not None] or [np.zeros(0)])]
     reports = [np.concatenate([getattr(r, k).astype(float) for r in tracer.reports] or [np.zeros(0)])
@@ -78,11 +91,13 @@ def armed(cls) -> str:
     bug = cls()
     clean = cls()
     clean.start = functools.partial(cls.__mro__[1].start, clean)
-    probe = probe_horizon(bug, 2)
+    probe = 200 if _contextual(bug) else probe_horizon(bug, 2)  # the contextual audit's horizon (cli.CONTEXTUAL)
     # the white-box horizon, then the long run's (a bug may wait for late rounds, as the long run does)
     # and round by round, then with planned rounds (a bug may sit on the engine's update_block path only)
     long = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * probe))
     for horizon, reps, planned in ((probe, 64, False), (long, 8, False), (long, 8, True)):
+        if planned and _contextual(bug):  # contextual runs do not plan
+            continue
         a = behaviour(bug, replicates=reps, horizon=horizon, planned=planned)
         b = behaviour(clean, replicates=reps, horizon=horizon, planned=planned)
         for key in ("actions", "draws", "reports"):
@@ -130,7 +145,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else 'no')))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else 'no'))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("controls", "all"):
         print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")

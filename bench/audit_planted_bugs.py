@@ -35,8 +35,11 @@ import numpy as np
 
 from privbandit.mechanisms._base import exact_log2, flat
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+from privbandit.contextual import linalg
+from privbandit.mechanisms.sampling import NoiseSampler
 from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPUCBBound, DPUCBInt,
                                  GaussianTS, LazyDPTS, PrivateTS, PrivateUCB)
+from privbandit.policies.linear import JointDPLinUCB, PrivateLinTS, PrivateLinUCB
 
 
 def _named(cls, name):
@@ -1109,6 +1112,135 @@ class LazyZeroSumShortcut(LazyDPTS):
         return run
 
 
+# --- round 9 (session 7): the contextual policies' vector trees ----------------------------------------
+def _on_statistics(run, patch) -> None:
+    """Apply ``patch(stats)`` when a linear run builds its statistics (lazily, at its first select: the
+    context dimension is known only then); an instance-level patch, so the clean twin (the parent's
+    ``start``) is the unmodified policy."""
+    build = run._start_statistics
+
+    def patched(dim):
+        build(dim)
+        patch(run.stats)
+
+    run._start_statistics = patched
+
+
+class LinHalfScaleDraw(PrivateLinTS):
+    """Private linear TS whose tree draws its node noise at half the scale (the ledger hears the full
+    scale)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            tree = stats.tree
+            tree._draw = lambda m: tree.sampler.laplace(tree.scale / 2.0, size=(m, tree.size)) * tree.weights
+
+        _on_statistics(run, patch)
+        return run
+
+
+class LinNoiseHalved(PrivateLinUCB):
+    """Private LinUCB whose tree halves each node's noise after drawing it (the draw itself, and the
+    report, are at the full scale)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            draw = stats.tree._draw
+            stats.tree._draw = lambda m: draw(m) * 0.5
+
+        _on_statistics(run, patch)
+        return run
+
+
+class LinGramUnnoised(PrivateLinUCB):
+    """Private LinUCB whose index uses the exact Gram matrix and b of each arm (the tree still releases
+    and reports its noisy sums; the index ignores them)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            add = stats.add
+
+            def exact_add(rows, groups, z, r):
+                add(rows, groups, z, r)
+                packed = stats.tree.exact_sum[rows, groups]
+                packed = np.concatenate([packed, np.zeros((packed.shape[0], 1))], axis=1)
+                a, b = linalg.split_gram(linalg.unpack(packed, stats.dim + 1), stats.dim)
+                a_inv = np.linalg.inv(a + stats.diag * np.eye(stats.dim))
+                stats.a_inv[rows, groups] = a_inv
+                stats.theta[rows, groups] = np.einsum("bij,bj->bi", a_inv, b)
+
+            stats.add = exact_add
+
+        _on_statistics(run, patch)
+        return run
+
+
+class JointSensitivityNoReward(JointDPLinUCB):
+    """Joint-DP LinUCB whose tree declares the sensitivity of the contexts alone, sqrt 2 L^2: the
+    reward's entries of [z; r] are forgotten (sqrt 2 (L^2 + 1) is right); the noise is unchanged."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            stats.tree.sensitivity = math.sqrt(2.0) * self.bound ** 2
+
+        _on_statistics(run, patch)
+        return run
+
+
+class JointUnreportedLeaves(JointDPLinUCB):
+    """Joint-DP LinUCB whose tree reports only its nodes of two or more records: the single-record
+    (level-0) nodes, half of all releases, are drawn and used but never reach the ledger."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            book = stats.tree.ledger
+            record = book._record_from_mechanism
+
+            def leaves_dropped(rep, st, lo, hi, scale, sensitivity, mechanism, node, gaussian=False,
+                               discrete=False):
+                keep = (np.asarray(hi) - np.asarray(lo)) > 1
+                if keep.any():
+                    record(rep[keep], st[keep], lo[keep], hi[keep], scale, sensitivity, mechanism, node[keep],
+                           gaussian=gaussian, discrete=discrete)
+
+            book._record_from_mechanism = leaves_dropped
+
+        _on_statistics(run, patch)
+        return run
+
+
+class LinSeededByData(PrivateLinTS):
+    """Private linear TS whose tree draws each node's noise from a generator seeded by its stream's
+    exact sums so far."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            tree = stats.tree
+            insert = tree.insert
+
+            def seeded(values, streams, mask=None):
+                seed = int(np.abs(tree.exact_sum).sum() * 1e6) % (2 ** 32)
+                tree.sampler = NoiseSampler(np.random.default_rng(seed))
+                return insert(values, streams, mask)
+
+            tree.insert = seeded
+
+        _on_statistics(run, patch)
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -1162,6 +1294,13 @@ BUGS = {
     "gap_raw_stop": GapRawStop,
     "zero_sum_shortcut": ZeroSumShortcut,
     "lazy_zero_sum_shortcut": LazyZeroSumShortcut,
+    # round 9 (session 7: the contextual policies)
+    "lin_half_scale_draw": LinHalfScaleDraw,
+    "lin_noise_halved": LinNoiseHalved,
+    "lin_gram_unnoised": LinGramUnnoised,
+    "joint_sensitivity_no_reward": JointSensitivityNoReward,
+    "joint_unreported_leaves": JointUnreportedLeaves,
+    "lin_seeded_by_data": LinSeededByData,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -1192,6 +1331,12 @@ ROUND8 = {"batch_noise_reused", "posterior_half_late", "posterior_scale_090", "t
 """Round 8 (session 6): written blind, without looking at which check would see them -- noise re-used
 across releases, noise 10% or 50% (late) too small, a phase switch on raw means, a batch of zeros
 published without noise or record (docs/audit.md, "Round 8")."""
+
+ROUND9 = {"lin_half_scale_draw", "lin_noise_halved", "lin_gram_unnoised", "joint_sensitivity_no_reward",
+          "joint_unreported_leaves", "lin_seeded_by_data"}
+"""Round 9 (session 7): the contextual policies (private LinUCB / linear TS, joint-DP LinUCB), audited on
+contextual tapes -- node noise drawn at half scale, noise halved after the draw, an index on the exact
+Gram matrix, a sensitivity that forgets the reward, leaf nodes never reported, noise seeded by the data."""
 
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)

@@ -9,7 +9,9 @@
 * White-box, coupled (:func:`whitebox_audit`): every release traced (:class:`ReleaseTracer`), a run on
   D and one on a neighbour D' with the same seed and D's released values; decisions, unreported
   releases, sensitivities, footprints, re-draws and the noise law checked without trusting the
-  reports.
+  reports. Contextual policies (:func:`contextual_whitebox_audit`): the same coupled checks on a
+  contextual tape (fixed contexts and rewards per round), at the neighbouring relation each policy
+  certifies, every vector-tree node traced with its exact node sum.
 * Known answers (:mod:`privbandit.audit.exact`): the exact law of 2-arm Gaussian TS's arm sequence
   for small horizons, its exact (eps, delta) between two tapes, and the bounds ladder
   audit <= exact <= claim.
@@ -19,6 +21,7 @@
 
 from privbandit.audit import certify, scores, stats
 from privbandit.audit.certify import GDP, Claim, EpsAtDelta
+from privbandit.audit.contextual import contextual_whitebox_audit
 from privbandit.audit.core import VERDICTS, Audit, AuditResult, Budget
 from privbandit.audit.exact import (ActionDistribution, PrivacyProfile, action_distribution, bounds_ladder,
                                     exact_epsilon)
@@ -39,4 +42,5 @@ __all__ = [
     "ActionDistribution", "PrivacyProfile", "action_distribution", "exact_epsilon", "bounds_ladder",
     "OneRunResult", "one_run_audit", "one_run_mechanism_audit",
     "ReleaseTracer", "release_trace", "WhiteBoxResult", "whitebox_audit", "probe_horizon",
+    "contextual_whitebox_audit",
 ]

@@ -119,11 +119,11 @@ def run(args: argparse.Namespace) -> int:
     if not policy.private:
         raise ValueError(f"{args.policy} is not private: there is no claim to audit")
     edgeless = policy.requires == frozenset({"graph"})
-    if policy.requires and not edgeless:  # the audits drive select(t) on K-armed reward tapes: no contexts
-        raise ValueError(f"{args.policy} requires {' and '.join(sorted(policy.requires))} (a "
-                         f"{'graph-feedback' if 'graph' in policy.requires else 'contextual'} environment), which "
-                         "the audit's K-armed reward tapes do not provide: privbandit audit covers policies on "
-                         "plain bandit feedback only")
+    contextual = policy.requires == frozenset({"contexts"})
+    if policy.requires and not (edgeless or contextual):
+        raise ValueError(f"{args.policy} requires {' and '.join(sorted(policy.requires))}, which no audit here "
+                         "provides: privbandit audit covers policies on plain bandit feedback, on an edgeless "
+                         "feedback graph, or on contexts")
     k = int(args.arms)
     if k < 2:
         raise ValueError(f"--arms must be >= 2, got {k}")
@@ -133,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
     if args.one_run < 0 or args.one_run_runs < 1:
         raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
+    if contextual:  # contexts in every select: the contextual white-box audit and ledger audits
+        return _run_contextual(args, policy, tier, k, started)
     # the black-box audits hold (runs per chunk) x horizon actions, 1 byte each; the ledger audits
     # cheap_reps x horizon per-round arrays: refuse a horizon that cannot fit before running anything
     from privbandit.engine import check_memory
@@ -308,6 +310,116 @@ def run(args: argparse.Namespace) -> int:
                                      for k2, v in row.items()} for row in r.table("rows")]}
                           for r in results],
             "one_run": one_run.as_dict() if one_run is not None else None,
+        }
+        with open(os.path.join(args.out, "summary.json"), "w") as fh:
+            json.dump(summary, fh, indent=2, default=str)
+    if verdict == "INCONCLUSIVE" and args.allow_inconclusive:
+        return 0
+    return EXIT_CODES[verdict]
+
+
+CONTEXTUAL = dict(horizon=200, max_replicates=256)
+"""The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
+most 256 coupled replicates (a d = 5 vector tree releases 20-21 entries per round and replicate: 256 x
+200 rounds trace about 10^6 released values, 20-40 s on the shared 2-core machine)."""
+
+
+def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, started: float) -> int:
+    """``privbandit audit`` for a contextual policy (``requires = {"contexts"}``): the ledger audits on
+    a :class:`~privbandit.contextual.LinearContextual` environment, and the coupled white-box audit on
+    contextual tapes (:mod:`privbandit.audit.contextual`) at the neighbouring relation the policy
+    certifies, with its long, thin run. The black-box audits drive K-armed reward tapes without
+    contexts and are not run: the verdict rests on the white-box and ledger audits, and says so."""
+    from privbandit.audit import ledger_audit
+    from privbandit.audit.contextual import audit_relation, contextual_whitebox_audit
+    from privbandit.contextual import LinearContextual
+
+    for flag, value in (("--exact", args.exact), ("--one-run", args.one_run)):
+        if value:
+            raise ValueError(f"{flag} needs the black-box audits, which do not run for the contextual policy "
+                             f"{args.policy} (no contexts on their reward tapes)")
+    dim = getattr(policy, "dim", None)
+    horizon = int(args.horizon) if args.horizon is not None else CONTEXTUAL["horizon"]
+    if horizon < 2:
+        raise ValueError(f"--horizon must be >= 2 for a contextual policy, got {horizon}")
+    if args.out is not None:
+        writable_dir(args.out, "--out")
+    relation = audit_relation(policy, horizon, k)
+    print(f"note: {args.policy} is audited on contextual tapes (white-box) and a LinearContextual environment "
+          f"(ledger), neighbours at its certified relation {relation!r}"
+          + (" (a user's contexts and rewards; joint DP: that user's own action may differ)" if relation == "round"
+             else " (one round's rewards, contexts public)")
+          + "; the black-box audits (K-armed reward tapes) do not cover contextual policies\n")
+
+    # 1. Ledger audits on a linear contextual environment (realized <= certified, no re-draws).
+    tight = cheap = None
+    if isinstance(dim, int) and dim >= 2:
+        env = LinearContextual(dim, k, model=getattr(policy, "model", "disjoint"), theta_seed=args.seed)
+        tight = ledger_audit(policy, env, horizon, tier["tight_reps"], seeds=(args.seed,), tight=True)
+        cheap = ledger_audit(policy, env, horizon, tier["cheap_reps"], seeds=(args.seed + 1,), tight=False)
+        print("## Ledger audit\n")
+        for res in (tight, cheap):
+            print(res.summary())
+        print()
+        print(tight.table())
+        print()
+    else:
+        print(f"note: no ledger audit (LinearContextual needs dim >= 2, the policy declares dim={dim})\n")
+
+    # 2. Coupled white-box audit on contextual tapes, and its long, thin run (exact checks only).
+    reps = int(min(CONTEXTUAL["max_replicates"], max(32, tier["wb_budget"] // horizon)))
+    wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed)
+    print("## White-box audit (coupled runs on contextual tapes, every vector-tree node traced)\n")
+    print(wb.summary())
+    for f in wb.findings:
+        print(f"- [{f.check}] {f.detail}")
+    for note in wb.notes:
+        print(f"- note: {note}")
+    print()
+    print(wb.table())
+    print()
+    long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
+    long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * horizon))
+    wb_long = contextual_whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
+    print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
+    print(wb_long.summary())
+    for f in wb_long.findings:
+        print(f"- [{f.check}] {f.detail}")
+    print()
+
+    ledgers = [r for r in (tight, cheap) if r is not None]
+    if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict):
+        verdict = "VIOLATION"
+    elif wb.verdict == "CONSISTENT":
+        verdict = "CONSISTENT"
+    else:
+        verdict = "INCONCLUSIVE"
+    refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in ledgers if not r.passed]
+                  + [f"white-box {c}" for c in wb.checks]
+                  + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks])
+    scope = (f"; contextual: relation {relation!r}, white-box and ledger audits only (the black-box audits "
+             f"do not cover contextual policies)")
+    power = "no black-box audit (contextual policy)"
+    print(f"POWER: {power}; white-box: {wb.power()}{scope}")
+    print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
+          + f" ({wb.alpha:g} family-wise over the noise-law tests; audits refute, they never certify){scope} -- "
+          f"{time.perf_counter() - started:.1f} s")
+    if args.out:
+        summary = {
+            "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
+            "verdict": verdict, "refuted_by": refuted_by, "power": power, "relation": relation,
+            "contextual": True, "first_release_round": None, "black_box_sees_releases": False,
+            "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
+                         "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
+                         "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
+            "whitebox_planned": None,
+            "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
+                              "replicates": wb_long.replicates, "releases": wb_long.releases,
+                              "findings": [dataclasses.asdict(f) for f in wb_long.findings],
+                              "seconds": wb_long.seconds},
+            "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
+                       for r in ledgers],
+            "black_box": [], "one_run": None,
         }
         with open(os.path.join(args.out, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2, default=str)

@@ -14,6 +14,10 @@ noise entry points and the ledger's recording entry points are wrapped at class 
   wrapped too.
   :meth:`NoiseSampler.laplace` / :meth:`NoiseSampler.gaussian` called directly (noise a caller adds
   to a statistic itself) log as draws of statistic 0;
+  -- except the node noise of a :class:`VectorTreeMechanism` insert (the contextual policies' trees),
+  whose statistic is the node's exact sum, rebuilt by the tracer from the records the tree was handed
+  (:meth:`VectorTreeMechanism.insert` is wrapped too); that release is logged and replayed like a
+  scalar one;
 * inserts -- :meth:`StreamMechanism.insert` / ``insert_pulled`` of a mechanism reporting to the run's
   ledger: the records handed over, per (replicate, stream) in insertion order (the ledger's record
   numbering), with the number of reports made before the call (``inserts``; the white-box
@@ -53,6 +57,7 @@ from privbandit.mechanisms._base import StreamMechanism
 from privbandit.mechanisms.fresh_batch import FreshBatchMean
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
+from privbandit.mechanisms.vector_tree import VectorTreeMechanism
 
 _KIND_NAMES = {0: "laplace", 1: "gaussian", 2: "zcdp", 3: "laplace"}
 """Ledger kinds by name; 3 is the exact mode's discrete Laplace (the Laplace law on the grid)."""
@@ -71,6 +76,7 @@ class Draw:
     exempt: np.ndarray  # bool per element: a dense report left it out (no record, e.g. an empty arm)
     exact: bool = False  # drawn by an exact-mode (grid) sampler: discrete noise, rounded statistic
     scale: np.ndarray | None = None  # per element, the Laplace scale / Gaussian sigma handed to the sampler
+    vector: bool = False  # the node noise of a traced vector-tree insert: ``stat`` is the node's exact sum
 
 
 @dataclasses.dataclass
@@ -122,6 +128,15 @@ class ReleaseTracer:
         self._mechanisms: list = []  # index -> mechanism (kept alive: ids stay unique)
         self._mechanism_ids: dict[int, int] = {}
         self._inserting = False
+        # vector trees (:class:`VectorTreeMechanism`) of the run's ledger: the audit's own exact node sums
+        # per tree (replicates, streams, levels, entries) and record counts, rebuilt from the records the
+        # tree was handed; ``_vector_pending`` is the statistic of the node whose noise is being drawn
+        self._vector_state: dict[int, tuple] = {}
+        self._vector_pending: np.ndarray | None = None
+        self._vector_released: np.ndarray | None = None  # the node value the last traced vector draw released
+        # vector-tree outputs that are not the sum of their alive traced node releases:
+        # (mechanism, replicate, stream, records held, largest difference, tolerance)
+        self.vector_mismatch: list[tuple] = []
 
     # --- activation ------------------------------------------------------------------------
     def __enter__(self) -> "ReleaseTracer":
@@ -201,7 +216,7 @@ class ReleaseTracer:
         what was drawn (``drawn_family``, ``drawn_scale``: the scale or sigma handed to the sampler,
         NaN where the entry point does not take one, e.g. the posterior's float path)."""
         cols: dict[str, list] = {k: [] for k in ("stat", "out", "rep", "st", "lo", "hi", "param", "sens",
-                                                  "node", "draw", "seq", "exact", "width", "entry", "drawn_scale")}
+                                                  "node", "draw", "seq", "exact", "width", "entry", "drawn_scale", "vector")}
         kinds, mechs, fams = [], [], []
         for seq, r in enumerate(self.reports):
             if r.draw < 0:
@@ -215,6 +230,7 @@ class ReleaseTracer:
             cols["draw"].append(np.full(m, r.draw))
             cols["seq"].append(np.full(m, seq))
             cols["exact"].append(np.full(m, d.exact))
+            cols["vector"].append(np.full(m, d.vector))
             cols["drawn_scale"].append(d.scale[r.elems] if d.scale is not None and d.scale.size == d.stat.size
                                        else np.full(m, np.nan))
             fams.append(np.full(m, d.family, dtype=object))
@@ -275,6 +291,20 @@ def _noise_wrapper(original, family: str):
             out = original(self, *args, **kwargs)
         finally:
             tr._depth -= 1
+        stat = tr._vector_pending
+        if stat is not None and np.shape(out) == stat.shape:
+            # the node noise of a traced vector-tree insert (:func:`_vector_insert_wrapper`): the release
+            # is the node's exact sum (in units of the noise) plus this draw, replayed like any other
+            tr._vector_pending = None
+            d = tr._new_draw(family, stat, getattr(self, "exact", False))
+            d.vector = True
+            d.scale = _drawn_scale(args, kwargs, np.shape(out))
+            released = stat + np.asarray(out, dtype=float)
+            res = tr._finish(d, released)
+            tr._vector_released = np.asarray(res, dtype=float)
+            # not replaying: the draw itself, bit for bit; replaying: the noise that makes this run's
+            # node equal the recorded run's released node
+            return out if res is released else np.asarray(res, dtype=float) - stat
         d = tr._new_draw(family, np.zeros(np.shape(out)), getattr(self, "exact", False))
         d.out = np.asarray(out, dtype=float).reshape(-1).copy()
         d.scale = _drawn_scale(args, kwargs, np.shape(out))
@@ -435,7 +465,91 @@ def _rounds_wrapper(original):
     return wrapped
 
 
+def _vector_insert_wrapper(original):
+    """:meth:`VectorTreeMechanism.insert(values, streams, mask)` of a tree reporting to the run's
+    ledger: the node this insert completes covers the stream's records [n - 2^l, n) (l the lowest set
+    bit of the new count n, Chan, Shi & Song 2011, Alg. 2), i.e. the record handed now plus the alive
+    nodes below level l. The audit keeps its own exact node sums from the records the tree was
+    handed (not from the tree's state) and hands the node's sum -- divided by the tree's per-entry
+    weights for Laplace noise, the units in which its scale and sensitivity are declared -- to the
+    noise draw that follows (:func:`_noise_wrapper`), which logs it as the release's statistic."""
+    @functools.wraps(original)
+    def wrapped(self, values, streams, mask=None, *args, **kwargs):
+        tr = ReleaseTracer._active
+        if tr is None or tr.ledger is None or getattr(self, "ledger", None) is not tr.ledger \
+                or tr._vector_pending is not None:
+            return original(self, values, streams, mask, *args, **kwargs)
+        try:
+            R, S, L, size = self.replicates, self.streams, self.levels, self.size
+            v = np.asarray(values, dtype=float)
+            st_all = np.asarray(streams)
+            rows = np.arange(R) if mask is None else np.flatnonzero(np.asarray(mask, dtype=bool))
+            st = st_all[rows].astype(np.int64)
+            ok = v.shape == (R, size) and st_all.shape == (R,) and rows.size > 0 \
+                and st.min() >= 0 and st.max() < S and np.isfinite(v[rows]).all()
+        except (TypeError, ValueError, IndexError, AttributeError):
+            ok = False
+        if not ok:  # malformed input (the tree refuses it) or nothing inserted
+            return original(self, values, streams, mask, *args, **kwargs)
+        state = tr._vector_state.get(id(self))
+        if state is None:
+            state = tr._vector_state[id(self)] = (self, np.zeros((R, S, L, size)), np.zeros((R, S), np.int64),
+                                                  np.zeros((R, S, L, size)), np.ones((R, S), dtype=bool))
+        _, nodes, count, out_nodes, known = state
+        n = count[rows, st] + 1
+        low = n & -n
+        level = np.bitwise_count(low - 1).astype(np.int64)
+        if int(level.max()) >= L:  # past the horizon: the tree refuses it
+            return original(self, values, streams, mask, *args, **kwargs)
+        held = nodes[rows, st]  # (m, L, size)
+        lower = np.arange(L)[None, :] < level[:, None]
+        node = v[rows] + np.where(lower[:, :, None], held, 0.0).sum(axis=1)
+        held[lower] = 0.0
+        held[np.arange(rows.size), level] = node
+        nodes[rows, st] = held
+        count[rows, st] = n
+        weights = np.asarray(getattr(self, "weights", 1.0), dtype=float)
+        laplace = getattr(self, "noise", "") == "laplace"
+        tr._vector_pending = node / weights if laplace else node
+        tr._vector_released = None
+        try:
+            result = original(self, values, streams, mask, *args, **kwargs)
+        finally:
+            tr._vector_pending = None
+        # The tree's output must be the sum of its alive nodes' releases (Chan, Shi & Song 2011: the
+        # prefix sum is post-processing of the nodes): a value altered after the draw, stale or
+        # dropped node noise, an output that reads the exact sums some other way, all break it.
+        rel = tr._vector_released
+        tr._vector_released = None
+        held = out_nodes[rows, st]
+        held[lower] = 0.0
+        if rel is None or rel.shape != node.shape:
+            known[rows, st] = False  # this node's noise was not traced: its output cannot be checked
+        else:
+            held[np.arange(rows.size), level] = rel * weights if laplace else rel
+        out_nodes[rows, st] = held
+        try:
+            actual = np.asarray(self.noisy_sum(rows, st), dtype=float)
+        except Exception:  # an output the audit cannot read is not compared here
+            return result
+        check = known[rows, st]
+        if actual.shape == node.shape and check.any():
+            expected = held.sum(axis=1)
+            scale = np.abs(held).sum(axis=1) + np.abs(nodes[rows, st]).sum(axis=1) + 1.0
+            diff = np.abs(actual - expected)
+            bad = check[:, None] & ~(diff <= 1e-8 * scale)  # NaN counts as a difference
+            if bad.any():
+                i = int(np.flatnonzero(bad.any(axis=1))[0])
+                tr.vector_mismatch.append((str(getattr(self, "name", "?")), int(rows[i]), int(st[i]), int(n[i]),
+                                           float(np.nanmax(np.where(bad[i], diff[i], 0.0))),
+                                           float(1e-8 * scale[i].max()), int(bad.any(axis=1).sum())))
+        return result
+
+    return wrapped
+
+
 _TARGETS = (
+    (VectorTreeMechanism, "insert", _vector_insert_wrapper),
     (FreshBatchMean, "insert_pulled_rounds", _rounds_wrapper),
     (StreamMechanism, "insert", lambda f: _insert_wrapper(f, False)),
     (StreamMechanism, "insert_pulled", lambda f: _insert_wrapper(f, True)),

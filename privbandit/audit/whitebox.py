@@ -66,7 +66,12 @@ changed arm's stream, so every release whose statistic changed must be reported 
    shifted by one record, or one that drops a batch's first or an interval's newest record, composes
    the wrong records in the ledger; the stream-level checks above cannot see it.
 
-Checks 1-4 and 6-9 are exact (a violation is a deterministic witness, reproducible from the seed).
+10. **tree_output** (vector trees, :mod:`privbandit.audit.contextual`) -- after every insert, the sums a
+   :class:`~privbandit.mechanisms.vector_tree.VectorTreeMechanism` releases are the sums of its alive
+   nodes' traced releases (the prefix sum is post-processing of the nodes, Chan, Shi & Song 2011): node
+   noise altered after the draw, dropped or stale, fails it, to a relative 1e-8.
+
+Checks 1-4 and 6-10 are exact (a violation is a deterministic witness, reproducible from the seed).
 Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
 """
 
@@ -102,7 +107,7 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 @dataclasses.dataclass
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
-    #             noise_report | noise_coupling | schedule
+    #             noise_report | noise_coupling | schedule | tree_output (vector trees)
     detail: str
 
 
@@ -407,16 +412,27 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
     ok = np.isfinite(rel["out"]) & (rel["param"] > 0)
     if "width" in rel and len(rel["width"]) == ok.size:
         # a vector Laplace release scales its noise per entry by weights the ledger is not told (its
-        # event is PureDP, not the scalar Laplace law): its residuals are not tested; vector Gaussian
-        # releases (one sigma for every entry) are
-        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace"))
+        # event is PureDP, not the scalar Laplace law): its residuals are tested only where the tracer
+        # knows the node's statistic in the noise's units (a traced VectorTreeMechanism insert: the
+        # statistic divided by the weights, the residual the unweighted Lap(scale) draw); vector
+        # Gaussian releases (one sigma for every entry) always are
+        unknown = ~rel["vector"].astype(bool) if "vector" in rel and len(rel["vector"]) == ok.size else True
+        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace") & unknown)
     fam = np.where(rel["kind"] == "laplace", "laplace", "gaussian")
     length = np.maximum(rel["hi"] - rel["lo"], 1)
     octave = np.floor(np.log2(length)).astype(np.int64)
-    keys = {}
-    for i in np.flatnonzero(ok):
-        keys.setdefault((rel["mechanism"][i], fam[i], int(octave[i])), []).append(i)
-    groups = [(k, np.asarray(v)) for k, v in keys.items() if len(v) >= MIN_GROUP]
+    idx_ok = np.flatnonzero(ok)
+    groups = []
+    if idx_ok.size:
+        codes = np.stack([_codes(rel["mechanism"][idx_ok], {}), (fam[idx_ok] == "laplace").astype(np.int64),
+                          octave[idx_ok]], axis=1)
+        inv = _row_inverse(codes)
+        order = np.argsort(inv, kind="stable")  # each group's elements in increasing order
+        bounds = np.flatnonzero(np.diff(inv[order])) + 1
+        for part in np.split(order, bounds):
+            if part.size >= MIN_GROUP:
+                i = idx_ok[part[0]]
+                groups.append(((rel["mechanism"][i], fam[i], int(octave[i])), idx_ok[part]))
     out = []
     for (mech, family, octv), idx in sorted(groups):
         resid = rel["out"][idx] - rel["stat"][idx]
@@ -440,9 +456,35 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
     return out
 
 
+def _codes(names: np.ndarray, ids: dict) -> np.ndarray:
+    """Integer codes of an object array of names (``ids``: name -> code, extended as needed), mapped
+    once per run of equal names (a report's elements share one: millions of elements, few runs)."""
+    n = len(names)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(names[1:] != names[:-1]) + 1])
+    at = np.array([ids.setdefault(names[i], len(ids)) for i in starts], dtype=np.int64)
+    return np.repeat(at, np.diff(np.append(starts, n)))
+
+
+def _row_inverse(a: np.ndarray) -> np.ndarray:
+    """For an int matrix (n, c), an id per row, equal ids for equal rows (``np.unique(a, axis=0,
+    return_inverse=True)``'s ids, by a lexsort: much faster than its row-wise sort on millions of rows)."""
+    n = a.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(a.T[::-1])
+    sa = a[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = np.any(sa[1:] != sa[:-1], axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return inv
+
+
 def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
     """Per element, a key (rep, st, mech, lo, hi, node, occurrence) as an int64 matrix."""
-    mech = np.array([mech_ids.setdefault(m, len(mech_ids)) for m in rel["mechanism"]], dtype=np.int64)
+    mech = _codes(rel["mechanism"], mech_ids)
     entry = rel["entry"] if "entry" in rel and len(rel["entry"]) == len(rel["rep"]) else np.zeros(len(rel["rep"]))
     base = np.stack([rel["rep"], rel["st"], mech, rel["lo"], rel["hi"], rel["node"], entry],
                     axis=1).astype(np.int64)
@@ -526,22 +568,48 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
+    findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law,
+                                              spend, notes)
+    if not n_rel:
+        notes.append("no traced release was paired with a ledger report: nothing to check")
+    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
+                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
+                          time.perf_counter() - started, spend.rows)
+
+
+def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
+                    arm: np.ndarray, pull: np.ndarray, n_arms: int, alpha: float, law: bool, spend: "_SpendCheck",
+                    notes: list[str], *, own_round: np.ndarray | None = None, streams_d: np.ndarray | None = None,
+                    describe=None) -> tuple[list[Finding], list[NoiseGroup], int]:
+    """Checks 1-9 on two coupled traced runs (actions (R, T) and tracers of D and of D', which replayed
+    D's releases): returns (findings, noise-law groups, traced releases on D). ``arm[r]``: the stream
+    of replicate r's changed record; ``pull[r]``: its index among that stream's records (in the
+    numbering of ``streams_d``, the stream each round's record entered: the actions for K-armed
+    bandit feedback, the default). ``own_round[r]``: a round whose own action may differ (joint DP's
+    changed user, :mod:`privbandit.audit.contextual`); ``describe(r)``: how a finding names the change."""
     findings: list[Finding] = []
 
     # 1. decisions (not for a policy whose privacy is its own sampling of arms, e.g. EXP3's exponential
     # weights: it declares records_releases=False, draws no noise through the sampler, and its
     # decisions read the data by design; the black-box audits test that claim)
-    diverged = np.any(act_d != act_p, axis=1)
+    replicates = act_d.shape[0]
+    differ = act_d != act_p
+    if own_round is not None:
+        # joint DP (Shariff & Sheffet 2018, Def. 3): the changed user's own action may differ; every
+        # other round's action must be a post-processing of the releases
+        differ[np.arange(replicates), own_round - 1] = False
+    diverged = np.any(differ, axis=1)
     if not getattr(policy, "records_releases", True):
         notes.append("decisions check skipped: the policy's privacy is its arm sampling itself "
                      "(records_releases=False), not a post-processing of noisy releases")
         diverged = np.zeros_like(diverged)
     elif diverged.any():
         r = int(np.flatnonzero(diverged)[0])
-        t = int(np.flatnonzero(act_d[r] != act_p[r])[0]) + 1
+        t = int(np.flatnonzero(differ[r])[0]) + 1
+        where = describe(r) if describe is not None else f"arm {arm[r]} pull #{pull[r]}: 0 vs 1"
         findings.append(Finding("decisions", (
             f"{int(diverged.sum())} of {replicates} replicates act differently on D and D' although every traced "
-            f"release was identical: e.g. replicate {r} (arm {arm[r]} pull #{pull[r]}: 0 vs 1) first differs at "
+            f"release was identical: e.g. replicate {r} ({where}) first differs at "
             f"round {t} ({act_d[r, t - 1]} vs {act_p[r, t - 1]}); the decisions read the data outside the releases")))
     elif tr_p.replay_broken:
         findings.append(Finding("decisions", f"the release pattern differs on D and D' with identical releases "
@@ -560,6 +628,18 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"{len(tr_d.orphans)} ledger reports had no traced draw (noise drawn outside the sampler); "
                      "their noise law cannot be checked")
 
+    # 2b. tree_output: a vector tree's released sums are the sums of its traced node releases
+    for label, tr in (("D", tr_d), ("D'", tr_p)):
+        bad = getattr(tr, "vector_mismatch", [])
+        if bad:
+            name, r, st, n, diff, tol, _ = bad[0]
+            findings.append(Finding("tree_output", (
+                f"run on {label}: after {len(bad)} inserts ({sum(b[-1] for b in bad)} streams) a vector tree's released "
+                f"sum is not the sum of its alive node releases as traced (e.g. {name}, replicate {r}, stream {st}, "
+                f"{n} records: off by {diff:.6g} > {tol:.3g}): the output was altered after the noise was drawn, or "
+                f"reads the data outside its releases")))
+            break
+
     rel_d, rel_p = tr_d.released(), tr_p.released()
     n_rel = int(rel_d["stat"].size)
 
@@ -572,8 +652,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         kd_i, kp_i = np.flatnonzero(keep_d), np.flatnonzero(keep_p)
         # match rows by key (a sort-merge over the packed keys)
         both = np.concatenate([kd[kd_i], kp[kp_i]])
-        _, inv = np.unique(both, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        inv = _row_inverse(both)
         inv_d, inv_p = inv[: kd_i.size], inv[kd_i.size:]
         pos_p = np.full(inv.max() + 1 if inv.size else 0, -1)
         pos_p[inv_p] = kp_i
@@ -594,6 +673,9 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"tapes: worst {rel_d['mechanism'][i]} (replicate {rel_d['rep'][i]}, stream {rel_d['st'][i]}, "
                 f"footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})) moved {delta[worst]:.6g} > declared "
                 f"{sens[worst]:.6g} (ratio {delta[worst] / sens[worst]:.3g})")))
+        finding = _vector_sensitivity(rel_d, rel_p, di, pi)
+        if finding is not None:
+            findings.append(finding)
         changed = delta > CHANGE_TOL
         bad_reps = []
         for r in np.unique(rel_d["rep"][di[changed]]):
@@ -612,7 +694,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
         # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
-        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d, arm, pull, diverged, n_arms, notes)
+        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
+                                      arm, pull, diverged, n_arms, notes)
         if finding is not None:
             findings.append(finding)
         # 7. noise_coupling: same seed, same releases, same decisions => the same noise on D and D'
@@ -658,11 +741,42 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
                 f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
                 f"(family-wise alpha {alpha:g})")))
-    if not n_rel:
-        notes.append("no traced release was paired with a ledger report: nothing to check")
-    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
-                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
-                          time.perf_counter() - started, spend.rows)
+    return findings, groups, n_rel
+
+
+def _vector_sensitivity(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) -> Finding | None:
+    """Check 3 for vector releases (a vector tree's node, one release of ``width`` entries): the
+    declared sensitivity bounds the whole vector's change -- its L1 norm for Laplace noise, its L2 norm
+    for Gaussian noise (VectorTreeMechanism's contract) -- not each entry's."""
+    if "width" not in rel_d or di.size == 0:
+        return None
+    vec = rel_d["width"][di] > 1
+    if not vec.any():
+        return None
+    di, pi = di[vec], pi[vec]
+    diff = rel_d["stat"][di] - rel_p["stat"][pi]
+    # one release = one report row on D, whose entries are consecutive elements of ``released()``:
+    # keyed by the index of its first entry
+    row = di - rel_d["entry"][di].astype(np.int64)
+    _, inv = np.unique(row, return_inverse=True)
+    inv = inv.reshape(-1)
+    gauss = rel_d["kind"][di] != "laplace"
+    l1 = np.bincount(inv, weights=np.abs(diff))
+    l2 = np.sqrt(np.bincount(inv, weights=diff * diff))
+    first = np.full(inv.max() + 1, -1)
+    first[inv[::-1]] = np.arange(inv.size)[::-1]
+    norm = np.where(gauss[first], l2, l1)
+    sens = np.minimum(rel_d["sens"][di][first], rel_p["sens"][pi][first])
+    over = norm > sens * (1 + SENS_TOL) + 1e-12
+    if not over.any():
+        return None
+    worst = int(np.argmax(np.where(over, norm / sens, 0)))
+    i = di[first[worst]]
+    return Finding("sensitivity", (
+        f"{int(over.sum())} vector releases moved by more than their declared sensitivity between neighbouring "
+        f"inputs ({'L2' if gauss[first[worst]] else 'L1'} norm of the change): worst {rel_d['mechanism'][i]} (replicate "
+        f"{rel_d['rep'][i]}, stream {rel_d['st'][i]}, footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]})) moved "
+        f"{norm[worst]:.6g} > declared {sens[worst]:.6g} (ratio {norm[worst] / sens[worst]:.3g})"))
 
 
 def _insert_positions(tr: ReleaseTracer, replicates: int, streams: int) -> dict | None:
@@ -816,7 +930,9 @@ def _footprint_position(rel_d: dict, changed_rows: np.ndarray, tr_d: ReleaseTrac
 def _noise_report(rel: dict) -> Finding | None:
     """Check 6: per release, the family and scale handed to the sampler against the ledger report."""
     kind, fam = rel["kind"], rel["drawn_family"]
-    vector_laplace = (rel["width"] > 1) & (kind == "laplace")  # per-entry weights the ledger is not told
+    # per-entry weights the ledger is not told: compared only where the tracer knows the node's statistic in
+    # the units of the draw (a traced vector-tree insert; its draw is the unweighted Lap(scale))
+    vector_laplace = (rel["width"] > 1) & (kind == "laplace") & ~rel["vector"].astype(bool)
     reported_gauss = (kind == "gaussian") | (kind == "zcdp")
     wrong_family = ~vector_laplace & (((fam == "gaussian") & (kind == "laplace")) | ((fam == "laplace") & reported_gauss))
     drawn = rel["drawn_scale"].astype(float)
@@ -866,8 +982,9 @@ def _noise_coupling(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) ->
 class _SpendCheck:
     """Check 8: realized <= certified on the coupled run on D, at about a dozen rounds."""
 
-    def __init__(self, policy: Policy, horizon: int, n_arms: int) -> None:
-        self.schedule = schedule_for(policy, horizon, n_arms, None, "entry")
+    def __init__(self, policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,
+                 relation: str = "entry") -> None:
+        self.schedule = schedule_for(policy, horizon, n_arms, structure, relation)
         self.rounds = set(int(t) for t in np.unique(np.geomspace(1, horizon, 12).round().astype(np.int64)))
         self.rounds.add(int(horizon))
         self.rows: list[tuple[int, float, float]] = []

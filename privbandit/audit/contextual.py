@@ -1,0 +1,222 @@
+"""The white-box audit of the linear contextual policies (coupled runs on a contextual tape).
+
+The K-armed white-box audit (:mod:`privbandit.audit.whitebox`) drives ``select(t)`` on reward tapes
+indexed by pulls. A contextual policy (``requires = {"contexts"}``: private LinUCB / linear TS,
+Mishra & Thakurta 2015; joint-DP LinUCB, Shariff & Sheffet 2018) needs the round's contexts in every
+``select``, and its record is one round's (context, reward) of the played arm. Here the tape is
+indexed by rounds: replicate r sees contexts ``ctx[r, t]`` (K, d) in round t and the played arm's
+reward ``rew[r, t, a]``, whatever it played -- a fixed database of users, one per round.
+
+**Neighbours, as the policy certifies them** (read from its schedule, :func:`audit_relation`). Each
+replicate changes one user, round h:
+
+* ``relation="entry"`` (the certificate of private LinUCB / linear TS, and of a disjoint joint-DP
+  model): the contexts stay (public); the round's rewards move to the far end of [0, 1] (1 where
+  D has < 1/2, else 0), every arm's, so the played arm's revealed entry changes whatever it is.
+* ``relation="round"`` (joint-DP LinUCB's shared model): the user's contexts change too -- on even
+  replicates each arm's context is replaced by one of the same norm orthogonal to it (the largest
+  change of ``x x^T`` for ``x = [z; r]``), on odd ones only the rewards change. Joint DP (Shariff &
+  Sheffet, Def. 3) lets the changed user's *own* action differ; every other round's action must
+  still be a post-processing of the releases, and that is what the ``decisions`` check asks.
+
+Contexts are adversarial for the sensitivities (kind r mod 4, each of norm exactly the declared
+bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L on every other group of four
+replicates, so that the projection onto the ball is exercised): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
+tree's ``b`` entries), one-hot (a random coordinate), uniform on the sphere, and intercept-style
+(``[1, u] L / sqrt 2``, :class:`privbandit.contextual.LinearContextual`'s form). Rewards: the
+K-armed audit's mixed kinds (uniform, Bernoulli, constant per arm, constant 1/2), indexed by round.
+
+The runs on D and D' use the same seed; every node of the policy's vector tree is traced with its
+exact node sum, rebuilt by the tracer from the records the tree was handed
+(:func:`privbandit.audit.tracing._vector_insert_wrapper`), and D' replays D's released nodes. The
+checks are those of the K-armed audit (:func:`privbandit.audit.whitebox._coupled_checks`): decisions,
+unreported, sensitivity (a node's whole vector: L1 for Laplace, L2 for Gaussian), footprint and
+footprint_position (the changed record is in the tree stream its round's record entered -- the
+played arm's for a disjoint model, stream 0 for a shared one -- at the position counted from the
+rounds before it), redraw, noise_report, noise_coupling, schedule and the noise law.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from privbandit.audit.whitebox import Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck
+from privbandit.audit.tracing import ReleaseTracer
+from privbandit.feedback import Offer
+from privbandit.ledger import Ledger
+from privbandit.policies.base import Policy, schedule_for
+
+STRUCTURE = {"contexts": True}
+"""The environment structure of a contextual run (``ContextualEnvironment.structure()``)."""
+
+
+def is_contextual(policy: Policy) -> bool:
+    """True for a policy that needs contexts in every ``select`` (``requires`` holds "contexts")."""
+    return "contexts" in frozenset(getattr(policy, "requires", frozenset()))
+
+
+def audit_relation(policy: Policy, horizon: int, n_arms: int) -> str:
+    """The widest neighbouring relation the policy certifies: "round" (a user's contexts and rewards)
+    when its schedule accepts it, else "entry" (rewards only, contexts public)."""
+    try:
+        schedule_for(policy, horizon, n_arms, STRUCTURE, "round")
+        return "round"
+    except ValueError:
+        schedule_for(policy, horizon, n_arms, STRUCTURE, "entry")  # no certificate at all: raises
+        return "entry"
+
+
+def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float,
+              rng: np.random.Generator, clip: bool = False) -> np.ndarray:
+    """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept;
+    ``clip``: those of replicates with floor(r / 4) odd of norm 1.5 ``bound`` (the policy clips them)."""
+    R, T, K, d = replicates, horizon, n_arms, dim
+    kind = np.arange(R) % 4
+    z = np.empty((R, T, K, d))
+    sign = rng.choice([-1.0, 1.0], size=(R, T, K, d))
+    z[kind == 0] = (np.abs(sign) / math.sqrt(d))[kind == 0]  # dense, non-negative: the largest L1 norm
+    hot = np.zeros((R, T, K, d))
+    np.put_along_axis(hot, rng.integers(0, d, (R, T, K, 1)), 1.0, axis=3)
+    z[kind == 1] = hot[kind == 1]
+    g = rng.standard_normal((R, T, K, d))
+    z[kind == 2] = (g / np.linalg.norm(g, axis=3, keepdims=True))[kind == 2]
+    if d >= 2:
+        u = rng.standard_normal((R, T, K, d - 1))
+        u /= np.linalg.norm(u, axis=3, keepdims=True)
+        icpt = np.concatenate([np.ones((R, T, K, 1)), u], axis=3) / math.sqrt(2.0)
+    else:
+        icpt = np.ones((R, T, K, 1))
+    z[kind == 3] = icpt[kind == 3]
+    if clip:
+        # every other group of four: norm 1.5 L, which the policy projects onto the ball (contexts="clip")
+        # before any statistic sees it -- the clipping path is audited too
+        z[(np.arange(R) // 4) % 2 == 1] *= 1.5
+        return z * bound
+    # a policy that rejects longer contexts: a hair inside the ball (a norm of L can round above L)
+    return z * (bound * (1.0 - 1e-9))
+
+
+def _orthogonal(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per row of z (..., d), a vector of the same norm orthogonal to it (d >= 2; -z when d = 1)."""
+    d = z.shape[-1]
+    norm = np.linalg.norm(z, axis=-1, keepdims=True)
+    if d == 1:
+        return -z
+    g = rng.standard_normal(z.shape)
+    unit = z / np.where(norm > 0, norm, 1.0)
+    g -= np.sum(g * unit, axis=-1, keepdims=True) * unit
+    return g / np.linalg.norm(g, axis=-1, keepdims=True) * norm
+
+
+def contextual_tapes(n_arms: int, dim: int, bound: float, horizon: int, replicates: int, relation: str,
+                     rng: np.random.Generator, rounds: np.ndarray | None = None, clip: bool = False):
+    """R neighbouring contextual tapes: (ctx, ctx', rew, rew', h) with contexts (R, T, K, d), rewards
+    (R, T, K) and the changed round h (R,) in [1, T] (module docstring). ``rounds``: the changed rounds
+    (default: log-uniform over [1, 3T/4], so early and late records of every stream are changed).
+    ``clip``: half the replicates' contexts are 1.5 times too long, for a policy that clips them."""
+    R, T = replicates, horizon
+    ctx = _contexts(R, T, n_arms, dim, bound, rng, clip)
+    rew = np.ascontiguousarray(np.transpose(_mixed_tapes(n_arms, T, R, rng), (0, 2, 1)))
+    if rounds is None:
+        top = max(2.0, 0.75 * T)
+        rounds = np.exp(np.log(top) * rng.random(R)).astype(np.int64)
+    h = np.clip(np.asarray(rounds, dtype=np.int64), 1, T)
+    rows = np.arange(R)
+    ctx_p, rew_p = ctx.copy(), rew.copy()
+    rew_p[rows, h - 1] = np.where(rew[rows, h - 1] < 0.5, 1.0, 0.0)
+    if relation == "round":
+        even = rows[rows % 2 == 0]
+        ctx_p[even, h[even] - 1] = _orthogonal(ctx[even, h[even] - 1], rng)
+    return ctx, ctx_p, rew, rew_p, h
+
+
+def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on_round=None):
+    """One traced run on a contextual tape: round t offers ``ctx[:, t - 1]`` and pays the played arm's
+    ``rew[:, t - 1, arm]``. Returns (actions (R, T), tracer) as :func:`privbandit.audit.whitebox._run`."""
+    R, T, K, _ = ctx.shape
+    ledger = Ledger(R, K, tight=True, capacity=max(1, T))
+    rows = np.arange(R)
+    with ReleaseTracer(ledger, replay) as tracer:
+        run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
+        actions = np.empty((R, T), dtype=np.int64)
+        tracer.marks = np.zeros(T + 2, dtype=np.int64)
+        for t in range(1, T + 1):
+            arms = np.asarray(run.select(t, Offer(contexts=ctx[:, t - 1]))).astype(np.int64)
+            tracer.marks[t] = len(tracer.reports)
+            run.update(t, arms, rew[rows, t - 1, arms])
+            actions[:, t - 1] = arms
+            if on_round is not None:
+                on_round(t, ledger)
+    return actions, tracer
+
+
+def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
+                              alpha: float = 1e-4, law: bool = True, relation: str | None = None,
+                              rounds: np.ndarray | None = None, max_findings: int = 5) -> WhiteBoxResult:
+    """Coupled-run white-box audit of a contextual policy (module docstring). ``relation``: the
+    neighbours to audit (default :func:`audit_relation`, the widest the policy certifies; a relation it
+    does not certify is refused). ``law=False`` keeps the exact checks only (the long, thin run).
+    ``rounds``: the changed round of each replicate (default log-uniform)."""
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
+    if not policy.private:
+        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
+    if not is_contextual(policy):
+        raise ValueError(f"{policy!r} does not take contexts: use privbandit.audit.whitebox_audit")
+    for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
+    widest = audit_relation(policy, horizon, n_arms)
+    if relation is None:
+        relation = widest
+    elif relation not in ("entry", "round"):
+        raise ValueError(f"relation must be 'entry' or 'round', got {relation!r}")
+    elif relation == "round" and widest != "round":
+        raise ValueError(f"relation='round': {policy!r} certifies entry-level neighbours only (contexts public)")
+    dim = getattr(policy, "dim", None)
+    if not isinstance(dim, int):
+        raise ValueError(f"{policy!r} declares no context dimension (dim): the audit cannot build its contexts")
+    started = time.perf_counter()
+    tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
+    ctx, ctx_p, rew, rew_p, h = contextual_tapes(n_arms, dim, float(policy.bound), horizon, replicates, relation,
+                                                 np.random.default_rng(tape_seq), rounds,
+                                                 clip=getattr(policy, "contexts", "reject") == "clip")
+    spend = _SpendCheck(policy, horizon, n_arms, STRUCTURE, relation)
+    act_d, tr_d = _run(policy, ctx, rew, run_seq, on_round=spend)
+    act_p, tr_p = _run(policy, ctx_p, rew_p, run_seq, replay=tr_d.draws)
+    rows = np.arange(replicates)
+    # the stream each round's record entered (the played arm's tree for a disjoint model, stream 0 of
+    # a shared one), the changed record's stream and its index among that stream's records
+    shared = getattr(policy, "model", "disjoint") == "shared"
+    streams_d = np.zeros_like(act_d) if shared else act_d
+    arm = streams_d[rows, h - 1]
+    pull = np.array([int(np.count_nonzero(streams_d[r, :h[r] - 1] == arm[r])) for r in rows], dtype=np.int64)
+    context_changed = np.any(ctx != ctx_p, axis=(1, 2, 3))
+
+    def describe(r: int) -> str:
+        what = "contexts and rewards" if context_changed[r] else "rewards"
+        return f"round {h[r]}'s {what} changed; its record is #{pull[r]} of stream {arm[r]}"
+
+    change = ("the changed user's own action may differ" if relation == "round"
+              else "contexts public, one round's rewards changed")
+    model = "shared model: every record in stream 0" if shared else "disjoint model: a record in the played arm's stream"
+    notes = [f"contextual tape: relation {relation!r} ({change}); {model}",
+             "tree_output: every vector tree's released sums checked against its traced node releases after "
+             "every insert (exact)"]
+    findings, groups, n_rel = _coupled_checks(
+        policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend, notes,
+        own_round=h if relation == "round" else None, streams_d=streams_d, describe=describe)
+    if not n_rel:
+        notes.append("no traced release was paired with a ledger report: nothing to check")
+    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
+                          n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
+                          time.perf_counter() - started, spend.rows)
+
+
+__all__ = ["Finding", "audit_relation", "contextual_tapes", "contextual_whitebox_audit", "is_contextual"]
