@@ -88,7 +88,7 @@ class HybridMechanism(StreamMechanism):
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         n = rr.size
         t, pow2 = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
-        n_log = _kernels.count_items.at(n)(self.count, rr, kk, 0, t, pow2)
+        n_log = _kernels.count_items_flat.at(n)(self.count, self._core.rows(f), 0, t, pow2)
         # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
         if n_log == n:
             self._log_release(f, rr, kk, t, v)
@@ -129,12 +129,12 @@ class HybridMechanism(StreamMechanism):
                                          np.empty(n), np.empty(n, dtype=np.int64), np.empty(n))
         k, block_start, new, dropped, level, out = work
         prepare = _kernels.hybrid_binary_prepare.at(n)
-        args = (self._pending, rr, kk, v, t, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
-                core.capacity)
-        top, k_min, k_max, uniform = prepare(*args)
+        top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start,
+                                             new, dropped, level, core.capacity)
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
-            top, k_min, k_max, uniform = prepare(*args[:6], core._node_rows, *args[7:])
+            top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k,
+                                                 block_start, new, dropped, level, core.capacity)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, base, offsets = self.block_scale(int(k_min)), 1 << int(k_min), _NO_OFFSETS
         else:
@@ -148,7 +148,7 @@ class HybridMechanism(StreamMechanism):
                         (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)))
         first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
                                                     dropped, level, top, base, offsets, out, lo, hi, node,
-                                                    self.noisy_sum, self._log_sum, rr, kk)
+                                                    self.noisy_sum, self._log_sum)
         if uniform:
             lo, hi, node = first
         self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
