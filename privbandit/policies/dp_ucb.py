@@ -97,22 +97,18 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: f
     np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1 (no zero
     divisor: compiled without the check, see :func:`dividing_kernel`).
 
-    Without the bound, three passes over the flat (R*K,) views, none with a data-dependent branch
-    but the argmax: compiled, the first runs in SIMD lanes. With it (branches per entry: no SIMD
-    either way), one pass computing each entry whole -- the bound's term added to the UCB value, the
-    same two additions in the same order as one expression would make -- then the argmax: fewer
-    array accesses, which is what an interpreted call (one replicate) pays for."""
+    Three passes over the flat (R*K,) views, none with a data-dependent branch but the argmax:
+    compiled, the first runs in SIMD lanes; the bound's term is added to the first pass's value,
+    the same two additions in the same order as one expression would make."""
     s, n_all, out = noisy_sum.reshape(-1), counts.reshape(-1), index.reshape(-1)
+    for i in range(n_all.size):
+        # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
+        n = float(n_all[i])
+        out[i] = float(s[i]) / n + math.sqrt(two_log_t / n)
     if bound:
         for i in range(n_all.size):
-            m = int(n_all[i])  # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs more
-            n = float(m)
-            x = float(s[i]) / n + math.sqrt(two_log_t / n)
-            out[i] = x + _hybrid_bound(m, lg, c) / n
-    else:
-        for i in range(n_all.size):
-            n = float(n_all[i])
-            out[i] = float(s[i]) / n + math.sqrt(two_log_t / n)
+            n = int(n_all[i])
+            out[i] = float(out[i]) + _hybrid_bound(n, lg, c) / n
     for r in range(counts.shape[0]):
         best, arm = index[r, 0], 0
         for a in range(1, counts.shape[1]):
