@@ -368,41 +368,35 @@ def pulled_index(arms: np.ndarray, values: np.ndarray, streams: int, f: np.ndarr
 # --- routing of the two-part counters (hybrid.HybridMechanism, split.SplitMechanism) -----------------
 
 
-@row_helper
-def _count_item(c: np.ndarray, r: int, shift: int, t: np.ndarray, hit: np.ndarray, i: int) -> bool:
-    """Count one item into stream ``r`` of the flat counts ``c``: ``t[i]`` is its new count, ``hit[i]``
-    (returned) whether ``t[i] + shift`` is a power of two."""
-    n = int(c[r]) + 1  # Python ints interpreted, as in _binary_levels
-    c[r] = n
-    t[i] = n
-    m = n + shift
-    h = (m & (m - 1)) == 0
-    hit[i] = h
-    return h
-
-
 @kernel
 def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t: np.ndarray,
                 hit: np.ndarray) -> int:
     """Count one item into each stream (rr[i], kk[i]) of the C-contiguous (R, K) ``count``: ``t[i]``
     is its new count, ``hit[i]`` whether ``t[i] + shift`` is a power of two (the streams whose
-    logarithmic part releases); returns how many are."""
-    c, streams = count.reshape(-1), count.shape[1]
-    n_hit = 0
+    logarithmic part releases); returns how many are. :func:`count_items_flat` at the streams' flat
+    index."""
+    f = np.empty(rr.size, dtype=np.intp)
+    streams = count.shape[1]
     for i in range(rr.size):
-        if _count_item(c, rr[i] * streams + kk[i], shift, t, hit, i):
-            n_hit += 1
-    return n_hit
+        f[i] = rr[i] * streams + kk[i]
+    return count_items_flat(count, f, shift, t, hit)
 
 
 @kernel
 def count_items_flat(count: np.ndarray, f: np.ndarray, shift: int, t: np.ndarray, hit: np.ndarray) -> int:
-    """:func:`count_items` of the streams at flat index ``f``: one index per stream instead of a
-    (row, column) pair (measured 14 against 7 us on 5000 rows)."""
+    """:func:`count_items` of the streams at flat index ``f`` of the C-contiguous (R, K) ``count``
+    (one index per stream instead of a (row, column) pair: measured 14 against 7 us on 5000 rows)."""
     c = count.reshape(-1)
     n_hit = 0
     for i in range(f.size):
-        if _count_item(c, f[i], shift, t, hit, i):
+        r = f[i]
+        n = int(c[r]) + 1  # Python ints interpreted, as in _binary_levels
+        c[r] = n
+        t[i] = n
+        m = n + shift
+        h = (m & (m - 1)) == 0
+        hit[i] = h
+        if h:
             n_hit += 1
     return n_hit
 
