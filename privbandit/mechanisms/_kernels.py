@@ -444,10 +444,11 @@ def hybrid_binary_prepare(pending: np.ndarray, v: np.ndarray, t: np.ndarray, tau
     core ``tau`` / ``nodes``): read the node each insert completes (:func:`binary_prepare`); then,
     only if the core holds enough levels, add ``v`` to the items pending for the next logarithmic
     release and write each stream's block ``k`` and its first count ``start`` = 2^k
-    (:func:`hybrid_blocks`; ``f`` indexes the (R, K) ``pending`` too). Returns (top, min k, max k, uniform): ``top`` as binary_prepare's (above
-    the core's levels nothing but ``level`` was written: the caller grows the core and calls again);
-    ``uniform`` whether every insert lies in one block at one position of it (lock-stepped streams),
-    so that all releases share one footprint."""
+    (:func:`hybrid_blocks`; ``f`` indexes the (R, K) ``pending`` too). Returns (top, min k, max k,
+    uniform): ``top`` as binary_prepare's (above the core's levels nothing but ``level`` was
+    written: the caller grows the core and calls again); ``uniform`` whether every insert lies in
+    one block at one position of it (lock-stepped streams), so that all releases share one
+    footprint."""
     top = binary_prepare(tau, nodes, f, v, new, dropped, level, limit)
     if top < 0 or top > nodes.shape[1]:
         return top, 0, 0, False

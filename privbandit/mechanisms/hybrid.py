@@ -13,8 +13,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event, partition,
-                                         popcount, positive, probability, whole)
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
+                                         partition, popcount, positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -135,6 +135,8 @@ class HybridMechanism(StreamMechanism):
             core._grow(top)
             top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k,
                                                  block_start, new, dropped, level, core.capacity)
+        elif top < 0:  # only a bounded core can be full (the hybrid's is not)
+            raise ValueError(core.full_message)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, base, offsets = self.block_scale(int(k_min)), 1 << int(k_min), _NO_OFFSETS
         else:
