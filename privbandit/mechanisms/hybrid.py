@@ -13,8 +13,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event, partition,
-                                         popcount, positive, probability, whole)
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
+                                         partition, popcount, positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -40,6 +40,13 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
 
 
 _NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream
+_NO_FOOTPRINTS = np.zeros(0, dtype=np.int64)  # binary_commit: one footprint shared by every insert (never written)
+# Inserts of at least this many streams that share one footprint report it as scalars: three fresh
+# int64 arrays per insert, held by the ledger until it drains, cost their first touch of new memory
+# (measured ~20 of 57 us per 5000-row commit). Smaller inserts keep arrays: the ledger folds a drain
+# of array entries in one concatenation, while mixing scalar entries with the logarithmic part's
+# arrays costs it a numpy call per entry (measured ~7 us per round at one replicate).
+_SHARED_FOOTPRINT_MIN_ROWS = 64
 
 
 class HybridMechanism(StreamMechanism):
@@ -81,7 +88,7 @@ class HybridMechanism(StreamMechanism):
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         n = rr.size
         t, pow2 = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
-        n_log = _kernels.count_items.at(n)(self.count, rr, kk, 0, t, pow2)
+        n_log = _kernels.count_items_flat.at(n)(self.count, self._core.rows(f), 0, t, pow2)
         # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
         if n_log == n:
             self._log_release(f, rr, kk, t, v)
@@ -104,22 +111,49 @@ class HybridMechanism(StreamMechanism):
         self._core.reset_flat(f)
 
     def _binary_insert(self, f, rr, kk, t, v) -> None:
-        """Count t = 2^k + tau inside block k: feed block k's binary mechanism."""
+        """Count t = 2^k + tau inside block k: feed block k's binary mechanism (one binary core for all
+        blocks, Chan, Shi & Song's Algorithm 2 on each stream's current block: the steps of
+        ``BinaryCore.insert_flat``, fused with the routing in two kernels around the release)."""
         n = rr.size
+        if n == 0:
+            return
+        core = self._core
+        f = core.rows(f)
+        v = np.ascontiguousarray(v, dtype=float)
         scratch = self._scratch
         if scratch is None:  # a state pickled before the scratch existed
             scratch = self._scratch = _Scratch()
-        blocks = scratch.by_size.get(n)
-        if blocks is None:  # working arrays (read by the calls below only), reused per insert size
-            blocks = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-        k, block_start = blocks
-        k_min, k_max = _kernels.hybrid_blocks.at(n)(self._pending, rr, kk, v, t, k, block_start)
+        work = scratch.by_size.get(n)
+        if work is None:  # working arrays (read by the calls below only), reused per insert size
+            work = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
+                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n))
+        k, block_start, new, dropped, level, out = work
+        prepare = _kernels.hybrid_binary_prepare.at(n)
+        top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start,
+                                             new, dropped, level, core.capacity)
+        if top > core.levels:  # nothing written but the levels: grow, then the same call
+            core._grow(top)
+            top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k,
+                                                 block_start, new, dropped, level, core.capacity)
+        elif top < 0:  # only a bounded core can be full (the hybrid's is not)
+            raise ValueError(core.full_message)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
-            scale, block_start = self.block_scale(int(k_min)), 1 << int(k_min)
+            scale, base, offsets = self.block_scale(int(k_min)), 1 << int(k_min), _NO_OFFSETS
         else:
-            scale = self.block_scale(k)
-        out = self._core.insert_flat(self, f, rr, kk, v, scale, block_start, self.name + "/binary")
-        _kernels.gather_add.at(n)(self.noisy_sum, self._log_sum, rr, kk, out)
+            scale, base, offsets = self.block_scale(k), 0, block_start
+        # ``new`` is scratch, overwritten by the next insert: the sampler reads it during the call only
+        # (a tracer that keeps the statistic copies it)
+        noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
+        # fresh footprint arrays (the ledger stages them uncopied), unless every insert shares one
+        uniform = uniform and n >= _SHARED_FOOTPRINT_MIN_ROWS
+        lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else
+                        (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)))
+        first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
+                                                    dropped, level, top, base, offsets, out, lo, hi, node,
+                                                    self.noisy_sum, self._log_sum)
+        if uniform:
+            lo, hi, node = first
+        self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
 
     def _leaf(self, scale: float) -> LeafEvent:
         return laplace_event(self.sampler, scale, 1.0, on_grid=True)

@@ -205,3 +205,53 @@ def test_floor_log2_is_exact_on_both_sides_of_two_to_the_53():
         for v in values:
             assert fn(v) == v.bit_length() - 1, (way, v)
             assert fn(np.int64(v)) == v.bit_length() - 1, (way, v)
+
+
+def _lockstep_hybrid(replicates, rounds, tight):
+    """A hybrid mechanism fed mostly lock-stepped rounds (every stream: one shared footprint per
+    binary insert, reported as scalars from hybrid._SHARED_FOOTPRINT_MIN_ROWS streams on), with a
+    few masked and one-hot rounds that break the lock-step (per-row footprints, per-row scales)."""
+    data = np.random.default_rng(11)
+    book = Ledger(replicates, 3, tight=tight, track_replicates=None if tight else 5)
+    mech = HybridMechanism(replicates, 3, epsilon=0.5, rng=np.random.default_rng(12), ledger=book)
+    outs = []
+    for i in range(rounds):
+        vals = data.random((replicates, 3))
+        if i % 17 == 5:
+            mech.insert(vals, data.random((replicates, 3)) < 0.5)
+        elif i % 29 == 7:
+            mech.insert_pulled(data.integers(0, 3, replicates), vals[:, 0])
+        else:
+            mech.insert(vals, np.ones((replicates, 3), dtype=bool))
+        outs.append(mech.noisy_sum.copy())
+    return np.array(outs), book
+
+
+@pytest.mark.parametrize("tight", [True, False])
+def test_hybrid_shared_footprints_are_the_per_row_footprints(monkeypatch, tight):
+    """A lock-stepped binary insert reports its one footprint as scalars: the same outputs and the
+    same ledger (every release, or the tracked records' realized spend and every draw count) as
+    with per-row footprint arrays -- compiled and interpreted."""
+    from privbandit.mechanisms import hybrid
+
+    replicates, rounds = 30, 300  # 90 streams >= the scalar threshold; 300 items: blocks up to k = 8
+    assert 3 * replicates >= hybrid._SHARED_FOOTPRINT_MIN_ROWS
+    runs = [_lockstep_hybrid(replicates, rounds, tight)]
+    monkeypatch.setattr(hybrid, "_SHARED_FOOTPRINT_MIN_ROWS", 10**9)  # per-row arrays throughout
+    runs.append(_lockstep_hybrid(replicates, rounds, tight))
+    if _kernels.COMPILED:
+        monkeypatch.setattr(hybrid, "_SHARED_FOOTPRINT_MIN_ROWS", 64)
+        monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)  # interpreted at every size ...
+        monkeypatch.setattr(_kernels, "_LOADED", False)  # ... although this process has imported numba
+        runs.append(_lockstep_hybrid(replicates, rounds, tight))
+    (outs, book), rest = runs[0], runs[1:]
+    for other_outs, other in rest:
+        assert np.array_equal(outs.view(np.int64), other_outs.view(np.int64))
+        if tight:
+            a, b = book.releases(), other.releases()
+            assert a["lo"].size > 1000 and set(a) == set(b)
+            for key in a:
+                assert np.array_equal(np.asarray(a[key]), np.asarray(b[key]))
+        else:
+            assert np.array_equal(book.draws, other.draws)
+            assert np.array_equal(book.realized_epsilon(1e-6), other.realized_epsilon(1e-6), equal_nan=True)
