@@ -94,6 +94,13 @@ class Environment(abc.ABC):
     def best(self, t: np.ndarray) -> np.ndarray:
         """Expected reward of the comparator (best arm) in rounds ``t``."""
 
+    def constant_regrets(self) -> np.ndarray | None:
+        """The instantaneous pseudo-regret of each arm, ``best(t) - expected(t, k)`` (shape (n_arms,)),
+        when it depends on neither the round nor the run; None (the default) otherwise. The engine
+        then accumulates regret from it in one compiled pass over each block of rounds, with the
+        same values bit for bit (engine.py, ``_RegretAccumulator``)."""
+        return None
+
     def params(self) -> dict:
         return {"environment": self.name}
 
@@ -118,6 +125,14 @@ class StationaryEnvironment(Environment):
 
     def best(self, t):
         return np.full(np.shape(t), self.means.max())
+
+    def constant_regrets(self) -> np.ndarray | None:
+        # best - expected elementwise, exactly as best(t) - expected(t, k) evaluates it; None where a
+        # subclass redefines either (its regret may then depend on the round)
+        cls = type(self)
+        if cls.best is not StationaryEnvironment.best or cls.expected is not StationaryEnvironment.expected:
+            return None
+        return self.best(np.arange(self.n_arms)) - self.expected(np.arange(self.n_arms), np.arange(self.n_arms))
 
     @property
     def gaps(self) -> np.ndarray:
