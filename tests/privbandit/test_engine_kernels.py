@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from privbandit import engine
-from privbandit._engine_kernels import engine_regret_block
+from privbandit._engine_kernels import engine_regret_rounds, engine_sum_rows, scratch
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli, ClippedGaussian, RewardTable, StationaryEnvironment
 from privbandit.policies import UCB1, BetaTS, GaussianTS
@@ -24,30 +24,55 @@ def _numpy_block(regrets, arms, carry):
 
 
 @pytest.mark.parametrize("way", WAYS)
+def test_row_sums_are_numpys_pairwise_sums(way):
+    """numpy's x.sum(axis=1), bit for bit, at every row length up to 600 (leaves of < 8 and <= 128
+    terms, and every split above 128) and some longer rows, on values whose sums round."""
+    rng = np.random.default_rng(8)
+    row, stack, vals = scratch(1)
+    kernel = getattr(engine_sum_rows, way)
+    lengths = list(range(1, 600)) + [1000, 1001, 4097, 20000] if way == "jit" else [1, 7, 8, 9, 128, 129, 300, 1000]
+    for n in lengths:
+        x = rng.standard_normal((2, n)) * 10.0 ** rng.uniform(-4, 4, (2, 1)) + rng.uniform(0, 1e3)
+        out = np.empty(2)
+        kernel(x, out, stack, vals)
+        assert np.array_equal(out, x.sum(axis=1)), n
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("dtype", [np.int16, np.int32])
-def test_regret_block_is_the_cumsum_of_the_numpy_path_and_refuses_bad_arms(way, dtype):
-    rng = np.random.default_rng(4)
-    k, replicates = 7, 33
+@pytest.mark.parametrize("replicates", [1, 2, 5, 33, 129, 1000])
+def test_regret_rounds_are_the_numpy_path_and_refuse_bad_arms(way, dtype, replicates):
+    rng = np.random.default_rng(4 + replicates)
+    k = 7
     regrets = rng.random(k) * 0.9 ** np.arange(k)  # values with full mantissas: the sums round
     regrets[2] = 0.0
-    kernel = getattr(engine_regret_block, way)
+    kernel = getattr(engine_regret_rounds, way)
+    horizon = 120 if way == "jit" else 25
     carry = np.zeros(replicates)
     pulls = np.zeros(replicates * k, dtype=np.int64)
+    mean, half = np.full(horizon, np.nan), np.zeros(horizon)
     want_carry, want_pulls = carry.copy(), pulls.copy()
-    out = np.empty((50, replicates))
-    for n in (50, 1, 17, 50):
+    want_mean, want_half = mean.copy(), half.copy()
+    first = 0
+    for n in ((50, 1, 17, 52) if way == "jit" else (10, 1, 14)):
         arms = rng.integers(0, k, (n, replicates)).astype(dtype)
-        want = _numpy_block(regrets, arms, want_carry)
-        want_carry = want[-1].copy()
+        cum = _numpy_block(regrets, arms, want_carry)
+        want_carry = cum[-1].copy()
         want_pulls += np.bincount((arms + np.arange(replicates) * k).ravel(), minlength=replicates * k)
-        assert kernel(regrets, arms, carry, out, pulls) == 0
-        assert np.array_equal(out[:n], want) and np.array_equal(carry, want_carry)
-        assert np.array_equal(pulls, want_pulls)
+        want_mean[first:first + n] = cum.mean(axis=1)
+        if replicates > 1:
+            want_half[first:first + n] = engine._Z95 * cum.std(axis=1, ddof=1) / np.sqrt(replicates)
+        assert kernel(regrets, arms, carry, pulls, mean, half, first, engine._Z95, np.sqrt(replicates),
+                      *scratch(replicates)) == 0
+        first += n
+        assert np.array_equal(carry, want_carry) and np.array_equal(pulls, want_pulls)
+        assert np.array_equal(mean, want_mean, equal_nan=True) and np.array_equal(half, want_half)
     for bad in (k, -1):
         arms = np.zeros((5, replicates), dtype=dtype)
-        arms[3, 8] = bad
-        assert kernel(regrets, arms, carry, out, pulls) == 1
+        arms[3, replicates // 2] = bad
+        assert kernel(regrets, arms, carry, pulls, mean, half, first, engine._Z95, 1.0, *scratch(replicates)) == 1
         assert np.array_equal(carry, want_carry) and np.array_equal(pulls, want_pulls)  # nothing written
+        assert np.array_equal(mean, want_mean, equal_nan=True) and np.array_equal(half, want_half)
 
 
 def _numpy_only(monkeypatch):

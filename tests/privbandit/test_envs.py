@@ -93,3 +93,54 @@ def test_truncated_exponential_means_are_accurate_at_every_rate():
     assert np.array_equal(TruncatedExponential(paper).means, 1.0 / paper - np.exp(-paper) / -np.expm1(-paper))
     with pytest.raises(ValueError, match=r"rates must be .* in \[1e-300, inf\)"):
         TruncatedExponential([1e-320, 0.5])
+
+
+@pytest.mark.parametrize("env", [Bernoulli([0.7, 0.2, 0.5]), ClippedGaussian([0.3, 0.6, 0.5], scale=0.4),
+                                 TruncatedExponential([0.1, 2.0, 5.0])])
+@pytest.mark.parametrize("replicates", [1, 7, 400, 5000])
+def test_rewards_are_one_sequential_stream_whatever_the_blocks(env, replicates):
+    """Round t's rewards are the transform of the t-th row of ONE stream of variates (rng.random or
+    rng.standard_normal of shape (T, R)), whether drawn round by round, in planned blocks of any
+    length (within, across and beyond the run's buffer) or mixed: the buffer's size is invisible."""
+    horizon = 150
+    rng = np.random.default_rng(5)
+    arms = rng.integers(0, 3, (horizon, replicates))
+    gen = np.random.default_rng(9)
+    u = gen.standard_normal((horizon, replicates)) if env._normal else gen.random((horizon, replicates))
+    want = np.stack([env._transform(u[j], arms[j]) for j in range(horizon)])
+    run = env.start(replicates, np.random.default_rng(9))
+    got, t = [], 1
+    for n in [1, 2, 1, 40, 3, 1, 60, 1, 5, 36]:
+        got.append(run.rewards(t, arms[t - 1])[None] if n == 1 else run.rewards_block(t, arms[t - 1:t - 1 + n]))
+        t += n
+    assert t == horizon + 1
+    assert np.array_equal(np.concatenate(got), want)
+
+
+@pytest.mark.parametrize("way", ["py_func", "jit"])
+def test_bernoulli_kernel_is_the_numpy_comparison_and_refuses_bad_arms(way):
+    from privbandit.envs._env_kernels import env_bernoulli_rewards
+
+    env = Bernoulli([0.0, 0.3, 1.0, 0.5])
+    rng = np.random.default_rng(2)
+    kernel = getattr(env_bernoulli_rewards, way)
+    for dtype in (np.int16, np.int64, np.uint8):
+        u = rng.random(300)
+        u[:4] = [0.0, 0.3, 0.5, np.nextafter(0.3, 0)]  # the boundaries: u == mean is a failure
+        arms = rng.integers(0, 4, 300).astype(dtype)
+        arms[:4] = [0, 1, 3, 1]
+        out = np.full(300, 7.0)
+        assert kernel(u, env.means, arms, out) == 0
+        assert np.array_equal(out, (u < env.means[arms]).astype(float))
+        assert np.array_equal(env._transform_row(u, arms), out)
+    for bad in (4, -1):
+        arms = np.zeros(300, dtype=np.int64)
+        arms[9] = bad
+        out = np.full(300, 7.0)
+        assert kernel(u, env.means, arms, out) == 1 and np.all(out == 7.0)  # nothing written
+    # refused arms take the numpy expression: a negative index wraps as it always did, 4 raises
+    arms[9] = -1
+    assert np.array_equal(env._transform_row(u, arms), (u < env.means[arms]).astype(float))
+    arms[9] = 4
+    with pytest.raises(IndexError):
+        env._transform_row(u, arms)
