@@ -14,8 +14,10 @@ class _InverseCdfRun(BlockedRun):
     def __init__(self, env, replicates, rng):
         super().__init__(replicates, rng, _BLOCK, normal=env._normal)
         self._env = env
-        # one round's transform: the environment's own for one row where it has one (Bernoulli's kernel)
-        self._row = getattr(env, "_transform_row", env._transform)
+        # one round's transform, chosen once per run: the environment's own for one row where it has
+        # one (Bernoulli's kernel, for many replicates), else ``_transform``
+        row = getattr(env, "_row_transform", None)
+        self._row = env._transform if row is None else row(replicates)
 
     def rewards(self, t, arms):
         return self._row(self._variates(), arms)
@@ -49,6 +51,11 @@ class Bernoulli(StationaryEnvironment):
 
     def _transform(self, u, arms):
         return (u < self.means[arms]).astype(float)
+
+    def _row_transform(self, replicates: int):
+        """One round's transform for runs of ``replicates``: :meth:`_transform_row` where the kernel
+        runs compiled, the numpy expression itself otherwise (one replicate: no check per round)."""
+        return self._transform if env_bernoulli_rewards.at(replicates) is _BERNOULLI_PY else self._transform_row
 
     def _transform_row(self, u, arms):
         """``_transform`` of one round's (R,) variates: :func:`env_bernoulli_rewards` where it runs
