@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.envs._env_kernels import env_bernoulli_rewards
 from privbandit.envs.base import BlockedRun, StationaryEnvironment
 
 _BLOCK = 1024
@@ -14,13 +13,9 @@ class _InverseCdfRun(BlockedRun):
     def __init__(self, env, replicates, rng):
         super().__init__(replicates, rng, _BLOCK, normal=env._normal)
         self._env = env
-        # one round's transform, chosen once per run: the environment's own for one row where it has
-        # one (Bernoulli's kernel, for many replicates), else ``_transform``
-        row = getattr(env, "_row_transform", None)
-        self._row = env._transform if row is None else row(replicates)
 
     def rewards(self, t, arms):
-        return self._row(self._variates(), arms)
+        return self._env._transform(self._variates(), arms)
 
     def rewards_block(self, t, arms):
         u = self._variates_block(arms.shape[0])
@@ -51,25 +46,6 @@ class Bernoulli(StationaryEnvironment):
 
     def _transform(self, u, arms):
         return (u < self.means[arms]).astype(float)
-
-    def _row_transform(self, replicates: int):
-        """One round's transform for runs of ``replicates``: :meth:`_transform_row` where the kernel
-        runs compiled, the numpy expression itself otherwise (one replicate: no check per round)."""
-        return self._transform if env_bernoulli_rewards.at(replicates) is _BERNOULLI_PY else self._transform_row
-
-    def _transform_row(self, u, arms):
-        """``_transform`` of one round's (R,) variates: :func:`env_bernoulli_rewards` where it runs
-        compiled (an integer array of R arms in range), the numpy expression otherwise -- one
-        replicate, no numba, or arms it refuses (the same values either way)."""
-        way = env_bernoulli_rewards.at(u.shape[0])
-        if way is not _BERNOULLI_PY and type(arms) is np.ndarray and arms.shape == u.shape and arms.dtype.kind in "iu":
-            out = np.empty(u.shape[0])
-            if way(u, self.means, arms, out) == 0:
-                return out
-        return self._transform(u, arms)
-
-
-_BERNOULLI_PY = env_bernoulli_rewards.py_func
 
 
 def truncated_exponential_mean(rates: np.ndarray) -> np.ndarray:

@@ -115,32 +115,3 @@ def test_rewards_are_one_sequential_stream_whatever_the_blocks(env, replicates):
         t += n
     assert t == horizon + 1
     assert np.array_equal(np.concatenate(got), want)
-
-
-@pytest.mark.parametrize("way", ["py_func", "jit"])
-def test_bernoulli_kernel_is_the_numpy_comparison_and_refuses_bad_arms(way):
-    from privbandit.envs._env_kernels import env_bernoulli_rewards
-
-    env = Bernoulli([0.0, 0.3, 1.0, 0.5])
-    rng = np.random.default_rng(2)
-    kernel = getattr(env_bernoulli_rewards, way)
-    for dtype in (np.int16, np.int64, np.uint8):
-        u = rng.random(300)
-        u[:4] = [0.0, 0.3, 0.5, np.nextafter(0.3, 0)]  # the boundaries: u == mean is a failure
-        arms = rng.integers(0, 4, 300).astype(dtype)
-        arms[:4] = [0, 1, 3, 1]
-        out = np.full(300, 7.0)
-        assert kernel(u, env.means, arms, out) == 0
-        assert np.array_equal(out, (u < env.means[arms]).astype(float))
-        assert np.array_equal(env._transform_row(u, arms), out)
-    for bad in (4, -1):
-        arms = np.zeros(300, dtype=np.int64)
-        arms[9] = bad
-        out = np.full(300, 7.0)
-        assert kernel(u, env.means, arms, out) == 1 and np.all(out == 7.0)  # nothing written
-    # refused arms take the numpy expression: a negative index wraps as it always did, 4 raises
-    arms[9] = -1
-    assert np.array_equal(env._transform_row(u, arms), (u < env.means[arms]).astype(float))
-    arms[9] = 4
-    with pytest.raises(IndexError):
-        env._transform_row(u, arms)
