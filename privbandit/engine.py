@@ -166,9 +166,9 @@ class _RegretAccumulator:
     On an instance whose regret depends on the arm only (:meth:`Environment.constant_regrets`: the
     stationary ones) :func:`~privbandit._engine_kernels.engine_regret_rounds` does all of it in one
     compiled pass over the block's arms -- the same additions in the same order, and numpy's own
-    pairwise reductions for the mean and band (bit-identical; no (block, R) array: at 1000 replicates
-    the numpy path's temporaries and passes cost ~15 us per round). Where that kernel would run
-    interpreted (one replicate, or no numba) the numpy path runs: a Python loop per cell is slower.
+    pairwise reductions for the mean and band (bit-identical; no (block, R) array; measured per round
+    10.6 -> 2.9 us at 1000 replicates, 1.8 -> 0.2 us at 100). Where that kernel would run interpreted
+    (one replicate, or no numba) the numpy path runs: a Python loop per cell is slower.
     """
 
     def __init__(self, env, horizon: int, replicates: int, block: int) -> None:
@@ -202,15 +202,11 @@ class _RegretAccumulator:
         increments[0] += self.carry
         np.cumsum(increments, axis=0, out=increments)
         self.carry = increments[-1].copy()
-        self._reduce(first, increments)
-        self.pulls += np.bincount((arms + self._cells).ravel(), minlength=self.pulls.size)
-
-    def _reduce(self, first: int, cumulative: np.ndarray) -> None:
-        """The per-round mean and 95% half-band of the block's cumulative regret (n, R)."""
-        sl = slice(first - 1, first - 1 + cumulative.shape[0])
-        self.mean[sl] = cumulative.mean(axis=1)
+        sl = slice(first - 1, first - 1 + n)
+        self.mean[sl] = increments.mean(axis=1)
         if self.replicates > 1:
-            self.half[sl] = _Z95 * cumulative.std(axis=1, ddof=1) / math.sqrt(self.replicates)
+            self.half[sl] = _Z95 * increments.std(axis=1, ddof=1) / math.sqrt(self.replicates)
+        self.pulls += np.bincount((arms + self._cells).ravel(), minlength=self.pulls.size)
 
 
 def _progress(total: int, enabled: bool | None):
