@@ -39,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from accountants._validate import count as _count
+from privbandit import _engine_kernels
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
 from privbandit.policies.base import Policy, PolicyRun, schedule_for
@@ -161,6 +162,13 @@ class _RegretAccumulator:
     row gets the carried cumulative regret added and the block is cumsum'd in place. Row by row this
     is the same sequential float accumulation as one cumsum over the whole (T, R) array, and each
     row's mean / std are the same reductions, so the results are bit-identical to it.
+
+    On an instance whose regret depends on the arm only (:meth:`Environment.constant_regrets`: the
+    stationary ones) :func:`~privbandit._engine_kernels.engine_regret_rounds` does all of it in one
+    compiled pass over the block's arms -- the same additions in the same order, and numpy's own
+    pairwise reductions for the mean and band (bit-identical; no (block, R) array; measured per round
+    10.6 -> 2.9 us at 1000 replicates, 1.8 -> 0.2 us at 100). Where that kernel would run interpreted
+    (one replicate, or no numba) the numpy path runs: a Python loop per cell is slower.
     """
 
     def __init__(self, env, horizon: int, replicates: int, block: int) -> None:
@@ -171,11 +179,22 @@ class _RegretAccumulator:
         self.half = np.zeros(horizon)
         self.pulls = np.zeros(replicates * env.n_arms, dtype=np.int64)
         self._cells = np.arange(replicates, dtype=np.int64) * env.n_arms
+        kernel = _engine_kernels.engine_regret_rounds
+        regrets = env.constant_regrets()
+        self._kernel = None if regrets is None or kernel.at(replicates) is kernel.py_func else kernel
+        if self._kernel is not None:
+            self._regrets = np.ascontiguousarray(regrets, dtype=float)
+            self._scratch = _engine_kernels.scratch(replicates)
+            self._root = math.sqrt(replicates)
 
     def flush(self, first: int, arms: np.ndarray, increments: np.ndarray | None) -> None:
         """Rounds ``first`` .. ``first + len(arms) - 1``: ``arms`` (n, R); ``increments`` (n, R) or None
         (computed here from the environment's expected rewards)."""
         n = arms.shape[0]
+        if increments is None and self._kernel is not None:
+            if self._kernel.at(self.replicates)(self._regrets, arms, self.carry, self.pulls, self.mean, self.half,
+                                                first - 1, _Z95, self._root, *self._scratch) == 0:
+                return
         if increments is None:
             rounds = np.arange(first, first + n)
             increments = self.env.best(rounds)[:, None] - self.env.expected(rounds[:, None], arms)

@@ -93,3 +93,25 @@ def test_truncated_exponential_means_are_accurate_at_every_rate():
     assert np.array_equal(TruncatedExponential(paper).means, 1.0 / paper - np.exp(-paper) / -np.expm1(-paper))
     with pytest.raises(ValueError, match=r"rates must be .* in \[1e-300, inf\)"):
         TruncatedExponential([1e-320, 0.5])
+
+
+@pytest.mark.parametrize("env", [Bernoulli([0.7, 0.2, 0.5]), ClippedGaussian([0.3, 0.6, 0.5], scale=0.4),
+                                 TruncatedExponential([0.1, 2.0, 5.0])])
+@pytest.mark.parametrize("replicates", [1, 7, 400, 5000])
+def test_rewards_are_one_sequential_stream_whatever_the_blocks(env, replicates):
+    """Round t's rewards are the transform of the t-th row of ONE stream of variates (rng.random or
+    rng.standard_normal of shape (T, R)), whether drawn round by round, in planned blocks of any
+    length (within, across and beyond the run's buffer) or mixed: the buffer's size is invisible."""
+    horizon = 150
+    rng = np.random.default_rng(5)
+    arms = rng.integers(0, 3, (horizon, replicates))
+    gen = np.random.default_rng(9)
+    u = gen.standard_normal((horizon, replicates)) if env._normal else gen.random((horizon, replicates))
+    want = np.stack([env._transform(u[j], arms[j]) for j in range(horizon)])
+    run = env.start(replicates, np.random.default_rng(9))
+    got, t = [], 1
+    for n in [1, 2, 1, 40, 3, 1, 60, 1, 5, 36]:
+        got.append(run.rewards(t, arms[t - 1])[None] if n == 1 else run.rewards_block(t, arms[t - 1:t - 1 + n]))
+        t += n
+    assert t == horizon + 1
+    assert np.array_equal(np.concatenate(got), want)
