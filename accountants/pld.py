@@ -131,9 +131,10 @@ class PLDAccountant(Accountant):
         rel = _REL_RESOLUTION * (10.0 if len(self.groups) > _MANY_GROUPS else 1.0)
         h = float(np.clip(spread * rel, _MIN_INTERVAL, _MAX_INTERVAL))
         pure = {leaf.epsilon for leaf in self.groups if isinstance(leaf, PureDP)}
-        # (an eps0 of 1e308 has no grid; one below the finest interval would make a subnormal grid: its
-        # atoms are rounded up to +-h instead, see fastpld.leaf_pmf, which is pessimistic)
-        if len(pure) == 1 and math.isfinite(next(iter(pure)) / h) and next(iter(pure)) >= _MIN_INTERVAL:
+        # (an eps0 of 1e308 has no grid; one below 1e-290 would make a grid step whose reciprocal
+        # overflows (5e-324: an OverflowError): its atoms are rounded up to +-h instead, see
+        # fastpld.leaf_pmf, which is pessimistic)
+        if len(pure) == 1 and math.isfinite(next(iter(pure)) / h) and next(iter(pure)) >= 1e-290:
             # put +-eps0 on the grid: randomized response is then discretised without rounding
             eps0 = pure.pop()
             h = eps0 / math.ceil(eps0 / h) * (1 + 4 * 2.0 ** -52)  # m h >= eps0 despite rounding
