@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from accountants import _validate as _accountant_validate
 from accountants._validate import count as _count
 from privbandit import _engine_kernels
 from privbandit.envs.base import Environment, EnvironmentRun
@@ -103,6 +104,8 @@ def _validate(policy, env, horizon, replicates, delta):
         raise ValueError(f"replicates must be a whole number >= 1, got {replicates!r}")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    # the accountants need a normal float (checked here, before the run, not at its first query)
+    _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)
 
 

@@ -69,6 +69,10 @@ from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event
 
 _S_EPS, _S_MU2, _S_EPS2, _S_TANH, _S_GAUSS, _S_RHO = range(6)
 _N_STATS = 6
+# the largest per-release sensitivity / scale (an epsilon, or a GDP mu) the ledger records: the
+# records' squares are summed in difference arrays, where past ~1e154 a square overflows and inf - inf
+# would turn the realized spend into NaN (privbandit.policies.base.EPSILON_CEILING is the same 1e100)
+_MAX_RATIO = 1e100
 # Laplace: pure eps; Gaussian: GDP mu; zCDP: discrete-Gaussian releases, proven only for the
 # Gaussian's RDP/zCDP curve (rho = (sensitivity / sigma)^2 / 2), never certified through GDP.
 # discrete Laplace (floating-point-safe mode): the same pure eps, its own RDP/PLD curves in tight mode
@@ -326,6 +330,9 @@ class Ledger:
                 raise ValueError(f"{param_name} must lie in (0, inf) elementwise")
             if np.any(~(s > 0)) or np.any(~np.isfinite(s)):
                 raise ValueError("sensitivity must lie in (0, inf) elementwise")
+            if np.any(s > p * _MAX_RATIO):  # its square, summed over records, would overflow to inf - inf
+                raise ValueError(f"sensitivity / {param_name} must be at most {_MAX_RATIO:g} elementwise "
+                                 f"(a per-release epsilon or mu whose square the ledger can sum)")
         return rep, st, lo_, hi_, p, s, nd
 
     def _record(self, kind, replicate, stream, lo, hi, param, sensitivity, mechanism, node, param_name):

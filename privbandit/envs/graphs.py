@@ -121,8 +121,11 @@ def _independent_pairs(rng: np.random.Generator, p) -> np.ndarray:
 
 def _integral(value) -> bool:
     """A whole number (2.0 counts; NaN, inf and True do not -- int() of NaN or inf would raise unnamed)."""
-    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
-            and np.isfinite(value) and int(value) == value)
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)):  # any size (np.isfinite of 2**70 is a TypeError)
+        return True
+    return isinstance(value, (float, np.floating)) and bool(np.isfinite(value)) and int(value) == value
 
 
 def _check_p(name: str, p) -> float:

@@ -95,6 +95,11 @@ class TruncatedExponential(StationaryEnvironment):
         return {"environment": self.name, "rates": self.rates.tolist()}
 
 
+#: ClippedGaussian's scale range: beyond it loc + scale z overflows (1e308) or (1 - loc) / scale does
+#: (a subnormal scale), and far inside it the clipped rewards are already coin flips / constants.
+SCALE_RANGE = (1e-100, 1e100)
+
+
 class ClippedGaussian(StationaryEnvironment):
     """Gaussian rewards N(loc_k, scale^2) clipped to [0, 1]; ``means`` are the clipped means."""
 
@@ -106,8 +111,9 @@ class ClippedGaussian(StationaryEnvironment):
         from scipy import stats
 
         locs = np.asarray(locs, dtype=float)
-        if not np.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must lie in (0, inf), got {scale!r}")
+        if (isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating))
+                or not SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]):
+            raise ValueError(f"scale must lie in [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got {scale!r}")
         if locs.ndim != 1 or locs.size < 2 or np.any(~np.isfinite(locs)):
             raise ValueError("locs must be a 1-D sequence of at least 2 finite values")
         self.locs, self.scale = locs, float(scale)

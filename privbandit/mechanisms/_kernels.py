@@ -63,6 +63,12 @@ class Kernel:
         # for kernels whose divisors are never zero: the quotients are the same IEEE bits, and a loop
         # of divisions without the check's branch runs in SIMD lanes (measured 4x on 5000 rows)
         self.ieee_division = ieee_division
+        # kernels find each other by bare name (see _rebind): a second kernel of the same name from
+        # another function would silently take the first one's place in every kernel calling it
+        same = _KERNELS.get(fn.__name__)
+        if same is not None and (same.fn.__module__, same.fn.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise RuntimeError(f"kernel name {fn.__name__!r} is taken by {same.fn.__module__}.{same.fn.__qualname__}; "
+                               f"give {fn.__module__}.{fn.__qualname__} a module prefix")
         _KERNELS[fn.__name__] = self
 
     @property

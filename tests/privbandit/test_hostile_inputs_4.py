@@ -160,3 +160,34 @@ def test_an_epsilon_past_the_ledgers_floats_is_refused_and_the_ceiling_itself_is
         # of 1e100 (at least 1e100 / the number of tree levels), so the worst record is far above 0
         assert np.nanmax(tracked) >= 1e99 / 8, (cls, np.nanmax(tracked))
         assert np.nanmax(tracked) <= res.certified_epsilon[-1] * (1 + 1e-9)
+
+
+def test_run_level_inputs_of_this_round_are_named_before_anything_runs():
+    from privbandit.engine import simulate
+    from privbandit.envs import BarabasiAlbert, ClippedGaussian, DisjointCliques, GraphFeedback, PlantedPartition
+    from privbandit.ledger import Ledger
+    from privbandit.policies import UCB1
+
+    # a subnormal delta ran the whole simulation, warned an overflow in the ledger, then failed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"delta must lie in \[2.2250738585072014e-308, 1\)"):
+            simulate(DPUCB(epsilon=1.0), Bernoulli([0.6, 0.4]), 50, 2, delta=5e-324, progress=False)
+    # np.isfinite(2**70) was a TypeError; 1e308 / 5e-324 overflowed with RuntimeWarnings
+    assert ClippedGaussian([0.6, 0.4], scale=2**70).scale == 2.0**70  # within range: a valid (coin-flip) scale
+    for scale in (1e308, 5e-324, "1", None, math.nan, True):
+        with pytest.raises(ValueError, match=r"scale must lie in \[1e-100, 1e\+100\]"):
+            ClippedGaussian([0.6, 0.4], scale=scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulate(UCB1(), ClippedGaussian([0.6, 0.4], scale=1e100), 30, 2, seed=0, progress=False)
+    for make, name in ((lambda v: BarabasiAlbert(4, v), "m"), (lambda v: PlantedPartition(4, v, 0.9, 0.1), "groups"),
+                       (lambda v: DisjointCliques(4, v), "size")):
+        with pytest.raises(ValueError, match=f"{name} must be a whole number"):
+            GraphFeedback(Bernoulli([0.5] * 4), make(2**70))
+    # the ledger's public API refuses a per-release ratio whose square it cannot sum
+    ledger = Ledger(1, 2)
+    with pytest.raises(ValueError, match=r"sensitivity / scale must be at most 1e\+100"):
+        ledger.record_laplace(0, 0, 0, 1, 1e-200, 1.0, mechanism="m")
+    with pytest.raises(ValueError, match=r"sensitivity / sigma must be at most 1e\+100"):
+        ledger.record_gaussian(0, 0, 0, 1, 1e-200, 1.0, mechanism="m")
