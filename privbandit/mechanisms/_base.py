@@ -161,10 +161,21 @@ class StreamMechanism:
             # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
             bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)
         else:
-            # np.nonzero's entries (row-major), their flat index and values, range-checked, in one pass
-            rr, kk, f, v = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp), \
-                np.empty(n)
-            bad = _stream_kernels.stream_masked_entries.at(self.replicates)(values, mask, rr, kk, f, v)
+            entries = _stream_kernels.stream_masked_entries
+            way = entries.at(self.replicates)
+            if way is entries.py_func:
+                # interpreted (one replicate, or no numba): numpy's vectorised selection, whose cost does
+                # not grow with the streams as a Python loop over the cells does (the same entries:
+                # tests/privbandit/mechanisms/test_stream_kernels.py)
+                rr, kk = np.nonzero(mask)
+                f = rr * self.streams + kk
+                v = values.reshape(-1)[f]
+                bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)
+            else:
+                # np.nonzero's entries (row-major), their flat index and values, range-checked, in one pass
+                rr, kk, f, v = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp), \
+                    np.empty(n, dtype=np.intp), np.empty(n)
+                bad = way(values, mask, rr, kk, f, v)
         if bad:
             raise ValueError("values must lie in [0, 1] where mask is True (clip rewards before inserting)")
         sampler = self.sampler
