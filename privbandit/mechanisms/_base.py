@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from privbandit.ledger import Ledger
-from privbandit.mechanisms import _kernels
+from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
 
 MAX_LEVELS = 62
@@ -153,19 +153,33 @@ class StreamMechanism:
             raise ValueError(f"values must have shape (replicates, streams) = {shape}, got {values.shape}")
         if mask.shape != shape or mask.dtype != bool:
             raise ValueError(f"mask must be a bool array of shape {shape}, got {mask.dtype} {mask.shape}")
-        flat_values = values.reshape(-1)
-        if np.count_nonzero(mask) == mask.size:  # every stream: slices instead of fancy indexing
+        n = np.count_nonzero(mask)
+        if n == mask.size:  # every stream: slices instead of fancy indexing
             f = slice(None)
             rr, kk = self._all_rows.copy(), self._all_cols.copy()
-            v = flat_values
+            v = values.reshape(-1)
+            # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
+            bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)
         else:
-            rr, kk = np.nonzero(mask)
-            f = rr * self.streams + kk
-            v = flat_values[f]
-        # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
-        if v.size and not (v.min() >= 0.0 and v.max() <= 1.0):
+            entries = _stream_kernels.stream_masked_entries
+            way = entries.at(self.replicates)
+            if way is entries.py_func:
+                # interpreted (one replicate, or no numba): numpy's vectorised selection, whose cost does
+                # not grow with the streams as a Python loop over the cells does (the same entries:
+                # tests/privbandit/mechanisms/test_stream_kernels.py)
+                rr, kk = np.nonzero(mask)
+                f = rr * self.streams + kk
+                v = values.reshape(-1)[f]
+                bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)
+            else:
+                # np.nonzero's entries (row-major), their flat index and values, range-checked, in one pass
+                rr, kk, f, v = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp), \
+                    np.empty(n, dtype=np.intp), np.empty(n)
+                bad = way(values, mask, rr, kk, f, v)
+        if bad:
             raise ValueError("values must lie in [0, 1] where mask is True (clip rewards before inserting)")
-        return self.sampler.quantize(v), f, rr, kk
+        sampler = self.sampler
+        return (sampler.quantize(v) if sampler.exact else v), f, rr, kk
 
     def _select_pulled(self, arms, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`_select` for one entry per replicate (stream ``arms[r]`` of replicate r): the entries
@@ -173,19 +187,19 @@ class StreamMechanism:
         the numpy calls. ``kk`` is a fresh int copy of ``arms`` (the ledger stages it uncopied)."""
         arms = np.asarray(arms)
         values = np.asarray(values, dtype=float)
-        shape = (self.replicates,)
-        if arms.shape != shape or arms.dtype.kind not in "iu":
-            raise ValueError(f"arms must be an integer array of shape {shape}, got {arms.dtype} {arms.shape}")
-        if values.shape != shape:
-            raise ValueError(f"values must have shape (replicates,) = {shape}, got {values.shape}")
-        kk = arms.astype(np.intp)
-        f = np.empty(self.replicates, dtype=np.intp)
-        bad = _kernels.pulled_index.at(self.replicates)(kk, values, self.streams, f)
+        R = self.replicates
+        if arms.shape != (R,) or arms.dtype.kind not in "iu":
+            raise ValueError(f"arms must be an integer array of shape {(R,)}, got {arms.dtype} {arms.shape}")
+        if values.shape != (R,):
+            raise ValueError(f"values must have shape (replicates,) = {(R,)}, got {values.shape}")
+        kk, f = np.empty(R, dtype=np.intp), np.empty(R, dtype=np.intp)
+        bad = _stream_kernels.stream_pulled_entries.at(R)(arms, values, self.streams, kk, f)
         if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
         if bad == 2:
             raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
-        return self.sampler.quantize(values), f, self._pulled_rows, kk
+        sampler = self.sampler
+        return (sampler.quantize(values) if sampler.exact else values), f, self._pulled_rows, kk
 
 
 def flat(a: np.ndarray) -> np.ndarray:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.mechanisms._kernels import binary_commit, binary_prepare, gather_add, kernel, log_commit, reset_rows, \
-    split_blocks
+from privbandit.mechanisms._kernels import binary_commit, binary_prepare, count_items, gather_add, kernel, log_commit, \
+    reset_rows, split_blocks
 
 
 @kernel
@@ -41,6 +41,26 @@ def hh_split_binary_prepare(pending: np.ndarray, block: np.ndarray, rr: np.ndarr
     for i in range(r.size):
         scale[i] = 2.0 * (float(r[i]) + 1.0) / epsilon
     return top, r_min, r_max
+
+
+@kernel
+def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o: np.ndarray, flush: np.ndarray,
+                           pending: np.ndarray, block: np.ndarray, v: np.ndarray, epsilon: float, tau: np.ndarray,
+                           nodes: np.ndarray, f: np.ndarray, r: np.ndarray, m: np.ndarray, scale: np.ndarray,
+                           new: np.ndarray, dropped: np.ndarray, level: np.ndarray,
+                           limit: int) -> tuple[int, int, int, int]:
+    """An insert's first step: count one item into each stream (``count_items``: new counts ``o``,
+    ``flush`` where o = 2^j - 1, the logarithmic part's release); when no stream flushes (most
+    inserts: a stream flushes log2 of its count times), every item goes to the binary part, whose
+    first kernel (:func:`hh_split_binary_prepare`) runs in the same call. Returns (how many flush,
+    then ``hh_split_binary_prepare``'s (top, min r, max r), or zeros when some stream flushes and
+    the caller routes the items itself)."""
+    n_flush = count_items(count, rr, kk, 1, o, flush)
+    if n_flush:
+        return n_flush, 0, 0, 0
+    top, r_min, r_max = hh_split_binary_prepare(pending, block, rr, kk, v, epsilon, tau, nodes, f, r, m, scale, new,
+                                                dropped, level, limit)
+    return 0, top, r_min, r_max
 
 
 @kernel

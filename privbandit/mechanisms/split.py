@@ -14,9 +14,10 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, laplace_event, partition,
-                                         popcount, positive, probability, whole)
-from privbandit.mechanisms._split_kernels import hh_split_binary_commit, hh_split_binary_prepare, hh_split_log_commit
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
+                                         partition, popcount, positive, probability, whole)
+from privbandit.mechanisms._split_kernels import (hh_split_binary_commit, hh_split_binary_prepare, hh_split_count_prepare,
+                                                  hh_split_log_commit)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -49,6 +50,7 @@ class SplitMechanism(StreamMechanism):
         self.r = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._pending = np.zeros((self.replicates, self.streams))
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
+        self._scratch = _Scratch()  # the inserts' working arrays by size (see _scratch_for)
 
     def block_scale(self, r):
         """Node noise scale of block r's binary mechanism: (r + 1) / (eps / 2) (a float for an int r,
@@ -58,17 +60,41 @@ class SplitMechanism(StreamMechanism):
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         n = rr.size
-        o, flush = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
-        n_flush = _kernels.count_items.at(n)(self.count, rr, kk, 1, o, flush)  # flush at o = 2^j - 1
+        core = self._core
+        f = core.rows(f)
+        v = np.ascontiguousarray(v, dtype=float)
+        o, flush, scratch = self._scratch_for(n)
+        r, m, new, dropped, level, _ = scratch
+        scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
+        # count the items (flush at o = 2^j - 1); when none flushes -- most rounds -- the binary part's
+        # first kernel runs in the same call
+        n_flush, top, r_min, r_max = hh_split_count_prepare.at(n)(
+            self.count, rr, kk, o, flush, self._pending, self.r, v, self.epsilon, core._tau_flat, core._node_rows, f,
+            r, m, scale, new, dropped, level, core.capacity)
         # Lock-stepped streams all flush or none does: skip the empty part's masking.
         if n_flush == n:
-            self._flush(f, rr, kk, o, v)
+            self._flush(f, rr, kk, o.copy(), v)  # a fresh copy: the ledger stages the counts uncopied
         elif n_flush == 0:
-            self._binary_insert(f, rr, kk, v)
+            self._binary_release(f, rr, kk, v, scratch, scale, top, r_min, r_max)
         else:
-            (f1, rr1, kk1, o1, v1), (f2, rr2, kk2, _, v2) = partition(flush, n_flush, self._core.rows(f), rr, kk, o, v)
+            (f1, rr1, kk1, o1, v1), (f2, rr2, kk2, _, v2) = partition(flush, n_flush, f, rr, kk, o, v)
             self._flush(f1, rr1, kk1, o1, v1)
             self._binary_insert(f2, rr2, kk2, v2)
+
+    def _scratch_for(self, n: int) -> tuple:
+        """Working arrays of an insert of ``n`` entries, reused from insert to insert: rewritten by the
+        kernels before being read, and never handed to the ledger or the caller (which stage or keep
+        fresh arrays). Rebuilt after a reload (scratch, not state)."""
+        scratch = self.__dict__.get("_scratch")
+        if scratch is None:  # a state pickled before the scratch space existed
+            scratch = self._scratch = _Scratch()
+        got = scratch.by_size.get(n)
+        if got is None:
+            # the counts o and flush flags, then the binary part's r, m, new, dropped, level, out
+            got = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool),
+                                        (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
+                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)))
+        return got
 
     def _flush(self, f, rr, kk, o, v) -> None:
         """Logarithmic release at count o = 2^(r+1) - 1 (flat index ``f``); the binary part restarts.
@@ -91,18 +117,29 @@ class SplitMechanism(StreamMechanism):
         core = self._core
         f = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
-        r, m, level, lo, hi, node = (np.empty(n, dtype=np.int64) for _ in range(6))
-        # separate arrays: the ledger stages lo, hi, node and the scales uncopied (they own their data)
-        scale, new, dropped, out = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        prepare = hh_split_binary_prepare.at(n)
-        top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
-                                    core._node_rows, f, r, m, scale, new, dropped, level, core.capacity)
+        scratch = self._scratch_for(n)[2]
+        r, m, new, dropped, level, _ = scratch
+        scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
+        top, r_min, r_max = hh_split_binary_prepare.at(n)(self._pending, self.r, rr, kk, v, self.epsilon,
+                                                          core._tau_flat, core._node_rows, f, r, m, scale, new,
+                                                          dropped, level, core.capacity)
+        self._binary_release(f, rr, kk, v, scratch, scale, top, r_min, r_max)
+
+    def _binary_release(self, f, rr, kk, v, scratch, scale, top, r_min, r_max) -> None:
+        """The rest of :meth:`_binary_insert` after its first kernel (``hh_split_binary_prepare``, whose
+        results are ``scratch``, ``scale`` and (top, min r, max r)): the nodes' release and commit."""
+        n = rr.size
+        core = self._core
+        r, m, new, dropped, level, out = scratch
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
-            top, r_min, r_max = prepare(self._pending, self.r, rr, kk, v, self.epsilon, core._tau_flat,
-                                        core._node_rows, f, r, m, scale, new, dropped, level, core.capacity)
+            top, r_min, r_max = hh_split_binary_prepare.at(n)(self._pending, self.r, rr, kk, v, self.epsilon,
+                                                              core._tau_flat, core._node_rows, f, r, m, scale, new,
+                                                              dropped, level, core.capacity)
         elif top < 0:  # only a bounded core can be full (the split's is not)
             raise ValueError(core.full_message)
+        # separate fresh arrays: the ledger stages lo, hi and node uncopied (they own their data)
+        lo, hi, node = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, base, offsets = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1, _NO_OFFSETS
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.mechanisms._kernels import kernel, row_helper
+from privbandit.mechanisms._kernels import dividing_kernel, row_helper
 
 @row_helper
 def _beta_params(x: float, o: float) -> tuple[float, float]:
@@ -37,7 +37,7 @@ def _beta_params(x: float, o: float) -> tuple[float, float]:
     return ax + 1.0, bx + 1.0
 
 
-@kernel
+@dividing_kernel
 def hh_dpts_beta_params(count: np.ndarray, noisy_sum: np.ndarray, log2_next: np.ndarray, coef: float,
                         log2_t: float, eps: float, a: np.ndarray, b: np.ndarray) -> int:
     """DP-TS (Algorithm 1, lines 6-8) for every (replicate, arm): with O = ``count`` (>= 1),
@@ -65,7 +65,7 @@ def hh_dpts_beta_params(count: np.ndarray, noisy_sum: np.ndarray, log2_next: np.
     return 0
 
 
-@kernel
+@dividing_kernel
 def hh_lazy_beta_params(mean: np.ndarray, eps_o: np.ndarray, o: np.ndarray, c: float, a: np.ndarray,
                         b: np.ndarray) -> None:
     """Lazy-DP-TS (Algorithm 2, lines 6-8) for every (replicate, arm): with the last closed batch's

@@ -96,6 +96,21 @@ def phase_ends(phase: np.ndarray, phase_start: np.ndarray, m: np.ndarray, n_rand
 
 
 @kernel
+def pts_route_round(phase: np.ndarray, phase_start: np.ndarray, m: np.ndarray, n_random: np.ndarray, t: int, k: int,
+                    gap_phase: int, random_phase: int, arms: np.ndarray, rewards: np.ndarray, batch_sum: np.ndarray,
+                    mask: np.ndarray, values: np.ndarray, closing: np.ndarray, done: np.ndarray) -> tuple[int, int, int]:
+    """Private-TS's round bookkeeping in one call: :func:`route_pulled` (the rewards of round ``t``),
+    then :func:`phase_ends` (the clocks after it). Returns (how many rewards go to a tree, how many
+    replicates' gap batches close, how many finish their random pulls); (-1, 0, 0), having written
+    nothing, if an arm lies outside [0, arms)."""
+    n = route_pulled(phase, gap_phase, arms, rewards, batch_sum, mask, values)
+    if n < 0:
+        return n, 0, 0
+    n_close, n_done = phase_ends(phase, phase_start, m, n_random, t, k, gap_phase, random_phase, closing, done)
+    return n, n_close, n_done
+
+
+@kernel
 def beta_parameters(phase: np.ndarray, ts_phase: int, count: np.ndarray, noisy_sum: np.ndarray,
                     a: np.ndarray, b: np.ndarray) -> int:
     """Private-TS line 15's Beta parameters for the replicates in Thompson sampling (``phase[r] ==

@@ -51,9 +51,8 @@ import numpy as np
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
-from privbandit.mechanisms._base import flat, laplace_event
-from privbandit.policies._ts_kernels import (beta_parameters, phase_ends, private_ts_arms, pulled_arrays, route_pulled,
-                                             row_argmax)
+from privbandit.mechanisms._base import _Scratch, flat, laplace_event
+from privbandit.policies._ts_kernels import beta_parameters, private_ts_arms, pts_route_round, pulled_arrays, row_argmax
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -80,20 +79,33 @@ class _OffsetTree(TreeMechanism):
     ledger positions [0, offset); :class:`TreeMechanism` numbers its records from 0, which would
     make the ledger compose tree nodes with gap-estimation releases of *other* records. The binary
     core takes the offset (it is how the split and hybrid mechanisms place their blocks).
+
+    As in :class:`TreeMechanism`, the tree's ``count`` and ``noisy_sum`` ARE its core's ``tau`` and
+    ``total`` (the tree never restarts a block), and the core's capacity (the horizon) refuses an
+    insert into a full stream before any state changes.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.offset = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        self._link_core_state()
+
+    def _link_core_state(self) -> None:
+        # equal values where a state was pickled with separate arrays (deployments' snapshots)
+        core = self._core
+        if self.count is not core.tau:
+            core.tau[...] = self.count
+            self.count = core.tau
+        if self.noisy_sum is not core.total:
+            core.total[...] = self.noisy_sum
+            self.noisy_sum = core.total
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._link_core_state()
 
     def _insert(self, v, f, rr, kk) -> None:
-        count = flat(self.count)
-        if rr.size and int(count[f].max()) >= self.horizon:
-            raise ValueError(f"horizon: a stream already holds {self.horizon} items; this tree is bounded "
-                             f"by horizon={self.horizon} (range [1, horizon] items per stream)")
-        flat(self.noisy_sum)[f] = self._core.insert_flat(self, f, rr, kk, v, self.scale, flat(self.offset)[f],
-                                                         self.name)
-        count[f] += 1
+        self._core.insert_flat(self, f, rr, kk, v, self.scale, flat(self.offset)[f], self.name)
 
 
 class PrivateTSSchedule(CachedSchedule):
@@ -192,6 +204,7 @@ class _PrivateTSRun(PolicyRun):
         self.muhat = np.full((R, n_arms), np.nan)  # last released noisy batch means (line 5)
         self._values = np.zeros((R, n_arms))
         self._mask = np.zeros((R, n_arms), dtype=bool)
+        self._round_scratch = _Scratch()  # working arrays of select and update (see _scratch)
         if not policy.gap_estimation:
             self._enter_random(self.rows, 0)
 
@@ -209,9 +222,22 @@ class _PrivateTSRun(PolicyRun):
         # the phase bookkeeping are idle for the rest of the run
         self._all_ts = bool((self.phase == _TS).all())
 
+    def _scratch(self) -> tuple:
+        """Working arrays of a round: the Beta parameters (R, K) and the clocks' row lists (R,), each
+        rewritten before it is read (a :class:`_Scratch`: pickled empty, equal to any other)."""
+        scratch = self.__dict__.get("_round_scratch")
+        if scratch is None:  # a run pickled before the scratch space existed
+            scratch = self._round_scratch = _Scratch()
+        got = scratch.by_size.get(0)
+        if got is None:
+            R, k = self.rows.size, self.k
+            got = scratch.by_size[0] = (np.empty((R, k)), np.empty((R, k)), np.empty(R, dtype=np.intp),
+                                        np.empty(R, dtype=np.intp))
+        return got
+
     def select(self, t):
         R, k, tree = self.rows.size, self.k, self.tree
-        a, b = np.empty((R, k)), np.empty((R, k))
+        a, b = self._scratch()[:2]
         # line 15's Beta(r + 1, n - r + 1) of the replicates in Thompson sampling (rows in replicate
         # order), r the tree total clipped to [0, n]: one kernel for numpy's mask, casts and clips
         n_ts = beta_parameters.at(R)(self.phase, _TS, tree.count, tree.noisy_sum, a, b)
@@ -228,21 +254,22 @@ class _PrivateTSRun(PolicyRun):
             return
         R = self.rows.size
         arms, rewards = pulled_arrays(arms, rewards, R, self.k)
-        # gap-estimation rewards into the batch sums; the others marked in _mask / _values
-        into_tree = route_pulled.at(R)(self.phase, _GAP, arms, rewards, self.batch_sum, self._mask, self._values)
+        closing, done = self._scratch()[2:]
+        # one kernel: gap-estimation rewards into the batch sums, the others marked in _mask / _values;
+        # then the replicates whose gap batch is complete and those whose random pulls are, both read off
+        # the clocks before any batch closes (the tree insert below touches no clock): a replicate whose
+        # gap phase ends now starts its random pulls with phase_start = t (0 rounds played in the new
+        # phase, not the gap phase's k m, which when n_random = m would send it straight to Thompson
+        # sampling without its random pulls)
+        into_tree, n_close, n_done = pts_route_round.at(R)(
+            self.phase, self.phase_start, self.m, self.n_random, t, self.k, _GAP, _RANDOM, arms, rewards,
+            self.batch_sum, self._mask, self._values, closing, done)
         if into_tree < 0:
             raise ValueError(f"arms must lie in [0, {self.k}) (the arms)")
         if into_tree == R:  # every replicate past gap estimation: its pulled arm's tree
             self.tree.insert_pulled(arms, rewards)
         elif into_tree:
             self.tree.insert(self._values, self._mask)
-        # the replicates whose gap batch is complete and those whose random pulls are, both read off
-        # the clocks before any batch closes: a replicate whose gap phase ends now starts its random
-        # pulls with phase_start = t (0 rounds played in the new phase, not the gap phase's k m, which
-        # when n_random = m would send it straight to Thompson sampling without its random pulls)
-        closing, done = np.empty(R, dtype=np.intp), np.empty(R, dtype=np.intp)
-        n_close, n_done = phase_ends.at(R)(self.phase, self.phase_start, self.m, self.n_random, t, self.k,
-                                           _GAP, _RANDOM, closing, done)
         if n_close:
             self._close_batches(closing[:n_close], t)
         if n_done:

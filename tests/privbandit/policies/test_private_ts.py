@@ -163,3 +163,16 @@ def test_random_phase_is_played_when_its_length_equals_the_last_gap_batch():
         assert np.array_equal(arms[stopped], np.full(stopped.sum(), (t - 1 - k * m) % k))
         run.update(t, arms, rewards_of[arms])
     assert np.all(run.phase[stopped] == 2)
+
+
+def test_offset_tree_refuses_an_insert_into_a_full_stream_before_any_change():
+    # the binary core's own capacity check (the horizon): the same message as TreeMechanism's
+    run = PrivateTS(1.0, gap_estimation=False, random_pulls=0).start(2, 3, 4, np.random.default_rng(0))
+    tree = run.tree
+    assert tree.count is tree._core.tau and tree.noisy_sum is tree._core.total
+    for _ in range(4):
+        tree.insert_pulled(np.array([0, 1, 0]), np.array([0.5, 0.5, 0.5]))
+    before = tree.count.copy(), tree.noisy_sum.copy()
+    with pytest.raises(ValueError, match=r"horizon: a stream already holds 4 items"):
+        tree.insert_pulled(np.array([1, 1, 0]), np.array([0.5, 0.5, 0.5]))  # stream (2, 0) is full
+    assert np.array_equal(tree.count, before[0]) and np.array_equal(tree.noisy_sum, before[1])

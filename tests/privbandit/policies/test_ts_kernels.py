@@ -247,3 +247,31 @@ def test_phase_ends_lists_the_clocks_that_ran_out_in_row_order(way):
     assert np.array_equal(closing[:n_close], np.nonzero((phase == 0) & (played == K * m))[0])
     assert np.array_equal(done[:n_done], np.nonzero((phase == 1) & (played == K * n_random))[0])
     assert n_close > 0 and n_done > 0
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_pts_route_round_is_route_pulled_then_phase_ends(way):
+    from privbandit.policies._ts_kernels import phase_ends, pts_route_round, route_pulled
+
+    rng = np.random.default_rng(15)
+    R, K, t = 60, 3, 45
+    phase = rng.integers(0, 3, R).astype(np.int8)
+    m, n_random = rng.integers(1, 8, R), rng.integers(0, 8, R)
+    start = np.where(rng.random(R) < 0.5, t - K * np.where(phase == 0, m, n_random), rng.integers(0, t, R))
+    arms, rewards = rng.integers(0, K, R), rng.random(R)
+    states = [(rng.random((R, K)), np.zeros((R, K), dtype=bool), np.zeros((R, K)), np.full(R, -1, dtype=np.intp),
+               np.full(R, -1, dtype=np.intp)) for _ in range(2)]
+    states[1] = tuple(a.copy() for a in states[0])
+    got = getattr(pts_route_round, way)(phase, start, m, n_random, t, K, 0, 1, arms, rewards, *states[0])
+    s = states[1]
+    n = route_pulled.py_func(phase, 0, arms, rewards, s[0], s[1], s[2])
+    want = (n, *phase_ends.py_func(phase, start, m, n_random, t, K, 0, 1, s[3], s[4]))
+    assert tuple(got) == want and want[1] > 0 and want[2] > 0
+    for a, b in zip(states[0], states[1]):
+        assert np.array_equal(a, b)
+    arms[5] = K  # a bad arm: refused, nothing written
+    before = tuple(a.copy() for a in states[0])
+    assert tuple(getattr(pts_route_round, way)(phase, start, m, n_random, t, K, 0, 1, arms, rewards,
+                                               *states[0])) == (-1, 0, 0)
+    for a, b in zip(states[0], before):
+        assert np.array_equal(a, b)
