@@ -71,12 +71,14 @@ def _feed(led: Ledger, releases, start=0, stop=None):
 
 
 def _pair(monkeypatch, make, feed):
-    """The state with heads (the default) and with every head refused (rows one by one)."""
+    """The state with heads and known layouts (the default) and with every head refused and no
+    layout recognized (rows one by one)."""
     fast = make()
     feed(fast)
     fast_state = _state(fast)
     with monkeypatch.context() as m:
         m.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+        m.setattr(ledger_mod, "_KNOWN_LAYOUTS", False)
         slow = make()
         feed(slow)
         slow_state = _state(slow)
@@ -337,6 +339,7 @@ def test_simulations_equal_with_heads_off(monkeypatch, name, R, T, track):
         self._from_zero = False
 
     monkeypatch.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+    monkeypatch.setattr(ledger_mod, "_KNOWN_LAYOUTS", False)
     monkeypatch.setattr(Ledger, "__init__", init)
     slow = run()
     for a, b in zip(fast, slow):
