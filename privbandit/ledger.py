@@ -23,8 +23,10 @@ Releases are staged and folded in by one vectorised drain every 256 calls (``np.
 counts by ``bincount``; a long listed release, 1024 rows or more, is staged with its rows in tracked
 replicates, its first ones as the mechanisms list replicates in order -- checked at the drain against
 the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
-does not flatten the untracked ones); worst-record queries cost O(R_tracked K top) for the
-statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+does not flatten the untracked ones; an entry of every stream of every replicate in row-major order,
+as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
+stream for it and takes its first ``R_tracked * K`` rows, never reading the others); worst-record
+queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
 totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
 draws' do: the first records then hold the largest totals). Capacity doubles as streams grow (the

@@ -345,3 +345,56 @@ def test_simulations_equal_with_heads_off(monkeypatch, name, R, T, track):
     for a, b in zip(fast, slow):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
     assert np.isfinite(fast[0][-1, : min(R, track or R)]).all()
+
+
+def test_entries_of_every_stream_are_marked_and_fold_in_as_rows():
+    """An entry listing every stream of every replicate in row-major order is marked when staged
+    (its rows are then neither flattened nor counted at the drain); the same rows in another order,
+    dtype or length are not, and either way the state equals the row-by-row path's (see _pair)."""
+    R, K = 40, 3
+    led = Ledger(R, K, track_replicates=4)
+    rr, kk = np.nonzero(np.ones((R, K), bool))
+    led._record_from_mechanism(rr.copy(), kk.copy(), 0, np.ones(R * K, dtype=np.int64), 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr[::-1].copy(), kk[::-1].copy(), 0, 1, 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr.astype(np.int32), kk.astype(np.int32), 0, 1, 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr[:-1].copy(), kk[:-1].copy(), 0, 1, 2.0, 1.0, "m", None)
+    heads = [entry[7] for entry in led._sparse]
+    assert heads[0] is ledger_mod._LAYOUT_GRID
+    assert all(h is not ledger_mod._LAYOUT_GRID for h in heads[1:])
+    resumed = pickle.loads(pickle.dumps(led))  # the mark survives pickling as the same object
+    assert resumed._sparse[0][7] is ledger_mod._LAYOUT_GRID
+    expected = np.full((R, K), 4)
+    expected[-1, -1] = 3
+    assert (led.draws == expected).all() and (resumed.draws == expected).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_leaf_columns_on_distinct_epsilons_equal_the_elementwise_values(seed):
+    """The conversions evaluated on a drain's distinct epsilons and gathered give every release the
+    bits the elementwise evaluation over all of them gives (the functions are elementwise)."""
+    from accountants import gdp_conversion
+    from privbandit.ledger import _KIND_LAPLACE, _S_MU2, _S_TANH
+
+    rng = np.random.default_rng(seed)
+    led = Ledger(1, 1)
+    for n in (2, 7, 64, 1000, 2049):
+        pool = np.concatenate([1.0 / rng.integers(1, 300, 6), rng.uniform(1e-3, 6.0, 3)])
+        scale = 1.0 / rng.choice(pool, n)
+        sens = np.where(rng.random(n) < 0.5, 1.0, 0.5)
+        columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
+        eps = sens / scale
+        assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
+        assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+
+
+def test_unpickled_difference_arrays_take_the_canonical_dtype():
+    """np.add.at on an unpickled array (an equal but distinct dtype object) takes numpy's slow
+    generic path: the ledger re-views its difference arrays with the canonical float64 dtype."""
+    led = Ledger(3, 2, track_replicates=2)
+    led.record_laplace(np.arange(3), 0, 0, 2, 1.0, 1.0, mechanism="m")
+    led._settle()
+    resumed = pickle.loads(pickle.dumps(led))
+    assert resumed._diff.keys() == led._diff.keys()
+    for stat, diff in resumed._diff.items():
+        assert diff.dtype is np.dtype(np.float64)
+        assert diff.tobytes() == led._diff[stat].tobytes()
