@@ -985,16 +985,46 @@ class Ledger:
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
         # the worst record is a maximum over records: the distinct records' totals suffice
+        n = self._n_tracked
         (mu2,) = self._totals(_S_MU2, distinct=True)
         rho = self._totals(_S_RHO, distinct=True)[0] if _S_RHO in self._diff else None  # None: no zCDP release
-        closed = self._closed_form_epsilon(mu2, rho, delta, distinct=True).reshape(self._n_tracked, -1)
+        gauss = self._totals(_S_GAUSS, distinct=True)[0] if _S_GAUSS in self._diff else None
+        s_eps, q, s = self._totals(_S_EPS, _S_EPS2, _S_TANH, distinct=True)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
         mu = np.sqrt(np.maximum(mu2, 0.0))
         if rho is not None:
             mu = np.where(rho > 0, np.inf, mu)
-        mu = mu.reshape(self._n_tracked, -1)
-        for r in range(self._n_tracked):
-            out[r] = self._worst_min(closed[r], mu[r], delta)
+        totals = [x.reshape(n, -1) if x is not None else None for x in (mu2, rho, s_eps, q, s, gauss)]
+        mu = mu.reshape(n, -1)
+        # The closed forms (a log and two square roots per record) are evaluated only on the records
+        # that can decide _worst_min's answer. Its first record j (largest mu) gives either the
+        # answer, eps_gdp(mu_j), or the bar closed_j that every other record must pass (or tie mu_j)
+        # to stay in its front; a record's closed form is at most (its pure sum) * (1 + 1e-12), so a
+        # record whose rounded-up pure sum does not exceed the bar -- and which is in no Gaussian or
+        # zCDP release, where the closed form is another -- is dropped there anyway. _worst_min thus
+        # sees the same front, in the same order: the same answer, bit for bit (the closed forms are
+        # elementwise: each record's value does not depend on which others are evaluated with it).
+        first = np.argmax(mu, axis=1)
+        pick = (np.arange(n), first)
+        closed_first = self._closed_form_epsilon(*(None if x is None else x[pick] for x in totals[:2]), delta,
+                                                 more=tuple(None if x is None else x[pick] for x in totals[2:]))
+        for r in range(n):
+            j = int(first[r])
+            if not mu[r, j] > 0:
+                out[r] = 0.0
+                continue
+            if closed_first[r] >= self._gdp_eps(float(mu[r, j]), delta):
+                out[r] = self._gdp_eps(float(mu[r, j]), delta)
+                continue
+            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu[r] == mu[r, j])
+            if gauss is not None:
+                keep |= totals[5][r] > 0.5
+            if rho is not None:
+                keep |= totals[1][r] > 0
+            keep = np.flatnonzero(keep)
+            closed = self._closed_form_epsilon(*(None if x is None else x[r, keep] for x in totals[:2]), delta,
+                                               more=tuple(None if x is None else x[r, keep] for x in totals[2:]))
+            out[r] = self._worst_min(closed, mu[r, keep], delta)
         return out
 
     def _realized_by_round(self, delta: float, out: np.ndarray) -> np.ndarray:

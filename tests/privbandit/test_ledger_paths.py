@@ -398,3 +398,52 @@ def test_unpickled_difference_arrays_take_the_canonical_dtype():
     for stat, diff in resumed._diff.items():
         assert diff.dtype is np.dtype(np.float64)
         assert diff.tobytes() == led._diff[stat].tobytes()
+
+
+def _unpruned_realized(led: Ledger, delta: float) -> np.ndarray:
+    """realized_epsilon's entry query before the pruning: closed forms on every distinct record."""
+    from privbandit.ledger import _S_MU2, _S_RHO
+
+    n = led._n_tracked
+    (mu2,) = led._totals(_S_MU2, distinct=True)
+    rho = led._totals(_S_RHO, distinct=True)[0] if _S_RHO in led._diff else None
+    closed = led._closed_form_epsilon(mu2, rho, delta, distinct=True).reshape(n, -1)
+    mu = np.sqrt(np.maximum(mu2, 0.0))
+    if rho is not None:
+        mu = np.where(rho > 0, np.inf, mu)
+    mu = mu.reshape(n, -1)
+    out = np.full(led.replicates, np.nan)
+    out[:n] = [led._worst_min(closed[r], mu[r], delta) for r in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_worst_record_query_equals_every_record(monkeypatch, seed):
+    """realized_epsilon evaluates the closed forms only on records that can pass the largest-mu
+    record's bar: the same answers, bit for bit, as on every record -- with many small Laplace
+    releases (KOV undercuts the pure sum and GDP: the pruned path), Gaussian and discrete-Gaussian
+    releases among them, and untouched replicates."""
+    rng = np.random.default_rng(seed)
+    R, K, n_rec = 6, 3, 80
+    led = Ledger(R, K, track_replicates=5, capacity=n_rec)
+    for _ in range(300):
+        m = int(rng.integers(1, 12))
+        rep, st = rng.integers(0, R - 1, m), rng.integers(0, K, m)
+        lo = rng.integers(0, n_rec - 1, m)
+        hi = np.minimum(lo + rng.integers(1, 30, m), n_rec)
+        u = rng.random()
+        if u < 0.8:
+            led.record_laplace(rep, st, lo, hi, rng.choice([20.0, 35.0, 50.0], m), 1.0, mechanism="lap")
+        elif u < 0.95 or seed % 2:
+            led.record_gaussian(rep, st, lo, hi, rng.choice([30.0, 60.0], m), 1.0, mechanism="gauss")
+        else:
+            led.record_discrete_gaussian(rep, st, lo, hi, 40.0, 1.0, mechanism="dg")
+    sizes = []
+    original = Ledger._worst_min
+    for delta in (1e-6, 1e-3, 0.2):
+        with monkeypatch.context() as m:
+            m.setattr(Ledger, "_worst_min", lambda self, c, mu, d: sizes.append(c.size) or original(self, c, mu, d))
+            fast = led.realized_epsilon(delta)
+        assert fast.tobytes() == _unpruned_realized(led, delta).tobytes()
+    if seed % 2 == 0:  # mostly Laplace releases: the pruned path was taken, on a fraction of the records
+        assert sizes and min(sizes) < n_rec * K
