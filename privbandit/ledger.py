@@ -994,8 +994,10 @@ class Ledger:
         mu = np.sqrt(np.maximum(mu2, 0.0))
         if rho is not None:
             mu = np.where(rho > 0, np.inf, mu)
-        totals = [x.reshape(n, -1) if x is not None else None for x in (mu2, rho, s_eps, q, s, gauss)]
-        mu = mu.reshape(n, -1)
+        # (n, K, records) views, not copies: a replicate's records in (stream, position) order
+        totals = [mu2, rho, s_eps, q, s, gauss]
+        mu = np.ascontiguousarray(mu).reshape(n, -1)
+        per_stream = mu2.shape[2]
         # The closed forms (a log and two square roots per record) are evaluated only on the records
         # that can decide _worst_min's answer. Its first record j (largest mu) gives either the
         # answer, eps_gdp(mu_j), or the bar closed_j that every other record must pass (or tie mu_j)
@@ -1005,7 +1007,7 @@ class Ledger:
         # sees the same front, in the same order: the same answer, bit for bit (the closed forms are
         # elementwise: each record's value does not depend on which others are evaluated with it).
         first = np.argmax(mu, axis=1)
-        pick = (np.arange(n), first)
+        pick = (np.arange(n), first // per_stream, first % per_stream)
         closed_first = self._closed_form_epsilon(*(None if x is None else x[pick] for x in totals[:2]), delta,
                                                  more=tuple(None if x is None else x[pick] for x in totals[2:]))
         for r in range(n):
@@ -1016,15 +1018,15 @@ class Ledger:
             if closed_first[r] >= self._gdp_eps(float(mu[r, j]), delta):
                 out[r] = self._gdp_eps(float(mu[r, j]), delta)
                 continue
-            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu[r] == mu[r, j])
+            mu_r = mu[r].reshape(self.streams, per_stream)
+            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu_r == mu[r, j])
             if gauss is not None:
                 keep |= totals[5][r] > 0.5
             if rho is not None:
                 keep |= totals[1][r] > 0
-            keep = np.flatnonzero(keep)
-            closed = self._closed_form_epsilon(*(None if x is None else x[r, keep] for x in totals[:2]), delta,
-                                               more=tuple(None if x is None else x[r, keep] for x in totals[2:]))
-            out[r] = self._worst_min(closed, mu[r, keep], delta)
+            closed = self._closed_form_epsilon(*(None if x is None else x[r][keep] for x in totals[:2]), delta,
+                                               more=tuple(None if x is None else x[r][keep] for x in totals[2:]))
+            out[r] = self._worst_min(closed, mu_r[keep], delta)
         return out
 
     def _realized_by_round(self, delta: float, out: np.ndarray) -> np.ndarray:
