@@ -146,10 +146,10 @@ def _first_rows(fields: tuple, m: int) -> tuple:
 @functools.lru_cache(maxsize=8)
 def _grid_layout(replicates: int, streams: int) -> tuple:
     """Read-only (rows, cols) of every stream in row-major order (``np.nonzero`` of an all-True
-    (R, K) mask, as the mechanisms list an insert of every stream) and their bytes."""
+    (R, K) mask, as the mechanisms list an insert of every stream)."""
     rows, cols = (np.ascontiguousarray(a) for a in np.nonzero(np.ones((replicates, streams), dtype=bool)))
     rows.flags.writeable = cols.flags.writeable = False
-    return rows, cols, rows.tobytes(), cols.tobytes()
+    return rows, cols
 
 
 class _Layout:
@@ -173,18 +173,16 @@ _KNOWN_LAYOUTS = True
 
 
 def _is_grid(rep: np.ndarray, st: np.ndarray, replicates: int, streams: int) -> bool:
-    """Whether (rep, st) list every stream of every replicate once, in row-major order (compared as
-    bytes: one memcmp each, cheaper than two numpy comparisons on a few hundred rows)."""
-    rows, cols, rows_bytes, cols_bytes = _grid_layout(replicates, streams)
-    return (rep.dtype == rows.dtype and st.dtype == cols.dtype and rep.ndim == 1 and st.ndim == 1
-            and st.tobytes() == cols_bytes and rep.tobytes() == rows_bytes)
+    """Whether (rep, st) list every stream of every replicate once, in row-major order."""
+    rows, cols = _grid_layout(replicates, streams)
+    return rep.shape == rows.shape and st.shape == cols.shape and bool((st == cols).all()) and bool((rep == rows).all())
 
 
 def _grid_heads(sparse: list[tuple], replicates: int, streams: int, n: int) -> list:
     """Each entry's head (its fields restricted to its rows in the first ``n`` replicates, in order):
     the stored head, or, for an entry marked ``_LAYOUT_GRID``, its first ``n * K`` rows (the
     replicate and stream columns those of the grid)."""
-    rows, cols = _grid_layout(replicates, streams)[:2]
+    rows, cols = _grid_layout(replicates, streams)
     m = n * streams
     g_rows, g_cols = rows[:m], cols[:m]
     heads = []
