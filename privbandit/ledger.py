@@ -861,11 +861,7 @@ class Ledger:
         are every distinct per-record total, bit for bit, for queries taking a maximum over records.
         """
         self._settle()
-        rows = None
-        if distinct:
-            rows = np.flatnonzero(self._marked[: self._top])
-            if 2 * rows.size > self._top:  # few unmarked positions: the plain sums cost less
-                rows = None
+        rows = self._distinct_rows() if distinct else None
         n_rows = self._top if rows is None else rows.size
         out = []
         for stat in stats:
@@ -874,6 +870,26 @@ class Ledger:
                 out.append(np.moveaxis(np.cumsum(diff, axis=0), 0, 2))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
+        return out
+
+    def _distinct_rows(self) -> np.ndarray | None:
+        """The positions ``_totals(..., distinct=True)`` sums over (None: every position below top)."""
+        rows = np.flatnonzero(self._marked[: self._top])
+        return None if 2 * rows.size > self._top else rows  # few unmarked positions: the plain sums cost less
+
+    def _totals_at(self, stats: tuple, reps: np.ndarray, streams: np.ndarray, records: np.ndarray) -> list:
+        """``_totals(stat, distinct=True)[0][reps, streams, records]`` for each stat, summing only the
+        picked streams' columns: the same sequential sums (a cumsum along positions), bit for bit."""
+        rows = self._distinct_rows()
+        out = []
+        for stat in stats:
+            values = np.zeros(reps.size)
+            if stat in self._diff:
+                diff = self._diff[stat]
+                for i, (r, k, j) in enumerate(zip(reps.tolist(), streams.tolist(), records.tolist())):
+                    column = diff[: self._top, r, k] if rows is None else diff[rows, r, k]
+                    values[i] = np.cumsum(column[: j + 1])[-1]
+            out.append(values)
         return out
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:
@@ -987,15 +1003,18 @@ class Ledger:
         (mu2,) = self._totals(_S_MU2, distinct=True)
         rho = self._totals(_S_RHO, distinct=True)[0] if _S_RHO in self._diff else None  # None: no zCDP release
         gauss = self._totals(_S_GAUSS, distinct=True)[0] if _S_GAUSS in self._diff else None
-        s_eps, q, s = self._totals(_S_EPS, _S_EPS2, _S_TANH, distinct=True)
+        (s_eps,) = self._totals(_S_EPS, distinct=True)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
         mu = np.sqrt(np.maximum(mu2, 0.0))
         if rho is not None:
             mu = np.where(rho > 0, np.inf, mu)
         # (n, K, records) views, not copies: a replicate's records in (stream, position) order
-        totals = [mu2, rho, s_eps, q, s, gauss]
+        totals = [mu2, rho, s_eps, None, None, gauss]  # Q and S (every record's) only when needed
         mu = np.ascontiguousarray(mu).reshape(n, -1)
         per_stream = mu2.shape[2]
+        if mu.shape[1] == 0:  # no record yet
+            out[:n] = 0.0
+            return out
         # The closed forms (a log and two square roots per record) are evaluated only on the records
         # that can decide _worst_min's answer. Its first record j (largest mu) gives either the
         # answer, eps_gdp(mu_j), or the bar closed_j that every other record must pass (or tie mu_j)
@@ -1006,8 +1025,10 @@ class Ledger:
         # elementwise: each record's value does not depend on which others are evaluated with it).
         first = np.argmax(mu, axis=1)
         pick = (np.arange(n), first // per_stream, first % per_stream)
+        q_first, s_first = self._totals_at((_S_EPS2, _S_TANH), *pick)
         closed_first = self._closed_form_epsilon(*(None if x is None else x[pick] for x in totals[:2]), delta,
-                                                 more=tuple(None if x is None else x[pick] for x in totals[2:]))
+                                                 more=(s_eps[pick], q_first, s_first,
+                                                       None if gauss is None else gauss[pick]))
         for r in range(n):
             j = int(first[r])
             if not mu[r, j] > 0:
@@ -1016,6 +1037,8 @@ class Ledger:
             if closed_first[r] >= self._gdp_eps(float(mu[r, j]), delta):
                 out[r] = self._gdp_eps(float(mu[r, j]), delta)
                 continue
+            if totals[3] is None:
+                totals[3:5] = self._totals(_S_EPS2, _S_TANH, distinct=True)
             mu_r = mu[r].reshape(self.streams, per_stream)
             keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu_r == mu[r, j])
             if gauss is not None:
