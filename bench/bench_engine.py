@@ -18,10 +18,15 @@ its Laplace / normal / Beta / uniform draws counted by a counting Generator, plu
 uniform per replicate per round), the fraction of that limit, and pulls/s and microseconds per
 round at 1 replicate (deployment decides one round at a time). Every figure is the best of
 ``--repeats`` runs, and the runs being compared (ledger on/off, engine/raw) are interleaved, so a
-slow spell on a shared machine lands on both sides; report ratios from one run.
+slow spell on a shared machine lands on both sides; report ratios from one run. Each row starts
+with an untimed warm-up (``--warmup F``: a ledger-on and a ledger-off run of horizon/F rounds), and
+its ledger-on and ledger-off runs come in adjacent pairs (order alternating): the "ledger extra"
+column is the median over the pairs of their time ratio. Measured (three runs of dp_ucb,
+dp_ucb_bound and private_ts at 100 and 1000 replicates, ``--repeats 3 --clock cpu``, load ~6 on 2
+cores): the column's spread across runs fell from 7-50 points (best-of ratio, no warm-up) to 5-15.
 
 Usage: ``python bench/bench_engine.py [--horizon 20000] [--horizon-1000 5000] [--horizon-1 5000]
-[--repeats 3] [--policies a,b] [--clock wall|cpu] [--peers]`` (``--peers``: also the Beta-TS / UCB1 comparison with a
+[--repeats 3] [--warmup 4] [--policies a,b] [--clock wall|cpu] [--peers]`` (``--peers``: also the Beta-TS / UCB1 comparison with a
 plain loop and peer libraries, and the Gaussian-TS ledger table, at ``--replicates``).
 """
 

@@ -23,8 +23,8 @@ Releases are staged and folded in by one vectorised drain every 256 calls (``np.
 counts by ``bincount``; a long listed release, 1024 rows or more, is staged with its rows in tracked
 replicates, its first ones as the mechanisms list replicates in order -- checked at the drain against
 the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
-does not flatten the untracked ones; an entry of every stream of every replicate in row-major order,
-as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
+does not flatten the untracked ones; a long entry of every stream of every replicate in row-major
+order, as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
 stream for it and takes its first ``R_tracked * K`` rows, never reading the others); worst-record
 queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
@@ -474,7 +474,9 @@ class Ledger:
                 and (not isinstance(s, np.ndarray) or s.base is None)):
             # An entry of every stream in row-major order is marked as such (checked now, while the
             # caller's fresh arrays are still in cache: a drain reads its few tracked rows only).
-            if rep.size == self._draws.size and _KNOWN_LAYOUTS and _is_grid(rep, st, self.replicates, self.streams):
+            # Below _HEAD_MIN_ROWS rows the check costs more than the flattening it saves.
+            if (rep.size == self._draws.size and rep.size >= _HEAD_MIN_ROWS and _KNOWN_LAYOUTS
+                    and _is_grid(rep, st, self.replicates, self.streams)):
                 head = _LAYOUT_GRID
             elif rep.size >= _HEAD_MIN_ROWS:
                 head = self._head_of(rep, st, lo_, hi_, p, s)

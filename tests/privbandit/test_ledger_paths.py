@@ -351,7 +351,7 @@ def test_entries_of_every_stream_are_marked_and_fold_in_as_rows():
     """An entry listing every stream of every replicate in row-major order is marked when staged
     (its rows are then neither flattened nor counted at the drain); rows in another order or of
     another length are not, and either way the state equals the row-by-row path's (see _pair)."""
-    R, K = 40, 3
+    R, K = 400, 3  # entries of R * K >= _HEAD_MIN_ROWS rows (shorter ones are not checked)
     led = Ledger(R, K, track_replicates=4)
     rr, kk = np.nonzero(np.ones((R, K), bool))
     led._record_from_mechanism(rr.copy(), kk.copy(), 0, np.ones(R * K, dtype=np.int64), 2.0, 1.0, "m", None)
