@@ -18,10 +18,15 @@ its Laplace / normal / Beta / uniform draws counted by a counting Generator, plu
 uniform per replicate per round), the fraction of that limit, and pulls/s and microseconds per
 round at 1 replicate (deployment decides one round at a time). Every figure is the best of
 ``--repeats`` runs, and the runs being compared (ledger on/off, engine/raw) are interleaved, so a
-slow spell on a shared machine lands on both sides; report ratios from one run.
+slow spell on a shared machine lands on both sides; report ratios from one run. Each row starts
+with an untimed warm-up (``--warmup F``: a ledger-on and a ledger-off run of horizon/F rounds), and
+its ledger-on and ledger-off runs come in adjacent pairs (order alternating): the "ledger extra"
+column is the median over the pairs of their time ratio. Measured (three runs of dp_ucb,
+dp_ucb_bound and private_ts at 100 and 1000 replicates, ``--repeats 3 --clock cpu``, load ~6 on 2
+cores): the column's spread across runs fell from 7-50 points (best-of ratio, no warm-up) to 5-15.
 
 Usage: ``python bench/bench_engine.py [--horizon 20000] [--horizon-1000 5000] [--horizon-1 5000]
-[--repeats 3] [--policies a,b] [--clock wall|cpu] [--peers]`` (``--peers``: also the Beta-TS / UCB1 comparison with a
+[--repeats 3] [--warmup 4] [--policies a,b] [--clock wall|cpu] [--peers]`` (``--peers``: also the Beta-TS / UCB1 comparison with a
 plain loop and peer libraries, and the Gaussian-TS ledger table, at ``--replicates``).
 """
 
@@ -44,20 +49,52 @@ PRIVATE = ["private_ucb", "dp_ucb_bound", "dp_ucb", "dp_ucb_int", "dp_se", "anyt
            "private_ts", "lazy_dp_ts", "gaussian_ts"]
 
 
-def best_interleaved(measures, repeats):
+def best_interleaved(measures, repeats, warmup=None):
     """The best (largest) rate of each measurement, running them in turn ``repeats`` times, the order
     rotated by one each repeat: a process's first seconds run slower (measured: the same ledger-on run
     of Gaussian TS at 4.4e6 pulls/s first, 6.7e6 a few runs later), and a fixed order put every
-    repeat's first run on the same side (ledger on), inflating the "ledger extra" column."""
-    best = [0.0] * len(measures)
+    repeat's first run on the same side (ledger on), inflating the "ledger extra" column.
+
+    ``warmup``: untimed calls made once before the timed repeats (shorter runs of the same
+    measurements): the first runs of a configuration pay for compiled kernels' loading, scratch
+    arrays' first allocation and cold caches, and with only a few repeats a slow first run can
+    decide a column."""
+    return [max(rates) for rates in interleaved_rates(measures, repeats, warmup)]
+
+
+def interleaved_rates(measures, repeats, warmup=None):
+    """Every rate of :func:`best_interleaved`'s runs: ``rates[i][r]`` of measurement i in repeat r."""
+    for run in warmup or ():
+        run()
+    rates = [[0.0] * repeats for _ in measures]
     for r in range(repeats):
         for j in range(len(measures)):
             i = (j + r) % len(measures)
-            best[i] = max(best[i], measures[i]())
-    return best
+            rates[i][r] = measures[i]()
+    return rates
+
+
+def ledger_extra(on_rates, off_rates):
+    """The ledger's extra time: the median over repeats of each repeat's off/on rate ratio, minus 1.
+    The two runs of a repeat are adjacent in time (see policy_table), so a slow spell of a shared
+    machine that lasts longer than a run lands on both sides of the ratio; the ratio of the best
+    rates instead compares runs minutes apart."""
+    return float(np.median(np.asarray(off_rates) / np.asarray(on_rates))) - 1.0
 
 
 CLOCK = time.perf_counter  # --clock cpu: time.process_time (robust to other processes on a busy machine)
+# --warmup: an untimed ledger-on and ledger-off run of 1/WARMUP_FRACTION of the horizon before each
+# (policy, replicates) row's timed runs (0: none); see best_interleaved
+WARMUP_FRACTION = 4
+
+
+def ledger_pair(policy, horizon, replicates, flip=False):
+    """(ledger-on rate, ledger-off rate) of two adjacent runs, the off run first when ``flip``."""
+    if flip:
+        off = engine_rate(policy, horizon, replicates, ledger=False)
+        return engine_rate(policy, horizon, replicates, ledger=True), off
+    on = engine_rate(policy, horizon, replicates, ledger=True)
+    return on, engine_rate(policy, horizon, replicates, ledger=False)
 
 
 def engine_rate(policy, horizon, replicates, **kwargs):
@@ -195,7 +232,8 @@ def loop_seconds(policy, horizon):
 
 def policy_table(names, horizons, repeats):
     """One row per private policy: see the module docstring."""
-    print("Per private policy, 5 Bernoulli arms; pulls/s (best of %d interleaved runs)\n" % repeats)
+    print("Per private policy, 5 Bernoulli arms; pulls/s (best of %d interleaved runs; ledger extra time: "
+          "median over those runs of the ratio of adjacent ledger-on and ledger-off runs)\n" % repeats)
     print("| policy | R | T | ledger on | ledger off | ledger extra time | own raw RNG limit | fraction (on) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     single = {}
@@ -204,12 +242,19 @@ def policy_table(names, horizons, repeats):
         for replicates in (100, 1000):
             T = horizons[replicates]
             counts, beta_params = policy_draws(name, T, replicates)
-            on, off, raw = best_interleaved(
-                [lambda: engine_rate(pol, T, replicates, ledger=True),
-                 lambda: engine_rate(pol, T, replicates, ledger=False),
-                 lambda: raw_policy_rate(counts, beta_params, T, replicates)], repeats)
-            print(f"| {name} | {replicates} | {T} | {on:.3g} | {off:.3g} | {off / on - 1:+.0%} | {raw:.3g} | "
-                  f"{on / raw:.1%} |", flush=True)
+            warm = max(1, T // WARMUP_FRACTION) if WARMUP_FRACTION else 0
+            # ledger on and off as one measurement (adjacent runs, their order alternating by repeat)
+            # and the raw limit as the other, interleaved
+            pair = []
+            on_rates, raw_rates = interleaved_rates(
+                [lambda: pair.append(ledger_pair(pol, T, replicates, flip=len(pair) % 2 == 1)) or pair[-1][0],
+                 lambda: raw_policy_rate(counts, beta_params, T, replicates)], repeats,
+                warmup=[lambda: engine_rate(pol, warm, replicates, ledger=True),
+                        lambda: engine_rate(pol, warm, replicates, ledger=False)] if warm else None)
+            off_rates = [p[1] for p in pair]
+            on, off, raw = max(on_rates), max(off_rates), max(raw_rates)
+            print(f"| {name} | {replicates} | {T} | {on:.3g} | {off:.3g} | {ledger_extra(on_rates, off_rates):+.0%} | "
+                  f"{raw:.3g} | {on / raw:.1%} |", flush=True)
         T = horizons[1]
         whole, loop = 0.0, 0.0
         for _ in range(repeats):
@@ -337,9 +382,15 @@ def main() -> None:
                         help="a local checkout of keirp/private-bandits: also the one-replicate comparison with it")
     parser.add_argument("--peer-horizon", type=int, default=10_000)
     parser.add_argument("--skip-table", action="store_true", help="skip the per-policy table")
+    parser.add_argument("--warmup", type=int, default=4, metavar="F",
+                        help="before each row's timed runs, an untimed ledger-on and ledger-off run of "
+                             "horizon/F rounds (0: no warm-up; default %(default)s)")
     args = parser.parse_args()
-    global CLOCK
+    global CLOCK, WARMUP_FRACTION
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.warmup < 0:
+        parser.error(f"--warmup must be a whole number in [0, inf), got {args.warmup}")
+    WARMUP_FRACTION = args.warmup
     print(f"clock: {args.clock}\n")
     names = [n for n in args.policies.split(",") if n]
     unknown = sorted(set(names) - set(PRIVATE))

@@ -23,8 +23,10 @@ Releases are staged and folded in by one vectorised drain every 256 calls (``np.
 counts by ``bincount``; a long listed release, 1024 rows or more, is staged with its rows in tracked
 replicates, its first ones as the mechanisms list replicates in order -- checked at the drain against
 the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
-does not flatten the untracked ones); worst-record queries cost O(R_tracked K top) for the
-statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
+does not flatten the untracked ones; a long entry of every stream of every replicate in row-major
+order, as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
+stream for it and takes its first ``R_tracked * K`` rows, never reading the others); worst-record
+queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
 totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
 draws' do: the first records then hold the largest totals). Capacity doubles as streams grow (the
@@ -139,6 +141,72 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
     return _flatten(values, rows, dtype)[at]
 
 
+def _first_rows(fields: tuple, m: int) -> tuple:
+    """The first ``m`` rows of a staged entry's fields (rep, st, lo, hi, param, sens): arrays sliced
+    (views), scalars as they are."""
+    return tuple(x[:m] if type(x) is np.ndarray and x.ndim else x for x in fields)
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_layout(replicates: int, streams: int) -> tuple:
+    """Read-only (rows, cols) of every stream in row-major order (``np.nonzero`` of an all-True
+    (R, K) mask, as the mechanisms list an insert of every stream)."""
+    rows, cols = (np.ascontiguousarray(a) for a in np.nonzero(np.ones((replicates, streams), dtype=bool)))
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
+
+
+class _Layout:
+    """A known layout of a staged entry's rows, in place of its head (a module-level singleton:
+    pickled by name, so an unpickled entry holds the very same object)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_LAYOUT_GRID = _Layout("_LAYOUT_GRID")
+"""The head of a staged entry listing every stream of every replicate once, in row-major order."""
+# Whether staged entries are marked by their layout (tests switch it off for the reference path).
+_KNOWN_LAYOUTS = True
+
+
+def _is_grid(rep: np.ndarray, st: np.ndarray, replicates: int, streams: int) -> bool:
+    """Whether (rep, st) list every stream of every replicate once, in row-major order."""
+    rows, cols = _grid_layout(replicates, streams)
+    return rep.shape == rows.shape and st.shape == cols.shape and bool((st == cols).all()) and bool((rep == rows).all())
+
+
+def _grid_heads(sparse: list[tuple], replicates: int, streams: int, n: int) -> list:
+    """Each entry's head (its fields restricted to its rows in the first ``n`` replicates, in order):
+    the stored head, or, for an entry marked ``_LAYOUT_GRID``, its first ``n * K`` rows (the
+    replicate and stream columns those of the grid)."""
+    rows, cols = _grid_layout(replicates, streams)
+    m = n * streams
+    g_rows, g_cols = rows[:m], cols[:m]
+    heads = []
+    for entry in sparse:
+        _, _, _, lo, hi, p, s, head = entry
+        if head is not _LAYOUT_GRID:
+            heads.append(head)
+            continue
+        if type(lo) is np.ndarray and lo.ndim:
+            lo = lo[:m]
+        if type(hi) is np.ndarray and hi.ndim:
+            hi = hi[:m]
+        if type(p) is np.ndarray and p.ndim:
+            p = p[:m]
+        if type(s) is np.ndarray and s.ndim:
+            s = s[:m]
+        heads.append((g_rows, g_cols, lo, hi, p, s))
+    return heads
+
+
 @functools.lru_cache(maxsize=4096)
 def _gdp_epsilon(mu: float, delta: float) -> float:
     """gdp_conversion.epsilon_for_delta, memoised: a deterministic function of (mu, delta), and the
@@ -240,6 +308,10 @@ class Ledger:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        # Unpickled arrays carry an equal but distinct dtype object, which sends np.add.at down
+        # numpy's generic path (measured ~30x slower on the difference arrays): views with the
+        # canonical float64 dtype hold the same values, bit for bit.
+        self._diff = {stat: diff.view(np.float64) for stat, diff in self._diff.items()}
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
@@ -341,7 +413,18 @@ class Ledger:
         self._store(kind, rep, st, lo_, hi_, p, s, mechanism, nd)
 
     def _leaf_stats(self, kind: int, p: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """(n, _N_STATS) statistics of n releases (``_leaf_columns`` as one array, zeros elsewhere)."""
         vals = np.zeros((p.size, _N_STATS))
+        for stat, column in self._leaf_columns(kind, p, s).items():
+            vals[:, stat] = column
+        return vals
+
+    def _leaf_columns(self, kind: int, p: np.ndarray, s: np.ndarray) -> dict:
+        """The statistics of n releases (``p``, ``s``: (n,) arrays) that their kind adds to
+        (_KIND_STATS), each a contiguous (n,) array -- or one Python float for all of them, when
+        every release has the same epsilon (the common case: one scale per call): ``np.add.at``
+        adds that float at each index exactly as it would add an array of copies, and a scalar
+        skips building and gathering the array (a strided column costs add.at ~4x a contiguous one)."""
         if kind in (_KIND_LAPLACE, _KIND_DLAPLACE):
             eps = s / p
             if eps.size > 1 and eps.min() == eps.max():  # the common case: one scale per call
@@ -351,19 +434,22 @@ class Ledger:
                     if len(self._mu_cache) > 4096:  # e.g. interval releases: one eps per count
                         self._mu_cache.clear()
                     mu = self._mu_cache.setdefault(e, float(gdp_conversion.mu_from_pure_epsilon(e)))
-                vals[:] = (e, mu * mu, e * e, e * math.tanh(e / 2.0), 0.0, 0.0)
-            else:
-                vals[:, _S_EPS] = eps
-                vals[:, _S_MU2] = np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2
-                vals[:, _S_EPS2] = eps ** 2
-                vals[:, _S_TANH] = eps * np.tanh(eps / 2.0)
-        elif kind == _KIND_GAUSSIAN:
-            vals[:, _S_MU2] = (s / p) ** 2
-            vals[:, _S_GAUSS] = 1.0
-        else:  # zCDP: no pure epsilon and no GDP mu, only rho
-            vals[:, _S_RHO] = (s / p) ** 2 / 2.0
-            vals[:, _S_GAUSS] = 1.0
-        return vals
+                return {_S_EPS: e, _S_MU2: mu * mu, _S_EPS2: e * e, _S_TANH: e * math.tanh(e / 2.0)}
+            # A drain holds releases of a few scales (one per call, a few per mechanism): the
+            # conversions are evaluated on the distinct epsilons and gathered. They are elementwise
+            # (numpy's and scipy's loops give each element the same bits wherever it sits in the
+            # array: tests/privbandit/test_ledger_paths.py), so every release gets the same values.
+            u, inverse = np.unique(eps, return_inverse=True)
+            if 4 * u.size > eps.size:  # mostly distinct: the gather would cost more than it saves
+                u, inverse = eps, None
+            mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(u)) ** 2, u * np.tanh(u / 2.0)
+            if inverse is not None:
+                mu2, tanh = mu2[inverse], tanh[inverse]
+            return {_S_EPS: eps, _S_MU2: mu2, _S_EPS2: eps ** 2, _S_TANH: tanh}
+        if kind == _KIND_GAUSSIAN:
+            return {_S_MU2: (s / p) ** 2, _S_GAUSS: 1.0}
+        # zCDP: no pure epsilon and no GDP mu, only rho
+        return {_S_RHO: (s / p) ** 2 / 2.0, _S_GAUSS: 1.0}
 
     def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, fresh: bool = False) -> None:
         """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
@@ -393,8 +479,17 @@ class Ledger:
                 and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                 and (not isinstance(p, np.ndarray) or p.base is None)
                 and (not isinstance(s, np.ndarray) or s.base is None)):
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s,
-                                 self._head_of(rep, st, lo_, hi_, p, s) if rep.size >= _HEAD_MIN_ROWS else None))
+            # An entry of every stream in row-major order is marked as such (checked now, while the
+            # caller's fresh arrays are still in cache: a drain reads its few tracked rows only).
+            # Below _HEAD_MIN_ROWS rows the check costs more than the flattening it saves.
+            if (rep.size == self._draws.size and rep.size >= _HEAD_MIN_ROWS and _KNOWN_LAYOUTS
+                    and _is_grid(rep, st, self.replicates, self.streams)):
+                head = _LAYOUT_GRID
+            elif rep.size >= _HEAD_MIN_ROWS:
+                head = self._head_of(rep, st, lo_, hi_, p, s)
+            else:
+                head = None
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s, head))
         else:
             fields = [np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None) else x
                       for x in (rep, st, lo_, hi_, p, s)]
@@ -416,10 +511,7 @@ class Ledger:
         if exact:
             keep = np.asarray(rep) < n
             return tuple(x[keep] if type(x) is np.ndarray and x.ndim else x for x in (rep, st, lo, hi, p, s))
-        m = rep.searchsorted(n)
-        return (rep[:m], st[:m], lo[:m] if type(lo) is np.ndarray and lo.ndim else lo,
-                hi[:m] if type(hi) is np.ndarray and hi.ndim else hi, p[:m] if type(p) is np.ndarray and p.ndim else p,
-                s[:m] if type(s) is np.ndarray and s.ndim else s)
+        return _first_rows((rep, st, lo, hi, p, s), rep.searchsorted(n))
 
     def _record_dense(self, mask: np.ndarray, lo, hi: np.ndarray, param: np.ndarray,
                       sensitivity: np.ndarray, mechanism: str, *, gaussian: bool, discrete: bool = False) -> None:
@@ -510,31 +602,53 @@ class Ledger:
     def _drain_sparse(self, sparse: list[tuple]) -> None:
         """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
         draw counts of every replicate by one bincount, then the tracked releases, one scatter per
-        kind, from the entries' heads when those hold every tracked row (else row by row)."""
-        kinds, reps, sts, *_, heads = zip(*sparse)
+        kind, from the entries' heads when those hold every tracked row (else row by row).
+
+        An entry marked ``_LAYOUT_GRID`` when staged (every stream of every replicate once, in
+        row-major order: DP-UCB's inserts of all arms) adds one draw to every stream, and its
+        tracked rows are its first ``n_tracked * K``: its rows are neither flattened nor counted.
+        The rows a drain folds in, and their order, are those of the row-by-row selection, so the
+        sums are the same bit for bit."""
+        R, K = self.replicates, self.streams
         n_start = self._n_tracked
-        cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(sts)
-        counted = np.bincount(cells, minlength=self._draws.size)
-        self._draws += counted.reshape(self._draws.shape)
-        n_tracked_rows = int(counted[: n_start * self.streams].sum())
-        if n_tracked_rows == 0:
+        kinds, reps, sts, *_, heads = zip(*sparse)
+        n_grid = 0
+        if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
+            generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
+            n_grid = len(sparse) - len(generic)
+            self._draws += n_grid
+            reps, sts = tuple(reps[i] for i in generic), tuple(sts[i] for i in generic)
+        cells = counted = None
+        if reps:
+            cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(sts)
+            counted = np.bincount(cells, minlength=self._draws.size)
+            self._draws += counted.reshape(self._draws.shape)
+        n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
+        if n_tracked_rows == 0 and not (n_grid and n_start):
             return
         # where each entry's tracked rows are: all of it, its head, or to be selected row by row
-        whole = n_start >= self.replicates
-        use_heads = whole or self._heads_valid(heads, n_tracked_rows)
+        whole = n_start >= R
+        use_heads = whole or not reps or self._heads_valid(
+            tuple(h for h in heads if h is not _LAYOUT_GRID) if n_grid else heads, n_tracked_rows)
+        if n_grid and not whole:
+            if use_heads:
+                heads = _grid_heads(sparse, R, K, n_start)
+            else:  # row by row: the cells of every entry, in order
+                cells = (np.concatenate([e[1] for e in sparse], dtype=np.int64, casting="unsafe") * K
+                         + np.concatenate([e[2] for e in sparse]))
         kind_set = set(kinds)
         for kind in kind_set:
-            rows = sparse if len(kind_set) == 1 else [e for e in sparse if e[0] == kind]
+            idx = range(len(sparse)) if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
             if use_heads:
                 # the tracked rows of each entry, in order: the releases the row-by-row selection
                 # below keeps, in the same order (so the same sums, bit for bit)
-                h_reps, h_sts, *fields = zip(*(e[1:7] for e in rows)) if whole else zip(*(e[7] for e in rows))
-                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * self.streams
+                h_reps, h_sts, *fields = zip(*(sparse[i][1:7] for i in idx)) if whole else zip(*(heads[i] for i in idx))
+                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K
                            + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
                 if t_cells.size == 0:
                     continue
                 if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
-                    keep = np.flatnonzero(t_cells < self._n_tracked * self.streams)
+                    keep = np.flatnonzero(t_cells < self._n_tracked * K)
                     if keep.size == 0:
                         continue
                     lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
@@ -545,12 +659,12 @@ class Ledger:
                                         for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
             else:
                 # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
-                _, k_reps, k_sts, *fields, _ = zip(*rows)
+                _, k_reps, k_sts, *fields, _ = zip(*(sparse[i] for i in idx))
                 k_cells = cells if len(kind_set) == 1 else (
-                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * self.streams + np.concatenate(k_sts))
+                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(k_sts))
                 # Only the tracked rows go further: the fields are flattened for those alone (on a
                 # run of many replicates with a few tracked, the others are most of the entries).
-                keep = np.flatnonzero(k_cells < self._n_tracked * self.streams)
+                keep = np.flatnonzero(k_cells < self._n_tracked * K)
                 if keep.size == 0:
                     continue
                 lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
@@ -559,7 +673,7 @@ class Ledger:
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (t_cells < self._n_tracked * self.streams) & (hi > lo)
+            live = (t_cells < self._n_tracked * K) & (hi > lo)
             if not live.any():
                 continue
             self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
@@ -617,8 +731,7 @@ class Ledger:
             # _leaf_stats' two Gaussian columns, weighted: (s / p)^2 * length, and 1.0 * length == length
             weighted = {_S_MU2: (sens / param) ** 2 * lengths, _S_GAUSS: lengths}
         else:
-            vals = self._leaf_stats(kind, param, sens) * lengths[:, None]
-            weighted = {stat: vals[:, stat] for stat in _KIND_STATS[kind]}
+            weighted = {stat: column * lengths for stat, column in self._leaf_columns(kind, param, sens).items()}
         at = hi * n_cells + cells
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)  # index = position * (R_t K) + cell
@@ -632,13 +745,13 @@ class Ledger:
     def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
         (replicate * K + stream); duplicates are summed (``np.add.at``)."""
-        vals = self._leaf_stats(kind, par, sen)
+        columns = self._leaf_columns(kind, par, sen)
         stride = self._n_tracked * self.streams
         add_at, subtract_at = lo * stride + cells, hi * stride + cells  # position-major flat indices
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)
-            np.add.at(flat, add_at, vals[:, stat])
-            np.subtract.at(flat, subtract_at, vals[:, stat])
+            np.add.at(flat, add_at, columns[stat])
+            np.subtract.at(flat, subtract_at, columns[stat])
         self._marked[lo] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
@@ -757,11 +870,7 @@ class Ledger:
         are every distinct per-record total, bit for bit, for queries taking a maximum over records.
         """
         self._settle()
-        rows = None
-        if distinct:
-            rows = np.flatnonzero(self._marked[: self._top])
-            if 2 * rows.size > self._top:  # few unmarked positions: the plain sums cost less
-                rows = None
+        rows = self._distinct_rows() if distinct else None
         n_rows = self._top if rows is None else rows.size
         out = []
         for stat in stats:
@@ -770,6 +879,26 @@ class Ledger:
                 out.append(np.moveaxis(np.cumsum(diff, axis=0), 0, 2))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
+        return out
+
+    def _distinct_rows(self) -> np.ndarray | None:
+        """The positions ``_totals(..., distinct=True)`` sums over (None: every position below top)."""
+        rows = np.flatnonzero(self._marked[: self._top])
+        return None if 2 * rows.size > self._top else rows  # few unmarked positions: the plain sums cost less
+
+    def _totals_at(self, stats: tuple, reps: np.ndarray, streams: np.ndarray, records: np.ndarray) -> list:
+        """``_totals(stat, distinct=True)[0][reps, streams, records]`` for each stat, summing only the
+        picked streams' columns: the same sequential sums (a cumsum along positions), bit for bit."""
+        rows = self._distinct_rows()
+        out = []
+        for stat in stats:
+            values = np.zeros(reps.size)
+            if stat in self._diff:
+                diff = self._diff[stat]
+                for i, (r, k, j) in enumerate(zip(reps.tolist(), streams.tolist(), records.tolist())):
+                    column = diff[: self._top, r, k] if rows is None else diff[rows, r, k]
+                    values[i] = np.cumsum(column[: j + 1])[-1]
+            out.append(values)
         return out
 
     def _per_replicate(self, values: np.ndarray) -> np.ndarray:
@@ -879,16 +1008,55 @@ class Ledger:
             out[: self._n_tracked] = [self._gdp_eps(math.sqrt(m), delta) for m in worst]
             return out
         # the worst record is a maximum over records: the distinct records' totals suffice
+        n = self._n_tracked
         (mu2,) = self._totals(_S_MU2, distinct=True)
         rho = self._totals(_S_RHO, distinct=True)[0] if _S_RHO in self._diff else None  # None: no zCDP release
-        closed = self._closed_form_epsilon(mu2, rho, delta, distinct=True).reshape(self._n_tracked, -1)
+        gauss = self._totals(_S_GAUSS, distinct=True)[0] if _S_GAUSS in self._diff else None
+        (s_eps,) = self._totals(_S_EPS, distinct=True)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
         mu = np.sqrt(np.maximum(mu2, 0.0))
         if rho is not None:
             mu = np.where(rho > 0, np.inf, mu)
-        mu = mu.reshape(self._n_tracked, -1)
-        for r in range(self._n_tracked):
-            out[r] = self._worst_min(closed[r], mu[r], delta)
+        # (n, K, records) views, not copies: a replicate's records in (stream, position) order
+        totals = [mu2, rho, s_eps, None, None, gauss]  # Q and S (every record's) only when needed
+        mu = np.ascontiguousarray(mu).reshape(n, -1)
+        per_stream = mu2.shape[2]
+        if mu.shape[1] == 0:  # no record yet
+            out[:n] = 0.0
+            return out
+        # The closed forms (a log and two square roots per record) are evaluated only on the records
+        # that can decide _worst_min's answer. Its first record j (largest mu) gives either the
+        # answer, eps_gdp(mu_j), or the bar closed_j that every other record must pass (or tie mu_j)
+        # to stay in its front; a record's closed form is at most (its pure sum) * (1 + 1e-12), so a
+        # record whose rounded-up pure sum does not exceed the bar -- and which is in no Gaussian or
+        # zCDP release, where the closed form is another -- is dropped there anyway. _worst_min thus
+        # sees the same front, in the same order: the same answer, bit for bit (the closed forms are
+        # elementwise: each record's value does not depend on which others are evaluated with it).
+        first = np.argmax(mu, axis=1)
+        pick = (np.arange(n), first // per_stream, first % per_stream)
+        q_first, s_first = self._totals_at((_S_EPS2, _S_TANH), *pick)
+        closed_first = self._closed_form_epsilon(*(None if x is None else x[pick] for x in totals[:2]), delta,
+                                                 more=(s_eps[pick], q_first, s_first,
+                                                       None if gauss is None else gauss[pick]))
+        for r in range(n):
+            j = int(first[r])
+            if not mu[r, j] > 0:
+                out[r] = 0.0
+                continue
+            if closed_first[r] >= self._gdp_eps(float(mu[r, j]), delta):
+                out[r] = self._gdp_eps(float(mu[r, j]), delta)
+                continue
+            if totals[3] is None:
+                totals[3:5] = self._totals(_S_EPS2, _S_TANH, distinct=True)
+            mu_r = mu[r].reshape(self.streams, per_stream)
+            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu_r == mu[r, j])
+            if gauss is not None:
+                keep |= totals[5][r] > 0.5
+            if rho is not None:
+                keep |= totals[1][r] > 0
+            closed = self._closed_form_epsilon(*(None if x is None else x[r][keep] for x in totals[:2]), delta,
+                                               more=tuple(None if x is None else x[r][keep] for x in totals[2:]))
+            out[r] = self._worst_min(closed, mu_r[keep], delta)
         return out
 
     def _realized_by_round(self, delta: float, out: np.ndarray) -> np.ndarray:

@@ -71,12 +71,14 @@ def _feed(led: Ledger, releases, start=0, stop=None):
 
 
 def _pair(monkeypatch, make, feed):
-    """The state with heads (the default) and with every head refused (rows one by one)."""
+    """The state with heads and known layouts (the default) and with every head refused and no
+    layout recognized (rows one by one)."""
     fast = make()
     feed(fast)
     fast_state = _state(fast)
     with monkeypatch.context() as m:
         m.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+        m.setattr(ledger_mod, "_KNOWN_LAYOUTS", False)
         slow = make()
         feed(slow)
         slow_state = _state(slow)
@@ -337,8 +339,110 @@ def test_simulations_equal_with_heads_off(monkeypatch, name, R, T, track):
         self._from_zero = False
 
     monkeypatch.setattr(ledger_mod, "_HEAD_MIN_ROWS", 2 ** 62)
+    monkeypatch.setattr(ledger_mod, "_KNOWN_LAYOUTS", False)
     monkeypatch.setattr(Ledger, "__init__", init)
     slow = run()
     for a, b in zip(fast, slow):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
     assert np.isfinite(fast[0][-1, : min(R, track or R)]).all()
+
+
+def test_entries_of_every_stream_are_marked_and_fold_in_as_rows():
+    """An entry listing every stream of every replicate in row-major order is marked when staged
+    (its rows are then neither flattened nor counted at the drain); rows in another order or of
+    another length are not, and either way the state equals the row-by-row path's (see _pair)."""
+    R, K = 400, 3  # entries of R * K >= _HEAD_MIN_ROWS rows (shorter ones are not checked)
+    led = Ledger(R, K, track_replicates=4)
+    rr, kk = np.nonzero(np.ones((R, K), bool))
+    led._record_from_mechanism(rr.copy(), kk.copy(), 0, np.ones(R * K, dtype=np.int64), 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr[::-1].copy(), kk[::-1].copy(), 0, 1, 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr.astype(np.int32), kk.astype(np.int32), 0, 1, 2.0, 1.0, "m", None)
+    led._record_from_mechanism(rr[:-1].copy(), kk[:-1].copy(), 0, 1, 2.0, 1.0, "m", None)
+    heads = [entry[7] for entry in led._sparse]
+    assert [h is ledger_mod._LAYOUT_GRID for h in heads] == [True, False, True, False]  # values, any int dtype
+    resumed = pickle.loads(pickle.dumps(led))  # the mark survives pickling as the same object
+    assert resumed._sparse[0][7] is ledger_mod._LAYOUT_GRID
+    expected = np.full((R, K), 4)
+    expected[-1, -1] = 3
+    assert (led.draws == expected).all() and (resumed.draws == expected).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_leaf_columns_on_distinct_epsilons_equal_the_elementwise_values(seed):
+    """The conversions evaluated on a drain's distinct epsilons and gathered give every release the
+    bits the elementwise evaluation over all of them gives (the functions are elementwise)."""
+    from accountants import gdp_conversion
+    from privbandit.ledger import _KIND_LAPLACE, _S_MU2, _S_TANH
+
+    rng = np.random.default_rng(seed)
+    led = Ledger(1, 1)
+    for n in (2, 7, 64, 1000, 2049):
+        pool = np.concatenate([1.0 / rng.integers(1, 300, 6), rng.uniform(1e-3, 6.0, 3)])
+        scale = 1.0 / rng.choice(pool, n)
+        sens = np.where(rng.random(n) < 0.5, 1.0, 0.5)
+        columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
+        eps = sens / scale
+        assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
+        assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+
+
+def test_unpickled_difference_arrays_take_the_canonical_dtype():
+    """np.add.at on an unpickled array (an equal but distinct dtype object) takes numpy's slow
+    generic path: the ledger re-views its difference arrays with the canonical float64 dtype."""
+    led = Ledger(3, 2, track_replicates=2)
+    led.record_laplace(np.arange(3), 0, 0, 2, 1.0, 1.0, mechanism="m")
+    led._settle()
+    resumed = pickle.loads(pickle.dumps(led))
+    assert resumed._diff.keys() == led._diff.keys()
+    for stat, diff in resumed._diff.items():
+        assert diff.dtype is np.dtype(np.float64)
+        assert diff.tobytes() == led._diff[stat].tobytes()
+
+
+def _unpruned_realized(led: Ledger, delta: float) -> np.ndarray:
+    """realized_epsilon's entry query before the pruning: closed forms on every distinct record."""
+    from privbandit.ledger import _S_MU2, _S_RHO
+
+    n = led._n_tracked
+    (mu2,) = led._totals(_S_MU2, distinct=True)
+    rho = led._totals(_S_RHO, distinct=True)[0] if _S_RHO in led._diff else None
+    closed = led._closed_form_epsilon(mu2, rho, delta, distinct=True).reshape(n, -1)
+    mu = np.sqrt(np.maximum(mu2, 0.0))
+    if rho is not None:
+        mu = np.where(rho > 0, np.inf, mu)
+    mu = mu.reshape(n, -1)
+    out = np.full(led.replicates, np.nan)
+    out[:n] = [led._worst_min(closed[r], mu[r], delta) for r in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_worst_record_query_equals_every_record(monkeypatch, seed):
+    """realized_epsilon evaluates the closed forms only on records that can pass the largest-mu
+    record's bar: the same answers, bit for bit, as on every record -- with many small Laplace
+    releases (KOV undercuts the pure sum and GDP: the pruned path), Gaussian and discrete-Gaussian
+    releases among them, and untouched replicates."""
+    rng = np.random.default_rng(seed)
+    R, K, n_rec = 6, 3, 80
+    led = Ledger(R, K, track_replicates=5, capacity=n_rec)
+    for _ in range(300):
+        m = int(rng.integers(1, 12))
+        rep, st = rng.integers(0, R - 1, m), rng.integers(0, K, m)
+        lo = rng.integers(0, n_rec - 1, m)
+        hi = np.minimum(lo + rng.integers(1, 30, m), n_rec)
+        u = rng.random()
+        if u < 0.8:
+            led.record_laplace(rep, st, lo, hi, rng.choice([20.0, 35.0, 50.0], m), 1.0, mechanism="lap")
+        elif u < 0.95 or seed % 2:
+            led.record_gaussian(rep, st, lo, hi, rng.choice([30.0, 60.0], m), 1.0, mechanism="gauss")
+        else:
+            led.record_discrete_gaussian(rep, st, lo, hi, 40.0, 1.0, mechanism="dg")
+    sizes = []
+    original = Ledger._worst_min
+    for delta in (1e-6, 1e-3, 0.2):
+        with monkeypatch.context() as m:
+            m.setattr(Ledger, "_worst_min", lambda self, c, mu, d: sizes.append(c.size) or original(self, c, mu, d))
+            fast = led.realized_epsilon(delta)
+        assert fast.tobytes() == _unpruned_realized(led, delta).tobytes()
+    if seed % 2 == 0:  # mostly Laplace releases: the pruned path was taken, on a fraction of the records
+        assert sizes and min(sizes) < n_rec * K
