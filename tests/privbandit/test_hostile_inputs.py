@@ -71,7 +71,7 @@ def test_dp_ucb_int_rate_and_tiny_epsilon_are_named():
 
 # ---------------------------------------------------------------- certificates at extreme parameters
 @pytest.mark.parametrize("policy", [EXP3(gamma=1e-308), EXP3(gamma=5e-324), EXP3Tau(gamma=1e-308),
-                                    PrivateTS(epsilon=1e308), PrivateTS(epsilon=1e-300), PrivateTS(batch_constant=1e308)],
+                                    PrivateTS(epsilon=1e100), PrivateTS(epsilon=1e-300), PrivateTS(batch_constant=1e308)],
                          ids=repr)
 def test_extreme_parameters_certify_a_number(policy):
     # was: OverflowError (expm1 / ceil(inf) / scale ** 2) or "epsilon must lie in (0, inf), got inf"
