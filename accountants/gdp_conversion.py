@@ -35,6 +35,8 @@ significant bits, 9e-13 relative) on the safe side, so that
 from __future__ import annotations
 
 import math
+import struct
+import sys
 
 import numpy as np
 from scipy import optimize, special
@@ -117,50 +119,81 @@ def delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> fl
     return np.exp(log_delta_for_epsilon(mu_arr, eps_arr))
 
 
-def _lattice_up(x: float) -> float:
-    """The smallest float with at most 40 significant bits that is >= x (x >= 0)."""
-    if x <= 0.0:
-        return 0.0
-    m, e = math.frexp(x)  # x = m 2^e, m in [0.5, 1)
-    scale = 2.0 ** _LATTICE_BITS
-    return math.ldexp(math.ceil(m * scale) / scale, e)
+_LOW_BITS = 52 - (_LATTICE_BITS - 1)  # low mantissa bits a lattice point has zero (40 significant bits)
+_TOP_INDEX = struct.unpack("<q", struct.pack("<d", sys.float_info.max))[0] >> _LOW_BITS  # largest finite
+_LINEAR_STEPS = 64  # lattice steps walked one by one before galloping (the usual case needs a few)
 
 
-def _lattice_step(x: float, up: bool) -> float:
-    """The neighbouring lattice point of a lattice point x > 0."""
-    m, e = math.frexp(x)
-    q = 2.0 ** -_LATTICE_BITS
-    if not up and m == 0.5:
-        return math.ldexp(1.0 - q, e - 1)
-    return math.ldexp(m + (q if up else -q), e)
+def _index_up(x: float) -> int:
+    """Index of the smallest lattice point >= x >= 0: the lattice points (floats with at most 40
+    significant bits, 9e-13 relative apart) are the non-negative floats whose low 13 mantissa bits are
+    zero, and positive floats are ordered like their bit patterns, so index i is the float of bits
+    i << 13 (exact for every float, subnormals included; no rounding can put it below x)."""
+    bits = struct.unpack("<q", struct.pack("<d", x))[0]
+    return -(-bits >> _LOW_BITS)
+
+
+def _value(i: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", i << _LOW_BITS))[0]
+
+
+def _boundary(i: int, ok, inside: int) -> int:
+    """From index i with ok(i) true, the last index with ok going in direction ``inside`` (+1 or -1)
+    before ok fails (or the end of [0, _TOP_INDEX]): a few single steps, then galloping and bisection,
+    so a starting point far from the boundary (a root-finder stopped early) costs O(log) evaluations,
+    not one evaluation per lattice step (mu_for_epsilon_delta(0, 1e-300) walked ~1e11 of them)."""
+    end = _TOP_INDEX if inside > 0 else 0
+    for _ in range(_LINEAR_STEPS):
+        if i == end or not ok(i + inside):
+            return i
+        i += inside
+    good, step = i, 1
+    while True:  # gallop: ok(good) holds; find a failing index beyond it
+        nxt = good + inside * step
+        if (nxt - end) * inside >= 0:
+            if ok(end):
+                return end
+            bad = end
+            break
+        if not ok(nxt):
+            bad = nxt
+            break
+        good, step = nxt, step * 2
+    while abs(bad - good) > 1:  # bisect between good (ok) and bad (not ok)
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 def _first_lattice_point(x: float, ok, *, increasing_ok: bool) -> float:
-    """Starting from x (where ``ok`` holds), the lattice point at the boundary of ``ok``.
+    """Starting from x (near the boundary of ``ok``), the lattice point at the boundary of ``ok``.
 
-    ``increasing_ok=True``: ok(y) holds for y >= boundary; returns the smallest lattice point with ok.
-    ``increasing_ok=False``: ok holds for y <= boundary; returns the largest lattice point with ok.
+    ``increasing_ok=True``: ok(y) holds for y >= boundary; returns the smallest lattice point with ok
+    (``inf`` if not even the largest finite lattice point is ok).
+    ``increasing_ok=False``: ok holds for y <= boundary; returns the largest lattice point with ok
+    (0.0 if none above 0 is ok).
     """
+    at = lambda i: ok(_value(i))  # noqa: E731
+    i = _index_up(max(x, 0.0))
     if increasing_ok:
-        y = _lattice_up(x)
-        while not ok(y):  # rounding of the root: walk up (a few steps at most)
-            y = _lattice_step(y, up=True)
-        while y > 0.0:
-            prev = _lattice_step(y, up=False)
-            if prev <= 0.0 or not ok(prev):
-                break
-            y = prev
-        return y
-    m, e = math.frexp(x)
-    scale = 2.0 ** _LATTICE_BITS
-    y = math.ldexp(math.floor(m * scale) / scale, e)
-    while y > 0.0 and not ok(y):
-        y = _lattice_step(y, up=False)
-    while True:
-        nxt = _lattice_step(y, up=True)
-        if not ok(nxt):
-            return y
-        y = nxt
+        i = min(i, _TOP_INDEX)
+        if not at(i):  # rounding of the root: move up to the first ok point
+            if not at(_TOP_INDEX):
+                return math.inf
+            # the first ok index above i: the last failing one, found from i going up, plus one
+            i = _boundary(i, lambda k: not at(k), +1) + 1
+        if i == 0:
+            return 0.0
+        return _value(_boundary(i, at, -1))
+    i = min(i, _TOP_INDEX)
+    if not at(i):  # the root rounded up past the boundary: move down to the last ok point
+        i = _boundary(i, lambda k: not at(k), -1) - 1
+        if i <= 0:
+            return 0.0
+    return _value(_boundary(i, at, +1))
 
 
 def epsilon_for_delta(mu: float, delta: float) -> float:
@@ -188,7 +221,7 @@ def epsilon_for_delta(mu: float, delta: float) -> float:
     if not math.isfinite(hi):  # mu above ~1.3e154: eps ~ mu^2 / 2 is beyond the floats; inf is the bound
         return math.inf
     try:
-        eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=1e-300,
+        eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=5e-324,
                               rtol=4 * np.finfo(float).eps, maxiter=500)
     except RuntimeError:  # no convergence (log_d is flat in rounding at mu ~ 1e154): bisect
         lo = 0.0
@@ -215,10 +248,12 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
 
     lo, hi = 1e-12, 1.0
     while f(lo) > 0:  # delta(0; mu) ~ mu/sqrt(2 pi): tiny deltas at eps = 0 need tiny mu
+        # (down to the subnormals: delta = 2.3e-308 at eps = 0 needs mu = 5.8e-308, and every delta
+        # the validation accepts has a mu above 1e-320; stopping at 1e-300 refused deltas below ~4e-301)
         lo /= 1e4
-        if lo < 1e-300:
+        if lo < 1e-320:
             raise ValueError(
-                f"no mu > 1e-300 satisfies (epsilon={epsilon}, delta={delta}); delta is too small for this epsilon"
+                f"no mu > 1e-320 satisfies (epsilon={epsilon}, delta={delta}); delta is too small for this epsilon"
             )
     while f(hi) <= 0:  # delta(eps; mu) increases with mu; mu ~ sqrt(2 eps) for a large eps
         lo, hi = hi, hi * 2.0
@@ -226,7 +261,7 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
             raise ValueError(f"epsilon must be finite and below the floats' reach of mu: every mu up to 1e300 "
                              f"satisfies (epsilon={epsilon}, delta={delta})")
     try:
-        mu = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        mu = optimize.brentq(f, lo, hi, xtol=5e-324, rtol=4 * np.finfo(float).eps, maxiter=500)
     except RuntimeError:  # no convergence (f is flat in rounding at mu ~ 1e154): bisect the bracket
         for _ in range(200):  # [lo, hi] = [m, 2m] at worst: 60 halvings reach one ulp
             mid = 0.5 * (lo + hi)

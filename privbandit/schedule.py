@@ -29,6 +29,24 @@ def _certified_cached(events: Event, delta: float, accountants: tuple | None) ->
     return best_epsilon(events, delta, None if accountants is None else list(accountants))
 
 
+UNHASHABLE = object()
+
+
+def accountants_key(accountants) -> object:
+    """A memo key for an ``accountants`` argument: None, or the tuple of the factories themselves
+    (holding them, so a factory freed after one query cannot lend its recycled ``id`` to a different
+    one of the next: keyed by ``id``, a query with an optimistic PLD could answer a later one with
+    the pure accountant). ``UNHASHABLE`` when a factory cannot be hashed: do not memoise."""
+    if accountants is None:
+        return None
+    try:
+        key = tuple(accountants)
+        hash(key)
+    except TypeError:
+        return UNHASHABLE
+    return key
+
+
 def _certified(events: Event, delta: float, accountants) -> Certificate:
     """``best_epsilon(events, delta, accountants)``, memoised: a deterministic function of the
     (immutable, hashable) events, delta and accountant classes, and every run of a sweep or a repeated

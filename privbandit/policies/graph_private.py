@@ -49,7 +49,7 @@ from privbandit.policies.dp_ucb import HybridSchedule, hybrid_error_bound
 from privbandit.policies.gaussian_ts import GaussianTS, GaussianTSSchedule
 from privbandit.policies.graph import GraphPolicyRun
 from privbandit.policies.hu_hegde import LAZY_SHIFT, LazyDPTSSchedule, beta_draw
-from privbandit.schedule import PrivacySchedule
+from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
 
 RELATIONS = ("entry", "round")
 
@@ -104,7 +104,10 @@ class StreamsSchedule(PrivacySchedule):
             return Certificate(0.0, "none", {})
         # memoised by event: the engine asks at every checkpoint and the Laplace and hybrid schedules
         # take few distinct events over a run
-        key = (self.events(rounds), float(delta), None if accountants is None else tuple(map(id, accountants)))
+        acc_key = accountants_key(accountants)
+        if acc_key is UNHASHABLE:
+            return PrivacySchedule.epsilon(self, rounds, delta, accountants)
+        key = (self.events(rounds), float(delta), acc_key)
         cert = self._cache.get(key)
         if cert is None:
             cert = self._cache[key] = PrivacySchedule.epsilon(self, rounds, delta, accountants)

@@ -42,7 +42,7 @@ from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
-from privbandit.schedule import PrivacySchedule
+from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
 
 DPTS_SHIFT = 6.0 * math.sqrt(8.0)
 """Hu & Hegde Algorithm 1, line 7: v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O)."""
@@ -64,7 +64,10 @@ class CachedSchedule(PrivacySchedule):
     def _certify(self, event, delta: float, accountants) -> Certificate:
         if event == NO_EVENT:
             return Certificate(0.0, "none", {})
-        key = (event, float(delta), None if accountants is None else tuple(map(id, accountants)))
+        acc_key = accountants_key(accountants)
+        if acc_key is UNHASHABLE:
+            return best_epsilon(event, delta, accountants)
+        key = (event, float(delta), acc_key)
         cert = self._cache.get(key)
         if cert is None:
             cert = self._cache[key] = best_epsilon(event, delta, accountants)
