@@ -285,10 +285,8 @@ class _BatchedPrivateExp3Run(_BatchRun):
         # one release per batch: the loss sum of its records [lo, hi) of the played arm's stream
         # (sensitivity 1: a record's loss lies in [0, 1]) + Lap(1/eps); the last, shorter batch
         # is released the same way, so every record is in exactly one eps-DP release
-        if self.length == 1:  # footprint [lo, lo + 1): the per-record fast path, same draws and records
-            noisy = self.noise.release_records(self.loss, self.scale, rows, self.arms, lo)
-        else:
-            noisy = self.noise.release(self.loss, self.scale, 1.0, rows, self.arms, lo, hi)
+        # (the mechanism's internal path: the same draws and records as its public ``release``)
+        noisy = self.noise.release_records(self.loss, self.scale, rows, self.arms, lo, hi)
         self.pulls[rows, self.arms] = hi
         # divided by tau (not the batch's length): the paper's average loss + Lap(1/(eps tau));
         # floored at -b ln(nK) (post-processing; binds w.p. 1/(2nK) per batch) so that
