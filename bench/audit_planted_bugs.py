@@ -766,8 +766,9 @@ class Exp3BatchShifted(BatchedPrivateEXP3):
                            node)
 
         noise.release = rel
-        noise.release_records = lambda values, scale, rr, kk, pos: release_records(values, scale, rr, kk,
-                                                                                   np.asarray(pos) + 1)
+        # the run's path (session 8: every batch, [lo, hi)); a batch of one record passes no end
+        noise.release_records = lambda values, scale, rr, kk, pos, end=None: release_records(
+            values, scale, rr, kk, np.asarray(pos) + 1, None if end is None else np.asarray(end) + 1)
         return run
 
 

@@ -824,8 +824,10 @@ class Ledger:
             raise ValueError(f"position must lie in [0, inf), got {pos.min()}")
         if self.tight:
             self._round_chunks.append(np.stack([rep, st, pos, np.full(rep.size, t, np.int64)]))
-        self._settle()
         if int(pos.max()) >= self._capacity:
+            # staged releases are folded in before the arrays grow (growing may track fewer
+            # replicates); otherwise tags and releases are independent and the staging stands
+            self._settle()
             self._grow(int(pos.max()) + 1)
         if self._n_tracked == 0:
             return
@@ -833,6 +835,34 @@ class Ledger:
             self._rounds = np.zeros((self._capacity, self._n_tracked, self.streams), dtype=np.int32)
         keep = rep < self._n_tracked
         self._rounds[pos[keep], rep[keep], st[keep]] = t
+
+    def note_observed(self, observed: np.ndarray, positions: np.ndarray, t: int) -> None:
+        """:meth:`note_rounds` for one round of a policy's internal path: ``observed`` the (R, K)
+        bool mask of the entries inserted in round ``t``, ``positions`` the (R, K) int positions
+        they were inserted at (valid by construction: the mechanisms' counts). Equivalent to
+        ``note_rounds(rows, cols, positions[rows, cols], t)`` over ``np.nonzero(observed)``, but it
+        looks at the tracked replicates' rows only (the others' tags are never kept)."""
+        if self.tight:  # the full list of notes is kept: the public path
+            rows, cols = np.nonzero(observed)
+            if rows.size:
+                self.note_rounds(rows, cols, positions[rows, cols], t)
+            return
+        if t >= 2**31:
+            raise ValueError(f"t must lie in [1, 2^31), got {t}")
+        # every position is below the capacity (the common case: one unmasked max) or the observed
+        # ones' max decides, as in note_rounds (a masked max costs ~10x a plain one)
+        if positions.size and int(positions.max()) >= self._capacity:
+            top = int(np.max(positions, where=observed, initial=-1))
+            if top >= self._capacity:  # as note_rounds: fold the staging in, then grow
+                self._settle()
+                self._grow(top + 1)
+        n = self._n_tracked
+        if n == 0:
+            return
+        if self._rounds is None:
+            self._rounds = np.zeros((self._capacity, n, self.streams), dtype=np.int32)
+        rows, cols = np.nonzero(observed[:n])
+        self._rounds[positions[:n][rows, cols], rows, cols] = t
 
     def _round_units(self, n_pos: int) -> np.ndarray:
         """(R_tracked, K, n_pos) privacy unit of every tracked record under relation "round": its

@@ -3,7 +3,8 @@
 Round t (1-based) pays ``table[t-1, k]`` for arm k. The comparator for pseudo-regret is the best
 fixed arm in hindsight over the whole table (the adversarial-bandit notion of regret). Values are
 stored as given: the engine clips rewards to [0, 1] before any mechanism sees them (or rejects them
-when run with ``strict_rewards=True``).
+when run with ``strict_rewards=True``); a table whose values all lie in [0, 1] already is declared
+so (``rewards_in_unit_interval``) and skips that per-round work.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ class RewardTable(Environment):
         if np.any(~np.isfinite(table)):
             raise ValueError("table must contain only finite rewards")
         self.table = table
+        # A table already in [0, 1] needs no per-round clipping: the engine then skips np.clip and the
+        # policy's NaN check (the table is finite). -0.0 is excluded because np.clip turns it into
+        # +0.0, so only values that clipping returns unchanged, bit for bit, take this path.
+        self.rewards_in_unit_interval = bool(np.all((table >= 0.0) & (table <= 1.0)) and not np.any(np.signbit(table)))
         self._best_arm = int(np.argmax(np.clip(table, 0, 1).sum(axis=0)))
 
     @property

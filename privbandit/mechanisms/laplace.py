@@ -59,12 +59,13 @@ class LaplaceRelease(_Release):
         return noisy
 
     def release_records(self, values: np.ndarray, scale: float, replicate: np.ndarray, stream: np.ndarray,
-                        position: np.ndarray) -> np.ndarray:
+                        position: np.ndarray, end: np.ndarray | None = None) -> np.ndarray:
         """One release per record: ``values[i] + Lap(scale)``, where ``values[i]`` is record
         ``position[i]`` of stream ``stream[i]`` of replicate ``replicate[i]`` (a reward in [0, 1]:
-        sensitivity 1; footprint [position, position + 1)). Equivalent to :meth:`release` with those
-        arguments, for a policy's internal path: ``values`` is a float array, ``scale`` a validated
-        float, and the index arrays are fresh (never modified afterwards; staged uncopied)."""
+        sensitivity 1; footprint [position, position + 1)) -- or, with ``end``, a sum of sensitivity 1
+        over records [position[i], end[i]) (e.g. a batch's loss sum). Equivalent to :meth:`release`
+        with those arguments, for a policy's internal path: ``values`` is a float array, ``scale`` a
+        validated float, and the index arrays are fresh (never modified afterwards; staged uncopied)."""
         exact = self.sampler.exact
         if exact:  # rewards are not on the grid: the public path rounds them
             noisy = self.sampler.laplace_release(values, scale)
@@ -75,6 +76,6 @@ class LaplaceRelease(_Release):
             # without re-validating them per call); exact mode the grid-rounded ones
             eff_scale, eff_sens = ((float(self.sampler.effective_scale(scale)),
                                     float(self.sampler.effective_sensitivity(1.0))) if exact else (scale, 1.0))
-            self.ledger._record_from_mechanism(replicate, stream, position, position + 1, eff_scale, eff_sens,
-                                               self.name, None, discrete=exact)
+            self.ledger._record_from_mechanism(replicate, stream, position, position + 1 if end is None else end,
+                                               eff_scale, eff_sens, self.name, None, discrete=exact)
         return noisy

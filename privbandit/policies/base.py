@@ -263,9 +263,7 @@ def note_rounds(ledger, t: int, observed: np.ndarray, positions: np.ndarray) -> 
     """
     if ledger is None:
         return
-    rows, cols = np.nonzero(observed)
-    if rows.size:
-        ledger.note_rounds(rows, cols, np.asarray(positions)[rows, cols], t)
+    ledger.note_observed(np.asarray(observed, dtype=bool), np.asarray(positions), t)
 
 
 def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,

@@ -446,3 +446,34 @@ def test_pruned_worst_record_query_equals_every_record(monkeypatch, seed):
         assert fast.tobytes() == _unpruned_realized(led, delta).tobytes()
     if seed % 2 == 0:  # mostly Laplace releases: the pruned path was taken, on a fraction of the records
         assert sizes and min(sizes) < n_rec * K
+
+
+@pytest.mark.parametrize("track", [None, 3, 0])
+def test_note_observed_equals_note_rounds_over_the_mask(track):
+    """Ledger.note_observed (the policies' path: one round's (R, K) mask and positions, tracked rows
+    only, staging kept unless the arrays grow) leaves the tags and every realized epsilon of the
+    public note_rounds over np.nonzero(mask), including growth past the capacity mid-run."""
+    rng = np.random.default_rng(12)
+    R, K = 6, 5
+    kw = dict(capacity=8, track_replicates=track)
+    public, path = Ledger(R, K, **kw), Ledger(R, K, **kw)
+    counts = np.zeros((R, K), dtype=np.int64)
+    for t in range(1, 40):
+        observed = rng.random((R, K)) < 0.4
+        positions = counts.copy()
+        rows, cols = np.nonzero(observed)
+        scale = 1.0 / rng.uniform(0.5, 2.0)
+        for book in (public, path):  # the releases of the round's new records (one each)
+            book._record_from_mechanism(rows, cols, positions[rows, cols], positions[rows, cols] + 1, scale, 1.0,
+                                        "m", None)
+        if rows.size:
+            public.note_rounds(rows, cols, positions[rows, cols], t)
+        path.note_observed(observed, positions, t)
+        counts += observed
+    public._settle(), path._settle()
+    assert (public._rounds is None) == (path._rounds is None)
+    if public._rounds is not None:
+        assert np.array_equal(public._rounds, path._rounds)
+    for relation in ("entry", "round"):
+        assert np.array_equal(public.realized_epsilon(1e-6, relation), path.realized_epsilon(1e-6, relation),
+                              equal_nan=True)
