@@ -151,7 +151,7 @@ def _first_rows(fields: tuple, m: int) -> tuple:
             s[:m] if type(s) is np.ndarray and s.ndim else s)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def _grid_layout(replicates: int, streams: int) -> tuple:
     """Read-only (rows, cols) of every stream in row-major order (``np.nonzero`` of an all-True
     (R, K) mask, as the mechanisms list an insert of every stream)."""
@@ -486,8 +486,11 @@ class Ledger:
         # staged as they are, except views (a slice of some state array would change under us):
         # an array whose ``base`` is None owns its memory. The test is spelled out field by field
         # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
-        rows, cols = _grid_layout(self.replicates, self.streams)
-        if rep is rows and st is cols and _KNOWN_LAYOUTS:
+        # (the layout is looked up only for a read-only entry of every stream: building it for a
+        # ledger whose entries never cover the grid would allocate R * K rows for nothing)
+        if (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
+                and rep is _grid_layout(self.replicates, self.streams)[0]
+                and st is _grid_layout(self.replicates, self.streams)[1]):
             # the grid layout's own read-only arrays (a mechanism's insert of every stream, see
             # grid_layout): marked by identity whatever the size (below _HEAD_MIN_ROWS a value check
             # would cost more than it saves; identity costs nothing), the fields as for fresh arrays

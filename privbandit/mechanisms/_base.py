@@ -96,9 +96,6 @@ class StreamMechanism:
         self.sampler = NoiseSampler(rng, exact=exact)
         self.name = check_name(name)
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
-        # np.nonzero of an all-True mask: the ledger's read-only grid layout, passed uncopied as the
-        # rows and cols of an insert of every stream (the ledger recognises them by identity)
-        self._all_rows, self._all_cols = grid_layout(self.replicates, self.streams)
         # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
         self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
         self._pulled_rows.flags.writeable = False
@@ -155,8 +152,8 @@ class StreamMechanism:
         n = np.count_nonzero(mask)
         if n == mask.size:  # every stream: slices instead of fancy indexing
             f = slice(None)
-            # the ledger's read-only grid arrays, uncopied: nobody writes them, and the ledger
-            # recognises them by identity (an unpickled mechanism's own copies are equal, not identical)
+            # np.nonzero of an all-True mask: the ledger's read-only grid arrays, uncopied (nobody
+            # writes them), which it recognises by identity (privbandit.ledger.grid_layout)
             rr, kk = grid_layout(self.replicates, self.streams)
             v = values.reshape(-1)
             # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
