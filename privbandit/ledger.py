@@ -143,8 +143,12 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
 
 def _first_rows(fields: tuple, m: int) -> tuple:
     """The first ``m`` rows of a staged entry's fields (rep, st, lo, hi, param, sens): arrays sliced
-    (views), scalars as they are."""
-    return tuple(x[:m] if type(x) is np.ndarray and x.ndim else x for x in fields)
+    (views), scalars as they are. Spelled out field by field (rep and st are always 1-D arrays): a
+    drain takes the heads of hundreds of entries, and a generator costs a frame per field."""
+    rep, st, lo, hi, p, s = fields
+    return (rep[:m], st[:m], lo[:m] if type(lo) is np.ndarray and lo.ndim else lo,
+            hi[:m] if type(hi) is np.ndarray and hi.ndim else hi, p[:m] if type(p) is np.ndarray and p.ndim else p,
+            s[:m] if type(s) is np.ndarray and s.ndim else s)
 
 
 @functools.lru_cache(maxsize=8)
@@ -174,6 +178,14 @@ _LAYOUT_GRID = _Layout("_LAYOUT_GRID")
 """The head of a staged entry listing every stream of every replicate once, in row-major order."""
 # Whether staged entries are marked by their layout (tests switch it off for the reference path).
 _KNOWN_LAYOUTS = True
+
+
+def grid_layout(replicates: int, streams: int) -> tuple[np.ndarray, np.ndarray]:
+    """The read-only (rows, cols) listing every stream of every replicate once, in row-major order
+    (``np.nonzero`` of an all-True (R, K) mask). A mechanism inserting into every stream passes these
+    very arrays as its releases' rows and columns: staged uncopied (nobody can write them), and
+    recognised as the grid by identity, at no cost per call (see :meth:`Ledger._store`)."""
+    return _grid_layout(replicates, streams)
 
 
 def _is_grid(rep: np.ndarray, st: np.ndarray, replicates: int, streams: int) -> bool:
@@ -474,7 +486,18 @@ class Ledger:
         # staged as they are, except views (a slice of some state array would change under us):
         # an array whose ``base`` is None owns its memory. The test is spelled out field by field
         # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
-        if (fresh and rep.base is None and st.base is None
+        # (the layout is looked up only for a read-only entry of every stream: building it for a
+        # ledger whose entries never cover the grid would allocate R * K rows for nothing)
+        if (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
+                and rep is _grid_layout(self.replicates, self.streams)[0]
+                and st is _grid_layout(self.replicates, self.streams)[1]):
+            # the grid layout's own read-only arrays (a mechanism's insert of every stream, see
+            # grid_layout): marked by identity whatever the size (below _HEAD_MIN_ROWS a value check
+            # would cost more than it saves; identity costs nothing), the fields as for fresh arrays
+            fields = [np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None) else x
+                      for x in (lo_, hi_, p, s)]
+            self._sparse.append((kind, rep, st, *fields, _LAYOUT_GRID))
+        elif (fresh and rep.base is None and st.base is None
                 and (not isinstance(lo_, np.ndarray) or lo_.base is None)
                 and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                 and (not isinstance(p, np.ndarray) or p.base is None)

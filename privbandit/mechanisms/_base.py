@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from privbandit.ledger import Ledger
+from privbandit.ledger import Ledger, grid_layout
 from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
 
@@ -96,11 +96,6 @@ class StreamMechanism:
         self.sampler = NoiseSampler(rng, exact=exact)
         self.name = check_name(name)
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
-        # np.nonzero of an all-True mask, copied per insert (cheaper than recomputing it)
-        # contiguous copies: np.nonzero returns strided views, whose pickles differ from their reloaded
-        # selves (deployments digest the pickled state, privbandit.deploy)
-        self._all_rows, self._all_cols = (np.ascontiguousarray(a) for a in
-                                          np.nonzero(np.ones((self.replicates, self.streams), dtype=bool)))
         # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
         self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
         self._pulled_rows.flags.writeable = False
@@ -145,7 +140,8 @@ class StreamMechanism:
         """Validate an insert; return (quantized values of the selected entries, their flat index into
         the (R*K,) views of the state arrays -- a full slice when every stream is selected --, rows,
         cols). Entries come in row-major order, as ``np.nonzero`` gives them. ``rows`` and ``cols`` are
-        fresh arrays: the ledger stages them uncopied."""
+        fresh arrays, or the ledger's read-only grid layout when every stream is selected: the ledger
+        stages them uncopied."""
         shape = (self.replicates, self.streams)
         values = np.asarray(values, dtype=float)
         mask = np.asarray(mask)
@@ -156,7 +152,9 @@ class StreamMechanism:
         n = np.count_nonzero(mask)
         if n == mask.size:  # every stream: slices instead of fancy indexing
             f = slice(None)
-            rr, kk = self._all_rows.copy(), self._all_cols.copy()
+            # np.nonzero of an all-True mask: the ledger's read-only grid arrays, uncopied (nobody
+            # writes them), which it recognises by identity (privbandit.ledger.grid_layout)
+            rr, kk = grid_layout(self.replicates, self.streams)
             v = values.reshape(-1)
             # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
             bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)

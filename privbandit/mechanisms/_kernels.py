@@ -470,6 +470,26 @@ def hybrid_binary_prepare(pending: np.ndarray, v: np.ndarray, t: np.ndarray, tau
 
 
 @kernel
+def hybrid_count_prepare(count: np.ndarray, f: np.ndarray, t: np.ndarray, pow2: np.ndarray, pending: np.ndarray,
+                         v: np.ndarray, tau: np.ndarray, nodes: np.ndarray, k: np.ndarray, start: np.ndarray,
+                         new: np.ndarray, dropped: np.ndarray, level: np.ndarray,
+                         limit: int) -> tuple[int, int, int, int, bool]:
+    """A hybrid insert's first step: count one item into each stream at flat index ``f``
+    (:func:`count_items_flat`: new counts ``t``, ``pow2`` where t is a power of two, the logarithmic
+    part's release); when no count is a power of two (most inserts: a stream reaches one log2 of
+    its count times), every item goes to the binary part, whose first kernel
+    (:func:`hybrid_binary_prepare`) runs in the same call. Returns (how many counts are powers of
+    two, then hybrid_binary_prepare's (top, min k, max k, uniform), or zeros when some count is a
+    power of two and the caller routes the items itself)."""
+    n_log = count_items_flat(count, f, 0, t, pow2)
+    if n_log:
+        return n_log, 0, 0, 0, False
+    top, k_min, k_max, uniform = hybrid_binary_prepare(pending, v, t, tau, nodes, f, k, start, new, dropped, level,
+                                                       limit)
+    return 0, top, k_min, k_max, uniform
+
+
+@kernel
 def hybrid_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
                          noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
                          offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,

@@ -87,17 +87,44 @@ class HybridMechanism(StreamMechanism):
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         n = rr.size
-        t, pow2 = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
-        n_log = _kernels.count_items_flat.at(n)(self.count, self._core.rows(f), 0, t, pow2)
+        if n == 0:  # nothing to count or release (an empty logarithmic release, as always)
+            self._log_release(f, rr, kk, np.empty(0, dtype=np.int64), v)
+            return
+        core = self._core
+        rows = core.rows(f)
+        v = np.ascontiguousarray(v, dtype=float)
+        t, pow2, work = self._scratch_for(n)
+        k, block_start, new, dropped, level, _ = work
+        # count the items (a logarithmic release at t = 2^j); when none is at a power of two -- most
+        # rounds -- the binary part's first kernel runs in the same call
+        n_log, top, k_min, k_max, uniform = _kernels.hybrid_count_prepare.at(n)(
+            self.count, rows, t, pow2, self._pending, v, core._tau_flat, core._node_rows, k, block_start, new,
+            dropped, level, core.capacity)
         # Lock-stepped streams are all at a power of two or none is: skip the empty part's masking.
         if n_log == n:
-            self._log_release(f, rr, kk, t, v)
+            self._log_release(f, rr, kk, t.copy(), v)  # a fresh copy: the ledger stages the counts uncopied
         elif n_log == 0:
-            self._binary_insert(f, rr, kk, t, v)
+            self._binary_release(rows, rr, kk, t, v, work, top, k_min, k_max, uniform)
         else:
-            log_part, bin_part = partition(pow2, n_log, self._core.rows(f), rr, kk, t, v)
+            log_part, bin_part = partition(pow2, n_log, rows, rr, kk, t, v)
             self._log_release(*log_part)
             self._binary_insert(*bin_part)
+
+    def _scratch_for(self, n: int) -> tuple:
+        """Working arrays of an insert of ``n`` entries, reused from insert to insert: rewritten by the
+        kernels before being read, and never handed to the ledger or the caller (which stage or keep
+        fresh arrays). Rebuilt after a reload (scratch, not state)."""
+        scratch = self._scratch
+        if scratch is None:  # a state pickled before the scratch existed
+            scratch = self._scratch = _Scratch()
+        got = scratch.by_size.get(n)
+        if got is None:
+            # the counts t and their power-of-two flags, then the binary part's block k, block start,
+            # new, dropped, level and out
+            got = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool),
+                                        (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
+                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)))
+        return got
 
     def _log_release(self, f, rr, kk, t, v) -> None:
         """Logarithmic release at count t = 2^k (flat index ``f``); block k's binary mechanism restarts."""
@@ -113,28 +140,33 @@ class HybridMechanism(StreamMechanism):
     def _binary_insert(self, f, rr, kk, t, v) -> None:
         """Count t = 2^k + tau inside block k: feed block k's binary mechanism (one binary core for all
         blocks, Chan, Shi & Song's Algorithm 2 on each stream's current block: the steps of
-        ``BinaryCore.insert_flat``, fused with the routing in two kernels around the release)."""
+        ``BinaryCore.insert_flat``, fused with the routing in two kernels around the release). A
+        mixed round's binary part; an insert with no logarithmic release runs the first kernel in
+        its counting call (:meth:`_insert`) and goes on in :meth:`_binary_release`."""
         n = rr.size
         if n == 0:
             return
         core = self._core
         f = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
-        scratch = self._scratch
-        if scratch is None:  # a state pickled before the scratch existed
-            scratch = self._scratch = _Scratch()
-        work = scratch.by_size.get(n)
-        if work is None:  # working arrays (read by the calls below only), reused per insert size
-            work = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
-                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n))
+        work = self._scratch_for(n)[2]
+        k, block_start, new, dropped, level, _ = work
+        top, k_min, k_max, uniform = _kernels.hybrid_binary_prepare.at(n)(
+            self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
+            core.capacity)
+        self._binary_release(f, rr, kk, t, v, work, top, k_min, k_max, uniform)
+
+    def _binary_release(self, f, rr, kk, t, v, work, top, k_min, k_max, uniform) -> None:
+        """The rest of :meth:`_binary_insert` after its first kernel (``hybrid_binary_prepare``, whose
+        results are ``work`` and (top, min k, max k, uniform)): the nodes' release and commit."""
+        n = rr.size
+        core = self._core
         k, block_start, new, dropped, level, out = work
-        prepare = _kernels.hybrid_binary_prepare.at(n)
-        top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start,
-                                             new, dropped, level, core.capacity)
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
-            top, k_min, k_max, uniform = prepare(self._pending, v, t, core._tau_flat, core._node_rows, f, k,
-                                                 block_start, new, dropped, level, core.capacity)
+            top, k_min, k_max, uniform = _kernels.hybrid_binary_prepare.at(n)(
+                self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
+                core.capacity)
         elif top < 0:  # only a bounded core can be full (the hybrid's is not)
             raise ValueError(core.full_message)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values

@@ -477,3 +477,37 @@ def test_note_observed_equals_note_rounds_over_the_mask(track):
     for relation in ("entry", "round"):
         assert np.array_equal(public.realized_epsilon(1e-6, relation), path.realized_epsilon(1e-6, relation),
                               equal_nan=True)
+
+
+@pytest.mark.parametrize("R, track", [(1, None), (20, 4), (60, None)])
+def test_grid_layout_arrays_are_marked_by_identity_at_any_size(monkeypatch, R, track):
+    """A mechanism's insert of every stream passes the ledger's own read-only grid arrays
+    (``grid_layout``): staged uncopied and marked by identity however short (here R * 5 < _HEAD_MIN_ROWS
+    rows), equal arrays of another origin only from _HEAD_MIN_ROWS rows on; a whole DP-UCB run's
+    ledger state equals the row-by-row path's (known layouts off), bit for bit."""
+    from privbandit.engine import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.mechanisms.hybrid import HybridMechanism
+    from privbandit.policies import DPUCB
+
+    rows, cols = ledger_mod.grid_layout(R, 5)
+    assert not rows.flags.writeable and not cols.flags.writeable
+    led = Ledger(R, 5, track_replicates=track)
+    mech = HybridMechanism(R, 5, epsilon=1.0, rng=np.random.default_rng(0), ledger=led)
+    mech.insert(np.full((R, 5), 0.5), np.ones((R, 5), bool))  # count 1: a logarithmic release of every stream
+    led._record_from_mechanism(rows.copy(), cols.copy(), 0, 1, 2.0, 1.0, "m", None)  # equal, not identical
+    assert led._sparse[0][1] is rows and led._sparse[0][2] is cols
+    assert [entry[7] is ledger_mod._LAYOUT_GRID for entry in led._sparse] == [True, False]
+    assert (led.draws == 2).all()
+
+    def run():
+        res = simulate(DPUCB(), Bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]), 600, R, seed=3, progress=False,
+                       ledger_replicates=track, keep_arms=True)
+        return res.realized_epsilon, res.certified_epsilon, res.arms
+
+    fast = run()
+    monkeypatch.setattr(ledger_mod, "_KNOWN_LAYOUTS", False)
+    slow = run()
+    for a, b in zip(fast, slow):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    assert np.isfinite(fast[0][-1, : min(R, track or R)]).all()
