@@ -191,3 +191,68 @@ def test_run_pickled_without_the_session_6_buffers_resumes_identically(policy):
         rewards = env_run.rewards(t, arms)
         resumed.update(t, arms, rewards)
         twin.update(t, arms, rewards)
+
+
+def _pairs(a, b):
+    ab = np.empty(a.shape + (2,))
+    ab[..., 0], ab[..., 1] = a, b
+    return ab
+
+
+@pytest.mark.parametrize("interpreted", [False, True])
+@pytest.mark.parametrize("shape", [(1, 5), (2, 4), (1, 9), (4, 3), (100, 5)])
+def test_beta_pair_argmax_draws_numpys_beta_values_in_order(monkeypatch, interpreted, shape):
+    # numpy's random_beta(a, b) is Ga / (Ga + Gb) from two consecutive gammas whenever a > 1 or b > 1:
+    # the interleaved gammas give the same arms and leave the stream where rng.beta leaves it, with
+    # the ratio and arg max compiled or in numpy (parameters on both sides of 1, as DP-TS's are)
+    from privbandit.policies.hu_hegde import beta_pair_argmax
+
+    if interpreted:
+        monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)
+        monkeypatch.setattr(_kernels, "_LOADED", False)
+    data = np.random.default_rng(4)
+    a = 1.0 + data.random(shape) * 50
+    b = data.random(shape) * 50 + 0.01
+    swap = data.random(shape) < 0.5  # a <= 1 < b as well as b <= 1 < a
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    b[a <= 1.0] += 1.0
+    a.ravel()[:2], b.ravel()[:2] = [1.0, 2.0], [2.0, 1.0]  # DP-TS's edge: mubar 0 or 1 at O = 1
+    ab, g = _pairs(a, b), np.empty(shape + (2,))
+    mine, ref = np.random.default_rng(7), np.random.default_rng(7)
+    for _ in range(20):
+        assert np.array_equal(beta_pair_argmax(mine, ab, g), ref.beta(a, b).argmax(axis=1))
+    assert mine.bit_generator.state == ref.bit_generator.state
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_beta_pair_argmax_kernel_follows_numpys_argmax_rule(way):
+    # ties go to the first maximum; a 0/0 ratio (both gammas 0) is a NaN, which numpy's argmax returns
+    from privbandit.policies._hh_kernels import hh_beta_pair_argmax
+
+    g = np.random.default_rng(2).gamma(2.0, size=(6, 4, 2))
+    g[1, 2] = g[1, 0] = g[1, 3]  # a three-way tie
+    g[1, 1] = [0.0, 5.0]
+    g[2, 3] = 0.0  # NaN last
+    g[3, 0] = 0.0  # NaN first
+    g[4, 1] = g[4, 2] = 0.0  # two NaNs
+    out = np.empty(6, dtype=np.intp)
+    with np.errstate(invalid="ignore"):
+        getattr(hh_beta_pair_argmax, way)(g, out)
+        assert np.array_equal(out, (g[..., 0] / (g[..., 0] + g[..., 1])).argmax(axis=1))
+    assert out[1] == 0 and out[2] == 3 and out[3] == 0 and out[4] == 1
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_dpts_and_lazy_beta_parameters_never_take_johnks_branch(way):
+    # beta_pair_argmax relies on a > 1 or b > 1 (numpy's Johnk branch, a <= 1 and b <= 1, draws
+    # otherwise): the parameters of mubar clipped to 0 or 1 at the smallest count O = 1, and any mubar
+    rng = np.random.default_rng(3)
+    count, noisy = _noisy_state(rng, 50, 5, 4)
+    count.ravel()[:20] = 1
+    noisy.ravel()[:10], noisy.ravel()[10:20] = -1e9, 1e9
+    a, b = np.empty((50, 5)), np.empty((50, 5))
+    assert getattr(hh_dpts_beta_params, way)(count, noisy, log2_next_table(8), DPTS_SHIFT, 3.0, 1.0, a, b) == 0
+    assert np.all((a > 1.0) | (b > 1.0)) and np.all(a + b >= 3.0)
+    o = count.astype(float)
+    getattr(hh_lazy_beta_params, way)(noisy / o, 1.0 * o, o, 0.0, a, b)
+    assert np.all((a > 1.0) | (b > 1.0)) and np.all(a + b >= 3.0)
