@@ -139,9 +139,8 @@ class CountingGenerator(np.random.Generator):
 
     def __init__(self, seed):
         super().__init__(np.random.PCG64(seed))
-        self.counts = {"laplace": 0, "normal": 0, "beta": 0, "gamma": 0, "random": 0, "integers": 0}
+        self.counts = {"laplace": 0, "normal": 0, "beta": 0, "random": 0, "integers": 0}
         self.beta_params = None
-        self.gamma_shape = None
 
     def _count(self, kind, out):
         self.counts[kind] += np.size(out)
@@ -159,11 +158,6 @@ class CountingGenerator(np.random.Generator):
     def beta(self, a, b, size=None):
         self.beta_params = (np.array(a, dtype=float), np.array(b, dtype=float))
         return self._count("beta", super().beta(a, b, size))
-
-    def standard_gamma(self, shape, size=None, dtype=np.float64, out=None):
-        # the Beta-TS policies draw numpy's Beta variates as their gamma pairs (hu_hegde.beta_pair_argmax)
-        self.gamma_shape = np.array(shape, dtype=float)
-        return self._count("gamma", super().standard_gamma(shape, size, dtype, out))
 
     def random(self, *args, **kwargs):
         return self._count("random", super().random(*args, **kwargs))
@@ -185,15 +179,14 @@ def policy_draws(name, horizon, replicates):
     for t in range(1, horizon + 1):
         arms = run.select(t)
         run.update(t, arms, env_run.rewards(t, arms))
-    return rng.counts, (rng.beta_params, rng.gamma_shape)
+    return rng.counts, rng.beta_params
 
 
-def raw_policy_rate(counts, params, horizon, replicates, chunk=2**18):
-    """Pulls/s if a run cost only drawing its variates in bulk: the policy's counted draws (Beta, and
-    gamma, at the parameters of its last such draw, broadcast) plus one reward uniform per replicate per
-    round. Drawn in chunks of ``chunk`` variates (as a run draws them, in blocks), so the figure is the
-    samplers' cost, not that of allocating one huge array."""
-    beta_params, gamma_shape = params
+def raw_policy_rate(counts, beta_params, horizon, replicates, chunk=2**18):
+    """Pulls/s if a run cost only drawing its variates in bulk: the policy's counted draws (Beta at the
+    parameters of its last draw, broadcast) plus one reward uniform per replicate per round. Drawn in
+    chunks of ``chunk`` variates (as a run draws them, in blocks), so the figure is the samplers' cost,
+    not that of allocating one huge array."""
     rng = np.random.default_rng(0)
 
     def chunks(n):
@@ -213,14 +206,6 @@ def raw_policy_rate(counts, params, horizon, replicates, chunk=2**18):
         while done < total:
             m = min(per, total - done)
             rng.beta(np.broadcast_to(a, (m,) + a.shape), np.broadcast_to(b, (m,) + b.shape))
-            done += m
-    if counts["gamma"]:
-        per = max(1, chunk // gamma_shape.size)
-        done = 0
-        total = -(-counts["gamma"] // gamma_shape.size)
-        while done < total:
-            m = min(per, total - done)
-            rng.standard_gamma(np.broadcast_to(gamma_shape, (m,) + gamma_shape.shape))
             done += m
     for m in chunks(counts["integers"]):
         rng.integers(0, 2**20, m)
