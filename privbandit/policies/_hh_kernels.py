@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.mechanisms._kernels import dividing_kernel, kernel, row_helper
+from privbandit.mechanisms._kernels import dividing_kernel, row_helper
 
 @row_helper
 def _beta_params(x: float, o: float) -> tuple[float, float]:
@@ -104,15 +104,3 @@ def hh_beta_pair_argmax(g: np.ndarray, out: np.ndarray) -> None:
                     best = j
                     break
         out[r] = best
-
-
-@kernel
-def hh_johnk_pairs(ab: np.ndarray) -> bool:
-    """Whether some (a, b) = ``ab[r, j]`` has a <= 1 and b <= 1 -- numpy's ``random_beta`` condition
-    for Johnk's algorithm, which draws no gamma pair (so :func:`hh_beta_pair_argmax`'s draws would not
-    be numpy's there). A NaN parameter fails the comparison, as in numpy's test."""
-    for r in range(ab.shape[0]):
-        for j in range(ab.shape[1]):
-            if ab[r, j, 0] <= 1.0 and ab[r, j, 1] <= 1.0:
-                return True
-    return False

@@ -41,8 +41,7 @@ from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.mechanisms._base import _Scratch
-from privbandit.policies._hh_kernels import (hh_beta_pair_argmax, hh_dpts_beta_params, hh_johnk_pairs,
-                                              hh_lazy_beta_params)
+from privbandit.policies._hh_kernels import hh_beta_pair_argmax, hh_dpts_beta_params, hh_lazy_beta_params
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -115,16 +114,15 @@ def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.nd
     return theta.reshape(a.shape).argmax(axis=1)
 
 
-def beta_pair_argmax(rng: np.random.Generator, ab: np.ndarray, g: np.ndarray, check: bool = False) -> np.ndarray:
+def beta_pair_argmax(rng: np.random.Generator, ab: np.ndarray, g: np.ndarray) -> np.ndarray:
     """:func:`beta_argmax` of a = ``ab[..., 0]``, b = ``ab[..., 1]`` ((R, K, 2) interleaved Beta
-    parameters, no pair with a <= 1 and b <= 1: DP-TS's and Lazy-DP-TS's (mubar O + 1,
-    (1 - mubar) O + 1) with O >= 1 have a + b >= 3; with ``check``, any parameters, such a pair sending
-    the round to ``rng.beta``): the same arms from the same variates. Above ``SCALAR_BETA_MAX`` draws,
-    numpy's Beta sampler's own gamma pairs, drawn as one ``rng.standard_gamma(ab, out=g)`` (``g`` a
-    scratch array of ab's shape), and the ratio Ga / (Ga + Gb) and the arg max in one kernel (see
+    parameters, a + b >= 3 everywhere: DP-TS's and Lazy-DP-TS's (mubar O + 1, (1 - mubar) O + 1)
+    with O >= 1): the same arms from the same variates. Above ``SCALAR_BETA_MAX`` draws, numpy's Beta
+    sampler's own gamma pairs, drawn as one ``rng.standard_gamma(ab, out=g)`` (``g`` a scratch array
+    of ab's shape), and the ratio Ga / (Ga + Gb) and the arg max in one kernel (see
     :mod:`privbandit.policies._hh_kernels`); where that kernel would run interpreted (no numba), the
     same ratio and arg max in numpy."""
-    if ab.size > 2 * SCALAR_BETA_MAX and not (check and hh_johnk_pairs.at(ab.shape[0])(ab)):
+    if ab.size > 2 * SCALAR_BETA_MAX:
         rng.standard_gamma(ab, out=g)
         rows = ab.shape[0]
         way = hh_beta_pair_argmax.at(rows)

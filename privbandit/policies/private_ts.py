@@ -52,9 +52,9 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import _Scratch, flat, laplace_event
-from privbandit.policies._ts_kernels import beta_parameters, private_ts_arms, pts_route_round, pulled_arrays
+from privbandit.policies._ts_kernels import beta_parameters, private_ts_arms, pts_route_round, pulled_arrays, row_argmax
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
-from privbandit.policies.hu_hegde import CachedSchedule, beta_pair_argmax
+from privbandit.policies.hu_hegde import CachedSchedule
 
 PAPER_CONSTANT = 192.0
 """Mishra & Thakurta Algorithm 2: m = 192 k log T/(eps Deltahat^2) and Gamma = 192 log^3 T/eps."""
@@ -223,32 +223,27 @@ class _PrivateTSRun(PolicyRun):
         self._all_ts = bool((self.phase == _TS).all())
 
     def _scratch(self) -> tuple:
-        """Working arrays of a round: the Beta parameters a and b (R, K), the clocks' row lists (R,),
-        then the interleaved parameters ab (R, K, 2) -- a and b are its two views -- and the gammas'
-        buffer (R, K, 2) of :func:`beta_pair_argmax`; each rewritten before it is read (a
-        :class:`_Scratch`: pickled empty, equal to any other, so the views are rebuilt together)."""
+        """Working arrays of a round: the Beta parameters (R, K) and the clocks' row lists (R,), each
+        rewritten before it is read (a :class:`_Scratch`: pickled empty, equal to any other)."""
         scratch = self.__dict__.get("_round_scratch")
         if scratch is None:  # a run pickled before the scratch space existed
             scratch = self._round_scratch = _Scratch()
         got = scratch.by_size.get(0)
         if got is None:
             R, k = self.rows.size, self.k
-            ab = np.empty((R, k, 2))
-            got = scratch.by_size[0] = (ab[..., 0], ab[..., 1], np.empty(R, dtype=np.intp),
-                                        np.empty(R, dtype=np.intp), ab, np.empty_like(ab))
+            got = scratch.by_size[0] = (np.empty((R, k)), np.empty((R, k)), np.empty(R, dtype=np.intp),
+                                        np.empty(R, dtype=np.intp))
         return got
 
     def select(self, t):
         R, k, tree = self.rows.size, self.k, self.tree
-        a, b, _, _, ab, g = self._scratch()
+        a, b = self._scratch()[:2]
         # line 15's Beta(r + 1, n - r + 1) of the replicates in Thompson sampling (rows in replicate
         # order), r the tree total clipped to [0, n]: one kernel for numpy's mask, casts and clips
         n_ts = beta_parameters.at(R)(self.phase, _TS, tree.count, tree.noisy_sum, a, b)
-        # their arg max: numpy's Beta draws as its own gamma pairs (an arm whose tree is still empty,
-        # n = 0, has a = b = 1, numpy's Johnk branch: such a round draws with rng.beta)
         if n_ts == R:  # every replicate in Thompson sampling
-            return beta_pair_argmax(self.rng, ab, g, check=True)
-        best = beta_pair_argmax(self.rng, ab[:n_ts], g[:n_ts], check=True) if n_ts else _NO_ARMS
+            return row_argmax(self.rng.beta(a, b))
+        best = row_argmax(self.rng.beta(a[:n_ts], b[:n_ts])) if n_ts else _NO_ARMS
         arms = np.empty(R, dtype=np.intp)
         private_ts_arms.at(R)(self.phase, self.phase_start, t, k, _TS, best, arms)
         return arms
@@ -259,7 +254,7 @@ class _PrivateTSRun(PolicyRun):
             return
         R = self.rows.size
         arms, rewards = pulled_arrays(arms, rewards, R, self.k)
-        closing, done = self._scratch()[2:4]
+        closing, done = self._scratch()[2:]
         # one kernel: gap-estimation rewards into the batch sums, the others marked in _mask / _values;
         # then the replicates whose gap batch is complete and those whose random pulls are, both read off
         # the clocks before any batch closes (the tree insert below touches no clock): a replicate whose

@@ -256,29 +256,3 @@ def test_dpts_and_lazy_beta_parameters_never_take_johnks_branch(way):
     o = count.astype(float)
     getattr(hh_lazy_beta_params, way)(noisy / o, 1.0 * o, o, 0.0, a, b)
     assert np.all((a > 1.0) | (b > 1.0)) and np.all(a + b >= 3.0)
-
-
-@pytest.mark.parametrize("interpreted", [False, True])
-def test_beta_pair_argmax_checked_draws_johnk_pairs_with_numpys_beta(monkeypatch, interpreted):
-    # Private-TS's Beta(1, 1) of an arm whose tree is empty is numpy's Johnk branch, which draws no
-    # gamma pair: with check=True such a round takes rng.beta itself, the others the gamma pairs
-    from privbandit.policies._hh_kernels import hh_johnk_pairs
-    from privbandit.policies.hu_hegde import beta_pair_argmax
-
-    if interpreted:
-        monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 10**9)
-        monkeypatch.setattr(_kernels, "_LOADED", False)
-    data = np.random.default_rng(5)
-    mine, ref = np.random.default_rng(8), np.random.default_rng(8)
-    for round_ in range(30):
-        a, b = 1.0 + data.integers(0, 4, (6, 3)), 2.0 + data.integers(0, 4, (6, 3))
-        if round_ % 3 == 0:
-            a[2, 1] = b[2, 1] = 1.0
-        if round_ % 3 == 1:
-            a[4, 0], b[4, 0] = 0.5, np.nan  # a NaN fails numpy's test: gamma pairs
-        ab = _pairs(a, b)
-        assert hh_johnk_pairs.at(6)(ab) == bool(np.any((a <= 1.0) & (b <= 1.0)))
-        with np.errstate(invalid="ignore"):
-            assert np.array_equal(beta_pair_argmax(mine, ab, np.empty_like(ab), check=True),
-                                  ref.beta(a, b).argmax(axis=1))
-    assert mine.bit_generator.state == ref.bit_generator.state
