@@ -13,13 +13,7 @@ numpy computed, looked up here).
 
 The step is line 7-8 of Algorithms 1 and 2: the optimistic private mean
 mubar = clip(mu~ + v, 0, 1) and the Beta parameters (mubar O + 1, (1 - mubar) O + 1); the policy
-then draws theta ~ Beta(a, b) with numpy and plays its arg max. From ``SCALAR_BETA_MAX`` draws on it
-draws them as numpy's Beta sampler does, from the same stream: numpy's ``random_beta(a, b)`` is
-``Ga / (Ga + Gb)`` with Ga ~ Gamma(a) then Gb ~ Gamma(b) whenever a > 1 or b > 1 -- always here,
-since a + b = O + 2 >= 3 --, so ``Generator.standard_gamma`` over the interleaved parameters
-(a_1, b_1, a_2, b_2, ...) draws the very same gammas in the same order (without the Beta call's two
-argument checks, ~5 us per round at 100 x 5), and :func:`hh_beta_pair_argmax` takes the ratio and
-the arg max in one pass (the Beta sampler's division, numpy's arg max rule).
+then draws theta ~ Beta(a, b) with numpy and plays its arg max.
 """
 
 from __future__ import annotations
@@ -82,25 +76,3 @@ def hh_lazy_beta_params(mean: np.ndarray, eps_o: np.ndarray, o: np.ndarray, c: f
     for r in range(R):
         for k in range(K):
             a[r, k], b[r, k] = _beta_params(float(mean[r, k]) + c / float(eps_o[r, k]), float(o[r, k]))
-
-
-@dividing_kernel
-def hh_beta_pair_argmax(g: np.ndarray, out: np.ndarray) -> None:
-    """``out[r]`` = the arg max over arms j of theta = g[r, j, 0] / (g[r, j, 0] + g[r, j, 1]) -- the
-    Beta variate numpy's ``random_beta`` returns from the gamma pair (Ga, Gb) it drew, the same
-    division --, by numpy's ``argmax`` rule: the first maximal entry, or the first NaN (a 0/0 when
-    both gammas are 0) if the row holds one. ``g`` is (rows, arms, 2)."""
-    for r in range(g.shape[0]):
-        best = 0
-        x = g[r, 0, 0]
-        top = x / (x + g[r, 0, 1])
-        if top == top:  # else: the first entry is a NaN, numpy's answer
-            for j in range(1, g.shape[1]):
-                x = g[r, j, 0]
-                v = x / (x + g[r, j, 1])
-                if v > top:
-                    best, top = j, v
-                elif v != v:
-                    best = j
-                    break
-        out[r] = best

@@ -40,8 +40,7 @@ import numpy as np
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.mechanisms._base import _Scratch
-from privbandit.policies._hh_kernels import hh_beta_pair_argmax, hh_dpts_beta_params, hh_lazy_beta_params
+from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import PrivacySchedule
 
@@ -114,43 +113,6 @@ def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.nd
     return theta.reshape(a.shape).argmax(axis=1)
 
 
-def beta_pair_argmax(rng: np.random.Generator, ab: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """:func:`beta_argmax` of a = ``ab[..., 0]``, b = ``ab[..., 1]`` ((R, K, 2) interleaved Beta
-    parameters, a + b >= 3 everywhere: DP-TS's and Lazy-DP-TS's (mubar O + 1, (1 - mubar) O + 1)
-    with O >= 1): the same arms from the same variates. Above ``SCALAR_BETA_MAX`` draws, numpy's Beta
-    sampler's own gamma pairs, drawn as one ``rng.standard_gamma(ab, out=g)`` (``g`` a scratch array
-    of ab's shape), and the ratio Ga / (Ga + Gb) and the arg max in one kernel (see
-    :mod:`privbandit.policies._hh_kernels`); where that kernel would run interpreted (no numba), the
-    same ratio and arg max in numpy."""
-    if ab.size > 2 * SCALAR_BETA_MAX:
-        rng.standard_gamma(ab, out=g)
-        rows = ab.shape[0]
-        way = hh_beta_pair_argmax.at(rows)
-        if way is hh_beta_pair_argmax.py_func:  # a Python loop per cell is slower than numpy's passes
-            ga = g[..., 0]
-            return (ga / (ga + g[..., 1])).argmax(axis=1)
-        out = np.empty(rows, dtype=np.intp)
-        way(g, out)
-        return out
-    return beta_argmax(rng, ab[..., 0], ab[..., 1])
-
-
-def beta_pairs(run) -> tuple:
-    """A DP-TS / Lazy-DP-TS run's Beta scratch space: (ab, a, b, g) with ab the (R, K, 2) interleaved
-    parameters, a and b its two (R, K) views (the parameter kernels write through them) and g the
-    gammas' (R, K, 2) buffer. Rewritten every round before it is read, so it lives in a
-    :class:`_Scratch` (pickled empty: the views are rebuilt together after a reload rather than
-    unpickled as separate copies that no longer write through)."""
-    scratch = run.__dict__.get("_beta_scratch")
-    if scratch is None:
-        scratch = run._beta_scratch = _Scratch()
-    got = scratch.by_size.get(0)
-    if got is None:
-        ab = np.empty((run.rows.size, run.n_arms, 2))
-        got = scratch.by_size[0] = (ab, ab[..., 0], ab[..., 1], np.empty_like(ab))
-    return got
-
-
 # --- DP-TS -------------------------------------------------------------------------------------
 class DPTSSchedule(CachedSchedule):
     """Worst record of DP-TS after t rounds: the split mechanism's schedule at n = t - K + 1 items
@@ -186,15 +148,13 @@ class _DPTSRun(PolicyRun):
         self._buffers()
 
     def _buffers(self) -> None:
-        """The Beta scratch space and the log2 table (rebuilt for a run pickled without them)."""
-        self._beta_scratch = _Scratch()  # see beta_pairs
+        """Beta-parameter buffers and the log2 table (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
         self._log2_next = log2_next_table(1024)  # extended (doubled) when a count outgrows it
 
     def __setstate__(self, state: dict) -> None:
-        # a run pickled before session 6 (a deployment's snapshot) has no table: scratch space only,
-        # recreated (the table is a function of its size); one pickled in sessions 6-7 keeps separate
-        # Beta-parameter buffers, now in beta_pairs' scratch space
-        state = {k: v for k, v in state.items() if k not in ("_a", "_b")}
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers or table: scratch
+        # space only, recreated (the table is a function of its size)
         self.__dict__.update(state)
         if "_log2_next" not in state:
             self._buffers()
@@ -207,13 +167,13 @@ class _DPTSRun(PolicyRun):
         params = hh_dpts_beta_params.at(self.rows.size)
         # lines 6-8 in one kernel: O = count (>= 1 for every arm after the initial pulls),
         # v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O), mubar = clip(noisy_sum / O + v, 0, 1)
-        ab, a, b, g = beta_pairs(self)
-        while params(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps, a, b):
+        while params(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps,
+                     self._a, self._b):
             if count.min() < 1:
                 raise ValueError("DP-TS selects from round K + 1 on, after every arm has been pulled once "
                                  "(rounds 1..K pull arm t - 1)")
             self._log2_next = log2_next_table(2 * int(count.max()) + 1)
-        return beta_pair_argmax(self.rng, ab, g)
+        return beta_argmax(self.rng, self._a, self._b)
 
     def update(self, t, arms, rewards):
         self.split.insert_pulled(arms, rewards)
@@ -278,12 +238,17 @@ class _LazyDPTSRun(PolicyRun):
                                       ledger=ledger, batches="doubling",
                                       name="lazy_dp_ts/batch", exact=policy.exact)
         self._version = -1  # the batches' version the cached terms (O, eps O, noisy mean) were computed at
-        self._beta_scratch = _Scratch()  # see beta_pairs
+        self._buffers()
+
+    def _buffers(self) -> None:
+        """Beta-parameter buffers (rebuilt for a run pickled without them)."""
+        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
 
     def __setstate__(self, state: dict) -> None:
-        # a run pickled in sessions 6-7 (a deployment's snapshot) keeps separate Beta-parameter buffers:
-        # scratch, now in beta_pairs' scratch space (recreated on first use)
-        self.__dict__.update({k: v for k, v in state.items() if k not in ("_a", "_b")})
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers: scratch, recreated
+        self.__dict__.update(state)
+        if "_a" not in state:
+            self._buffers()
 
     def select(self, t):
         if t <= self.n_arms:
@@ -293,9 +258,9 @@ class _LazyDPTSRun(PolicyRun):
             self._o, self._eps_o, self._mean = o, self.eps * o, self.batches.noisy_sum / o
             self._version = self.batches.version
         # lines 6-8 in one kernel: v = 3 log2(t) / (eps O), mubar = clip(noisy mean + v, 0, 1)
-        ab, a, b, g = beta_pairs(self)
-        hh_lazy_beta_params.at(self.rows.size)(self._mean, self._eps_o, self._o, LAZY_SHIFT * math.log2(t), a, b)
-        return beta_pair_argmax(self.rng, ab, g)
+        hh_lazy_beta_params.at(self.rows.size)(self._mean, self._eps_o, self._o, LAZY_SHIFT * math.log2(t),
+                                               self._a, self._b)
+        return beta_argmax(self.rng, self._a, self._b)
 
     def update(self, t, arms, rewards):
         self.batches.insert_pulled(arms, rewards)
