@@ -118,10 +118,20 @@ as a killed process. ``normal`` (WAL): no fsync at commit -- an acknowledged cal
 process (SIGKILL), but the last ones may be lost if the machine itself goes down."""
 
 
+def store_path(path) -> str | bytes:
+    """``os.fspath(path)``, or a ValueError naming ``store`` (not os.fspath's TypeError) for a non-path."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ValueError(f"store must be the path of a file (a str or os.PathLike), got {path!r}")
+    try:
+        return os.fspath(path)
+    except TypeError as exc:  # an os.PathLike whose __fspath__ returns something else
+        raise ValueError(f"store must be the path of a file, got {path!r} ({exc})") from None
+
+
 def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
     an existing file by :func:`configure` after :func:`check`."""
-    path = os.fspath(path)
+    path = store_path(path)
     text = os.fsdecode(path)
     if text in ("", ":memory:") or "\0" in text:
         # sqlite3 would open a temporary or in-memory database for these: nothing would persist
