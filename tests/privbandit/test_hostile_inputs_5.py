@@ -1,0 +1,197 @@
+"""Hostile inputs, fifth round (session 8): the command line's argv (every option of budget, invert,
+certify, run and experiment fed 0, -0.0, -1, subnormals, 1e308, inf, nan, 2^63..2^70, 5000-digit
+numbers, bools, None, "", "0x10", unicode digits, newlines; unknown, repeated and valueless flags;
+--param forms), deployment stores with damaged bytes, and the Python surface below them.
+
+Before the fixes of this round:
+
+* an argument holding a newline (``privbandit certify $'1\\n2'``, ``deploy select $'a\\nb'``) printed
+  a two-line error -- argparse and the deploy commands echoed it verbatim;
+* ``invert dp_ucb_int ... --param delta=1e-3``: a TypeError ("got multiple values for keyword
+  argument 'delta'"), reported as an internal error;
+* ``budget.epsilon(policy, 10**400, ...)``: OverflowError (dp_se, exp3, gaussian_ts, ...) or
+  ZeroDivisionError (dp_ucb_int); at 1e308 exp3 warned an overflow and DP-UCB-Int took ~30 s per
+  certificate, so ``invert --horizon 1e308`` hung: horizons are now capped at 10^30;
+* ``--horizon 1e23`` was read through a float, 99999999999999991611392 rounds, and ``1e30`` was
+  above 10^30: whole numbers on the command line are now read exactly;
+* a deployment store with one flipped byte in its schema page raised sqlite3's OperationalError
+  "no such column"; one in a row's record header (an arm turned into NULL, a JSON cell into an
+  int) a TypeError from ``status``; ``Deployment.open(3)`` / ``open(None)`` a TypeError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+import random
+import shutil
+import sqlite3
+
+import pytest
+
+from privbandit import budget
+from privbandit.cli import main
+from privbandit.deploy import BudgetExhausted, Deployment, StoreError
+
+
+def _cli(argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _one_line_error(argv) -> str:
+    code, _, err = _cli(argv)
+    lines = err.splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("privbandit: error: "), (argv, code, err)
+    assert "internal error" not in err and "Traceback" not in err, (argv, err)
+    return lines[0]
+
+
+# ---------------------------------------------------------------- command line
+HOSTILE_TEXT = ["0", "-0.0", "-1", "1e-320", "5e-324", "1e308", "inf", "-inf", "nan", str(2**63), str(2**64),
+                str(2**70), "1" * 5000, "True", "None", "", "0x10", "[1, 2]", "1\n2", "1e999", "\x00"]
+
+
+@pytest.mark.parametrize("option", ["--horizon", "--n-arms", "--delta", "--epsilon"])
+def test_budget_options_at_the_edges_are_one_line_errors_or_run(option):
+    base = {"--horizon": "100", "--n-arms": "2", "--delta": "1e-6", "--epsilon": "1"}
+    for text in HOSTILE_TEXT:
+        argv = ["budget", "dp_ucb"] + [x for k, v in (base | {option: text}).items() for x in (k, v)]
+        code, out, err = _cli(argv)
+        if code == 0:
+            assert "best:" in out and "nan" not in out.split(), (argv, out)
+        else:
+            _one_line_error(argv)
+
+
+def test_an_argument_with_a_newline_is_still_one_line(tmp_path):
+    assert _one_line_error(["certify", "1\n2"]).startswith("privbandit: error: unrecognized arguments: 1 2")
+    _one_line_error(["certify", "--releases", "1\n2"])
+    _one_line_error(["deploy", "x\ny"])
+    line = _one_line_error(["deploy", "select", str(tmp_path / "a\nb.db")])
+    assert "no such deployment store" in line
+    _one_line_error(["deploy", "update", str(tmp_path / "a.db"), "--decision", "1", "--reward", "x\ny"])
+
+
+def test_invert_refuses_a_param_named_like_its_own_settings():
+    for param in ("delta=1e-3", "n_arms=3", "integer=true", "relation=round"):
+        line = _one_line_error(["invert", "dp_ucb_int", "--horizon", "1000", "--epsilon", "1", "--solve-for", "v",
+                                "--bounds", "1.1", "1.9", "--param", param])
+        assert f"--param {param.split('=')[0]}" in line, line
+
+
+def test_whole_numbers_on_the_command_line_are_read_exactly():
+    from privbandit.cli_checks import whole
+
+    parse = whole(2, 10**30)
+    assert parse("1e23") == 10**23  # not the float 99999999999999991611392
+    assert parse("1e30") == 10**30  # the bound itself, not 1000000000000000019884624838656
+    assert parse("10.0") == 10 and parse("1e3") == 1000
+    import argparse
+
+    for text in ("1e31", "1.5", "nan", "inf", "0x10", "", "1e-5", "1e999999999", "1" * 5000):
+        with pytest.raises(argparse.ArgumentTypeError, match="whole number"):
+            parse(text)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\(5000 characters\)"):
+        whole(0)("1" * 5000)  # refused (beyond int conversion), and not echoed in full
+
+
+@pytest.mark.parametrize("horizon", [10**30 + 1, 10**400, 10**5000, 1e300], ids=["1e30+1", "1e400", "1e5000", "1e300f"])
+def test_budget_horizons_beyond_the_ceiling_are_named(horizon):
+    for name in ("dp_ucb_int", "dp_se", "exp3", "gaussian_ts"):
+        with pytest.raises(ValueError, match=r"horizon must be a whole number in \[n_arms = 2, 1e\+30\]"):
+            budget.epsilon(name, horizon, 1e-6)
+    with pytest.raises(ValueError, match=r"horizon must be a whole number in \[n_arms = 2, 1e\+30\]"):
+        budget.invert("dp_ucb_int", 1.0, horizon, solve_for="v", bounds=(1.1, 1.9), delta=1e-6)
+    line = _one_line_error(["invert", "dp_ucb_int", "--horizon", "1e308", "--epsilon", "1", "--solve-for", "v",
+                            "--bounds", "1.1", "1.9"])
+    assert "[2, 1e+30]" in line
+
+
+def test_the_horizon_ceiling_itself_certifies():
+    assert budget.epsilon("dp_se", 10**30, 1e-6, 3).value == pytest.approx(1.0, rel=1e-5)
+    assert budget.epsilon("gaussian_ts", 10**30, 1e-6).value < math.inf
+
+
+# ---------------------------------------------------------------- deployment stores
+def _store(tmp_path, rounds=15):
+    path = str(tmp_path / "good.db")
+    dep = Deployment.create(path, "dp_ucb", params={"epsilon": 1.0}, n_arms=3, budget=5.0, delta=1e-6, seed=1)
+    for _ in range(rounds):
+        d = dep.select()
+        dep.update(d.decision, 0.5)
+    dep.close()
+    return path
+
+
+def _exercise(path) -> None:
+    """Open, status, decisions, select, update: each either works or is a StoreError / ValueError."""
+    try:
+        with Deployment.open(path) as dep:
+            dep.status()
+            dep.decisions()
+            d = dep.select()
+            dep.update(d.decision, 0.3)
+    except (StoreError, ValueError, BudgetExhausted):
+        pass
+
+
+def test_flipped_bytes_anywhere_in_a_store_are_store_errors(tmp_path):
+    """Every byte of a 24 KiB store (six pages) flipped in turn would take minutes; a fixed-seed sample
+    of 150 offsets, plus the offsets that gave the old TypeErrors and OperationalErrors (schema page:
+    column names; record headers of decisions rows)."""
+    good = _store(tmp_path)
+    size = os.path.getsize(good)
+    rng = random.Random(5)
+    offsets = sorted({2591, 2735, 3573, 3838, 3840, 16402, 20382} | {rng.randrange(size) for _ in range(150)})
+    path = str(tmp_path / "damaged.db")
+    for offset in offsets:
+        shutil.copy(good, path)
+        with open(path, "r+b") as fh:
+            fh.seek(offset)
+            byte = fh.read(1)
+            fh.seek(offset)
+            fh.write(bytes([byte[0] ^ 0xFF]))
+        _exercise(path)
+
+
+def test_a_renamed_column_and_a_null_arm_are_named_as_corruption(tmp_path):
+    good = _store(tmp_path, rounds=3)
+    path = str(tmp_path / "renamed.db")
+    shutil.copy(good, path)
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE state RENAME COLUMN rounds TO r0unds")  # what a flipped schema byte does
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="corrupt deployment store .*no such column"):
+        Deployment.open(path)
+    path = str(tmp_path / "null_arm.db")
+    shutil.copy(good, path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA ignore_check_constraints = 1")
+    conn.execute("PRAGMA writable_schema = 1")  # a NULL in a NOT NULL column, as a damaged record header gives
+    conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'arm INTEGER NOT NULL', 'arm INTEGER') "
+                 "WHERE name = 'decisions'")
+    conn.commit()
+    conn.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE decisions SET arm = NULL WHERE id = 2")
+    conn.commit()
+    conn.close()
+    with Deployment.open(path) as dep:
+        with pytest.raises(StoreError, match="corrupt deployment store .*arm cell holds None"):
+            dep.status()
+        with pytest.raises(StoreError, match="corrupt deployment store"):
+            dep.decisions()
+
+
+@pytest.mark.parametrize("path", [3, None, 1.5, ["a.db"]])
+def test_a_store_that_is_not_a_path_is_named(tmp_path, path):
+    with pytest.raises(ValueError, match="store must be the path of a file"):
+        Deployment.open(path)
+    with pytest.raises(ValueError, match="store must be the path of a file"):
+        Deployment.create(path, "dp_ucb", n_arms=2, budget=1.0, delta=1e-6)
