@@ -354,7 +354,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
     else:
         target = _validate.positive("target", target)
         mu_target = gdp_conversion.mu_for_epsilon_delta(target, _delta(delta))
-    if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable):
+    if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
+        # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
         raise ValueError(f"bs must be a sequence of whole numbers, got {bs!r}")
     bs = list(bs)
     if not bs:
