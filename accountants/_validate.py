@@ -77,7 +77,8 @@ def real_array(name: str, value: object) -> np.ndarray:
         raw = np.asarray(value)
         if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
             raise TypeError(raw.dtype)
-        if raw.dtype.kind == "O" and any(isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.ravel().tolist()):
+        # (an object array turns None into NaN when cast: refused with the text and bools it may hold)
+        if raw.dtype.kind == "O" and any(x is None or isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.ravel().tolist()):
             raise TypeError("mixed")
         return raw.astype(float)
     except (TypeError, ValueError, OverflowError):

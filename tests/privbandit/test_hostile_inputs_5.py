@@ -29,6 +29,7 @@ import random
 import shutil
 import sqlite3
 
+import numpy as np
 import pytest
 
 from privbandit import budget
@@ -195,3 +196,176 @@ def test_a_store_that_is_not_a_path_is_named(tmp_path, path):
         Deployment.open(path)
     with pytest.raises(ValueError, match="store must be the path of a file"):
         Deployment.create(path, "dp_ucb", n_arms=2, budget=1.0, delta=1e-6)
+
+
+# ---------------------------------------------------------------- the Python surface
+def test_ints_beyond_the_floats_are_named_not_overflow_errors():
+    """10**400 is a Python int no float holds: float() raised OverflowError in the shared validator
+    (budget.epsilon's delta, invert's target, ...), in np.asarray(..., dtype=float) (every
+    environment's means / rates / locs / table / tape), in LinearContextual's noise, in simulate's
+    memory check (horizon / replicates) and its checkpoint check."""
+    from privbandit.contextual import LinearContextual
+    from privbandit.engine import simulate
+    from privbandit.envs import (Bernoulli, ClippedGaussian, OneMemoryAdversary, RewardTable, RewardTape,
+                                 TruncatedExponential, shifted_stochastic)
+    from privbandit.policies import DPUCB
+
+    huge = 10**400
+    with pytest.raises(ValueError, match=r"delta must be a real number within the floats' range"):
+        budget.epsilon("dp_ucb", 100, huge)
+    with pytest.raises(ValueError, match=r"target must be a real number within the floats' range"):
+        budget.invert("dp_ucb_int", huge, 1000, solve_for="v", bounds=(1.1, 1.9), delta=1e-6)
+    for make, name in ((Bernoulli, "means"), (TruncatedExponential, "rates"), (ClippedGaussian, "locs"),
+                       (lambda v: RewardTable([[v, 0.5]]), "table"), (lambda v: RewardTape([[v], [0.5]]), "tape"),
+                       (lambda v: OneMemoryAdversary([[v, 0.5]]), "table"),
+                       (lambda v: shifted_stochastic(10, [v, 0.5], [0.5, 0.5]), "before")):
+        with pytest.raises(ValueError, match=f"{name} must be an array of real numbers"):
+            make([huge, 0.5] if name in ("means", "rates", "locs") else huge)
+    with pytest.raises(ValueError, match="noise must be a real number within the floats' range"):
+        LinearContextual(3, 3, noise=huge)
+    env, policy = Bernoulli([0.6, 0.4]), DPUCB(epsilon=1.0)
+    with pytest.raises(ValueError, match=r"horizon must be a whole number >= the number of arms \(2\) and below 2\^63"):
+        simulate(policy, env, huge, 2, progress=False)
+    with pytest.raises(ValueError, match=r"replicates must be a whole number in \[1, 2\^63\)"):
+        simulate(policy, env, 20, huge, progress=False)
+    with pytest.raises(ValueError, match=r"checkpoints must be whole numbers in \[1, 20\]"):
+        simulate(policy, env, 20, 2, checkpoints=[huge], progress=False)
+    from privbandit.engine import check_memory
+
+    with pytest.raises(ValueError, match=r"horizon x replicates = about 2\^1328 x 100 needs about 2\^\d+ GiB"):
+        check_memory(huge, 100)
+    with pytest.raises(ValueError, match=r"replicates = about 2\^1328 needs more than this machine's"):
+        check_memory(100, huge)
+
+
+def test_text_and_bools_are_not_read_as_numbers():
+    from privbandit.envs import Bernoulli, RewardTable
+
+    for means in (["0.6", "0.4"], [True, False], "0.5", [0.6, None], np.array([True, False])):
+        with pytest.raises(ValueError, match="means must be an array of real numbers"):
+            Bernoulli(means)
+    with pytest.raises(ValueError, match="table must be an array of real numbers"):
+        RewardTable([["0.1", "0.2"]])
+    assert Bernoulli(np.array([0.6, 0.4], dtype=np.float32)).means.dtype == np.float64  # numbers still pass
+
+
+def test_simulate_names_ledger_replicates_and_a_table_shorter_than_the_horizon():
+    from privbandit.engine import simulate
+    from privbandit.envs import Bernoulli, OneMemoryAdversary, RewardTable
+    from privbandit.policies import DPUCB, UCB1
+
+    for value in (-1, 1.5, "3", True, math.nan):
+        with pytest.raises(ValueError, match=r"ledger_replicates must be a whole number in \[0, inf\)"):
+            simulate(DPUCB(epsilon=1.0), Bernoulli([0.6, 0.4]), 20, 2, ledger_replicates=value, progress=False)
+    # was a ValueError from the table's run at round 4, after three rounds had been simulated
+    for env in (RewardTable(np.zeros((3, 2))), OneMemoryAdversary(np.zeros((3, 2)))):
+        with pytest.raises(ValueError, match=r"horizon must be at most the 3 rounds of the"):
+            simulate(UCB1(), env, 12, 2, progress=False)
+    assert simulate(UCB1(), RewardTable(np.zeros((3, 2))), 3, 2, progress=False).horizon == 3
+
+
+def test_contextual_inputs_of_this_round_are_named(tmp_path):
+    from privbandit.contextual import ClassificationBandit, LinearContextual, LoggedData, load_log
+
+    with pytest.raises(ValueError, match=r"n_arms must be a whole number in \[2, 2\^20"):
+        LinearContextual(3, 2**63)  # was numpy's "Maximum allowed dimension exceeded"
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        ClassificationBandit(dataset=np.zeros((2, 2)))  # was "truth value of an array ... is ambiguous"
+    log = tmp_path / "log.csv"
+    log.write_text("x0,x1,action,reward,propensity\n0.1,0.2,0,1,0.5\n0.3,0.1,1,0,0.5\n")
+    for columns in (5, [["x0"]], np.array("x0")):
+        with pytest.raises(ValueError, match="context_columns must be a list of column names"):
+            load_log(log, context_columns=columns)
+    for path in (None, 3, b"/tmp/log.csv"):
+        with pytest.raises(ValueError, match="path must be a str or os.PathLike"):
+            load_log(path)
+    big = tmp_path / "big.csv"  # the largest int64 action: n_arms 2^63, then a numpy error in the replay
+    big.write_text("x0,action,reward,propensity\n0.1,9223372036854775807,1,0.5\n0.3,1,0,0.5\n")
+    with pytest.raises(ValueError, match=r"n_arms must be a whole number in \[2, 2\^20"):
+        load_log(big)
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    text = tmp_path / "text.parquet"  # "1" / "0" were read as rewards 1.0 / 0.0
+    pd.DataFrame({"x0": [0.1, 0.2], "action": [0, 1], "reward": ["1", "0"], "propensity": [0.5, 0.5]}).to_parquet(text)
+    with pytest.raises(ValueError, match="the reward column of log 'text.parquet' must hold numbers"):
+        load_log(text)
+    assert len(LoggedData(np.zeros((2, 1)), np.array([0, 1]), np.ones(2), np.full(2, 0.5), 2)) == 2
+
+
+def test_deploy_replay_names_a_missing_or_non_path_log(tmp_path):
+    from privbandit.deploy.replay import read_log
+
+    for path in (tmp_path, tmp_path / "missing.csv", ""):
+        with pytest.raises(ValueError, match="No such file"):
+            read_log(path, 2)
+    for path in (None, 3):
+        with pytest.raises(ValueError, match="log must be the path of a CSV file"):
+            read_log(path, 2)
+
+
+def test_results_outputs_are_checked_before_writing(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from privbandit.engine import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import DPUCB, UCB1
+    from privbandit.sweep import sweep
+
+    res = simulate(DPUCB(epsilon=1.0), Bernoulli([0.6, 0.4]), 30, 2, seed=0, progress=False)
+    (tmp_path / "dir.csv").mkdir()
+    for path, match in ((tmp_path / "dir.csv", "is a directory"), (tmp_path / "no" / "x.csv", "does not exist"),
+                        (None, "path must be a file name"), (3, "path must be a file name"),
+                        (b"x.csv", "path must be a file name"), (tmp_path / "x.txt", r"must end in \.parquet or \.csv")):
+        with pytest.raises(ValueError, match=match):
+            res.save(path)
+    # the command line accepts --save out.CSV; save() refused it after the whole run
+    assert res.save(tmp_path / "out.CSV").exists()
+    for rounds in (math.nan, 1.5, "3", 0, 31):
+        with pytest.raises(ValueError, match=r"rounds must be whole numbers in \[1, 30\]"):
+            res.certified_at(rounds)
+    assert res.certified_at(np.array([1.0, 30.0])).shape == (2,)
+    with pytest.raises(ValueError, match="privacy must be True or False"):
+        res.plot(privacy="no")
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes"):
+        res.plot(ax=3)
+    with pytest.raises(ValueError, match="title must be a str or None"):
+        res.plot_figure(title=3)
+    sw = sweep([DPUCB(epsilon=1.0), UCB1()], [Bernoulli([0.6, 0.4])], 30, 2, seed=0)
+    for columns in (0, -1, 2.5, "3", True):
+        with pytest.raises(ValueError, match=r"columns must be a whole number in \[1, inf\)"):
+            sw.plot(columns=columns)
+    with pytest.raises(ValueError, match="does not exist"):
+        sw.plot(tmp_path / "no" / "x.png")
+    with pytest.raises(ValueError, match="no cell"):
+        sw.get("x", "y")  # was a bare KeyError
+    plt.close("all")
+
+
+def test_zero_dimensional_arrays_are_not_grids():
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import DPUCB
+    from privbandit.sweep import sweep
+
+    with pytest.raises(ValueError, match="policies must be a sequence"):
+        sweep(np.array(0.5), [Bernoulli([0.6, 0.4])], 20, 2)
+    with pytest.raises(ValueError, match="envs must be a sequence"):
+        sweep([DPUCB(epsilon=1.0)], np.array(3), 20, 2)
+    with pytest.raises(ValueError, match="bs must be a sequence"):
+        budget.ts_frontier(1.0, 1000, 2, np.array(3), delta=1e-6)
+    assert len(budget.ts_frontier(1.0, 1000, 2, (b for b in [1, 2]), delta=1e-6)) == 2  # generators still pass
+
+
+def test_an_audit_budget_of_1e308_seconds_does_not_overflow():
+    """``privbandit audit ... --seconds 1e308``: the test-run cut int(remaining / per_run) was int(inf)."""
+    from privbandit.audit import Audit, Budget, Neighbours
+    from privbandit.policies.gaussian_ts import GaussianTS
+
+    tape = np.full((2, 14), 0.5)
+    tape_prime = tape.copy()
+    tape[0, 0], tape_prime[0, 0] = 0.0, 1.0
+    res = Audit.policy(GaussianTS(2, 1.0), 14, 2, neighbours=Neighbours.pair(tape, tape_prime),
+                       budget=Budget(2_000, seconds=1e308), seed=0).run()
+    assert res.verdict in ("CONSISTENT", "INCONCLUSIVE")
