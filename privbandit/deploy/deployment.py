@@ -35,6 +35,7 @@ import numbers
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,11 @@ def check_reward(reward, strict: bool) -> tuple[float, float]:
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
     if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"reward must be a real number in [0, 1], got {reward!r}")
-    raw = float(reward)
+    try:
+        raw = float(reward)
+    except OverflowError:  # an int beyond the floats
+        raise ValueError(f"reward must be a finite real number in [0, 1], got an integer of "
+                         f"{int(reward).bit_length()} bits") from None
     if not math.isfinite(raw):
         raise ValueError(f"reward must be a finite real number in [0, 1], got {raw!r}")
     if strict and not 0.0 <= raw <= 1.0:
@@ -205,6 +210,8 @@ class Deployment:
         from privbandit.policies import make_policy
 
         path = _store.store_path(path)
+        if params is not None and not isinstance(params, Mapping):  # (dict(3) was a TypeError)
+            raise ValueError(f"params must be a mapping of policy parameter names to values, got {params!r}")
         params = _json_params(dict(params or {}))
         pol = make_policy(policy, **params)
         if not pol.private:
@@ -214,7 +221,9 @@ class Deployment:
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2)
-        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf):
+        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed)
+        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
+                or budget > 1.7976931348623157e308:
             raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}")
@@ -253,7 +262,7 @@ class Deployment:
         }
         conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
-            _store.initialise(conn, config, blob, digest)
+            _store.initialise(conn, config, blob, digest, path)
         except BaseException:
             conn.close()
             raise

@@ -167,8 +167,14 @@ def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") ->
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
 
 
-def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str) -> None:
+def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str, path: str = "store") -> None:
     with transaction(conn):
+        # connect()'s "already exists" check and this write lock are not one step: two processes
+        # initialising the same new path can both pass the check. The second one finds the first's
+        # schema here, under the lock, and leaves it alone (was sqlite3's "table meta already exists")
+        if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+            raise ValueError(f"store {path!r} already exists (another process initialised it just now); "
+                             "open it instead of initialising it again")
         # statement by statement: executescript would commit the open transaction first
         for statement in filter(str.strip, _SCHEMA.split(";")):
             conn.execute(statement)

@@ -369,3 +369,43 @@ def test_an_audit_budget_of_1e308_seconds_does_not_overflow():
     res = Audit.policy(GaussianTS(2, 1.0), 14, 2, neighbours=Neighbours.pair(tape, tape_prime),
                        budget=Budget(2_000, seconds=1e308), seed=0).run()
     assert res.verdict in ("CONSISTENT", "INCONCLUSIVE")
+
+
+def test_a_concurrent_init_of_the_same_path_leaves_the_first_store_alone(tmp_path, monkeypatch):
+    """Two ``deploy init`` of one new path: both can pass connect()'s "already exists" check before
+    either writes. The second then failed inside SQLite ("table meta already exists", exit 1 from the
+    command line); it is now the same ValueError as a plain second init, decided under the write lock,
+    and the first store keeps its configuration and its spent rounds."""
+    from privbandit.deploy import store as _store
+
+    path = str(tmp_path / "raced.db")
+    kw = dict(params={"epsilon": 1.0}, n_arms=2, budget=5.0, delta=1e-6)
+    first = Deployment.create(path, "dp_ucb", seed=1, **kw)
+    first.select()
+    first.close()
+    exists = os.path.exists
+    monkeypatch.setattr(_store.os.path, "exists", lambda p: False if os.fspath(p) == path else exists(p))
+    with pytest.raises(ValueError, match="already exists"):
+        Deployment.create(path, "dp_ucb", seed=2, **kw)
+    monkeypatch.undo()
+    with Deployment.open(path) as dep:
+        status = dep.status()
+    assert status["seed"] == 1 and status["policy_rounds"] == 1
+
+
+def test_deployment_arguments_of_this_round_are_named(tmp_path):
+    kw = dict(n_arms=2, budget=5.0, delta=1e-6, seed=1)
+    for policy in (3, None, {"a": 1}):
+        with pytest.raises(ValueError, match="policy name must be a str"):  # was AttributeError: .replace
+            Deployment.create(tmp_path / "a.db", policy, **kw)
+    for params in (3, 0.5, [1, 2], np.array(3)):
+        with pytest.raises(ValueError, match="params must be a mapping"):  # was dict(params)'s TypeError
+            Deployment.create(tmp_path / "a.db", "dp_ucb", params=params, **kw)
+    with pytest.raises(ValueError, match=r"budget must be a real number in \(0, inf\)"):
+        Deployment.create(tmp_path / "a.db", "dp_ucb", **(kw | {"budget": 10**400}))  # was OverflowError
+    dep = Deployment.create(tmp_path / "b.db", "dp_ucb", params={"epsilon": 1.0}, **kw)
+    d = dep.select()
+    with pytest.raises(ValueError, match="reward must be a finite real number"):
+        dep.update(d.decision, 10**400)  # was OverflowError
+    assert dep.update(d.decision, 7).reward == 1.0  # the documented clipping, still
+    dep.close()
