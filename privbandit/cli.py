@@ -404,7 +404,8 @@ def _add_invert(sub) -> None:
 def _add_certify(sub) -> None:
     cert = sub.add_parser("certify", help="certify N Laplace releases with every accountant")
     cert.add_argument("--epsilon", type=positive, default=0.1, help="per-release epsilon in (0, inf) (default 0.1)")
-    cert.add_argument("--releases", type=whole(1), default=1000, help="number of releases, >= 1 (default 1000)")
+    cert.add_argument("--releases", type=whole(1, 10**300), default=1000,
+                      help="number of releases, in [1, 1e300] (default 1000)")
     cert.add_argument("--delta", type=probability, default=1e-6, help="target delta in (0, 1) (default 1e-6)")
     cert.set_defaults(func=_certify)
 

@@ -409,3 +409,22 @@ def test_deployment_arguments_of_this_round_are_named(tmp_path):
         dep.update(d.decision, 10**400)  # was OverflowError
     assert dep.update(d.decision, 7).reward == 1.0  # the documented clipping, still
     dep.close()
+
+
+def test_a_multiplicity_beyond_the_floats_is_named():
+    """(Laplace(2) * 5) * 1e308: 5e308 releases, an OverflowError in the pure accountant's eps x count."""
+    import accountants as A
+
+    with pytest.raises(ValueError, match=r"count must keep every release's multiplicity below 2\^1000"):
+        (A.Laplace(2.0) * 5) * 1e308
+    with pytest.raises(ValueError, match=r"count must keep every release's multiplicity below 2\^1000"):
+        A.Laplace(2.0) * 10**400
+    big = A.Laplace(2.0) * 2**999  # just inside: every accountant answers a valid (here infinite) epsilon
+    assert A.best_epsilon(big, 1e-6).value >= 0.0
+
+
+def test_command_line_counts_beyond_their_use_are_refused_at_parse_time():
+    """--releases 1e999 (read exactly since this round) reached the events as a 1000-digit count;
+    audit --arms 1e30 was numpy's "Maximum allowed size exceeded"."""
+    assert "[1, 1e+300]" in _one_line_error(["certify", "--releases", "1e999"])
+    assert "[2, 10000]" in _one_line_error(["audit", "dp_ucb", "--arms", "1e30"])
