@@ -428,3 +428,96 @@ def test_command_line_counts_beyond_their_use_are_refused_at_parse_time():
     audit --arms 1e30 was numpy's "Maximum allowed size exceeded"."""
     assert "[1, 1e+300]" in _one_line_error(["certify", "--releases", "1e999"])
     assert "[2, 10000]" in _one_line_error(["audit", "dp_ucb", "--arms", "1e30"])
+
+
+# ---------------------------------------------------------------- property-based (derandomized: tests/conftest.py)
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: text a user might type for a number: digits, signs, exponents, points, spaces, unicode digits, words
+NUMBER_TEXT = st.one_of(
+    st.text(alphabet="0123456789+-.eE_ xXnaifNAIF\n\u0661\uff11", max_size=12),
+    st.from_regex(r"\A[+-]?\d{1,3}(\.\d{0,3})?([eE][+-]?\d{1,4})?\Z"),
+    st.integers(min_value=-2**80, max_value=2**80).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+#: Python values a caller might pass for a number
+NUMBER_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=-10**400, max_value=10**400),
+    st.booleans(), st.none(), st.text(max_size=5), st.lists(st.floats(), max_size=3),
+    st.floats(allow_nan=True, allow_infinity=True).map(np.float64),
+    st.integers(min_value=-2**63, max_value=2**63 - 1).map(np.int64),
+    st.floats(width=32, allow_nan=True).map(lambda x: np.array(x, dtype=np.float32)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(NUMBER_TEXT)
+def test_command_line_number_parsers_answer_in_range_or_refuse(text):
+    import argparse
+
+    from privbandit.cli_checks import real, whole
+
+    for lo, hi in ((0, math.inf), (2, 10**30), (1, 10**300)):
+        try:
+            value = whole(lo, hi)(text)
+        except argparse.ArgumentTypeError as exc:
+            assert "\n" not in str(exc) or "\n" in text
+            continue
+        assert type(value) is int and lo <= value <= hi, (text, value)
+    for lo, hi, lo_open, hi_open in ((0.0, math.inf, True, False), (0.0, 1.0, True, True), (-math.inf, math.inf, False, False)):
+        try:
+            x = real(lo, hi, lo_open=lo_open, hi_open=hi_open)(text)
+        except argparse.ArgumentTypeError:
+            continue
+        assert math.isfinite(x) and (x > lo if lo_open else x >= lo) and (x < hi if hi_open else x <= hi), (text, x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=15), max_size=4))
+def test_param_parser_returns_a_dict_or_names_the_item(items):
+    from privbandit.cli import parse_params
+
+    try:
+        params = parse_params(items)
+    except ValueError as exc:
+        assert "--param" in str(exc)
+        return
+    assert all(k.isidentifier() for k in params) and len(params) <= len(items)
+
+
+@settings(max_examples=400, deadline=None)
+@given(NUMBER_VALUES)
+def test_shared_validators_answer_in_range_or_name_the_parameter(value):
+    from accountants import _validate
+
+    checks = {
+        "positive": lambda x: 0 < x < math.inf, "nonnegative": lambda x: 0 <= x < math.inf,
+        "probability": lambda x: 0 < x < 1, "finite": math.isfinite, "count": lambda n: type(n) is int and n >= 0,
+    }
+    for name, ok in checks.items():
+        try:
+            out = getattr(_validate, name)("param", value)
+        except ValueError as exc:
+            assert "param" in str(exc), (name, value, str(exc))
+            continue
+        assert ok(out), (name, value, out)
+    try:
+        arr = _validate.real_array("param", value)
+    except ValueError as exc:
+        assert "param must be an array of real numbers" in str(exc)
+    else:
+        assert arr.dtype == np.float64
+
+
+@settings(max_examples=40, deadline=None)
+@given(delta=NUMBER_TEXT, epsilon=NUMBER_TEXT)
+def test_certify_with_typed_numbers_prints_a_certificate_or_one_line(delta, epsilon):
+    argv = ["certify", "--releases", "5", "--delta", delta, "--epsilon", epsilon]
+    code, out, err = _cli(argv)
+    if code == 0:
+        best = [line for line in out.splitlines() if line.startswith("best: ")]
+        assert len(best) == 1 and "nan" not in best[0], (argv, out)
+    else:
+        _one_line_error(argv)
