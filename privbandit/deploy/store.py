@@ -143,6 +143,9 @@ def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Co
             raise StoreError(f"{path}: no such deployment store")
         if os.path.getsize(path) == 0:
             raise StoreError(f"{path}: empty file, not a deployment store")
+    parent = os.path.dirname(os.path.abspath(path))
+    if create and not os.path.isdir(parent):  # (sqlite3 says only "unable to open database file")
+        raise ValueError(f"store {path!r}: directory {parent!r} does not exist")
     try:
         conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
     except sqlite3.Error as exc:
@@ -190,8 +193,14 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
     try:
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
+        empty = app == 0 and not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+    if empty:
+        # what a process killed inside `deploy init` leaves (the file, no schema): init refuses the
+        # path because it exists, so say how to get out
+        raise StoreError(f"{path}: an empty SQLite file, not a deployment store (an interrupted init?); "
+                         "nothing was recorded in it: delete it and init again")
     if app != APPLICATION_ID:
         raise StoreError(f"{path}: not a privbandit deployment store (SQLite application_id {app:#x}, "
                          f"expected {APPLICATION_ID:#x})")

@@ -521,3 +521,17 @@ def test_certify_with_typed_numbers_prints_a_certificate_or_one_line(delta, epsi
         assert len(best) == 1 and "nan" not in best[0], (argv, out)
     else:
         _one_line_error(argv)
+
+
+def test_an_interrupted_init_and_a_missing_directory_say_what_to_do(tmp_path):
+    """A process killed inside ``deploy init`` after SQLite created the file (WAL header, no schema)
+    left a store that init refused ("already exists") and open called a foreign database
+    ("application_id 0x0"). A store in a missing directory was sqlite3's "unable to open database file"."""
+    path = tmp_path / "interrupted.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")  # what connect() + configure() had written
+    conn.close()
+    with pytest.raises(StoreError, match="an empty SQLite file.*interrupted init.*delete it and init again"):
+        Deployment.open(path)
+    with pytest.raises(ValueError, match="directory .* does not exist"):
+        Deployment.create(tmp_path / "missing" / "x.db", "dp_ucb", n_arms=2, budget=1.0, delta=1e-6)
