@@ -121,7 +121,10 @@ class ClippedGaussian(StationaryEnvironment):
         self.locs, self.scale = locs, float(scale)
         # E[clip(X, 0, 1)] = E[X; 0<X<1] + P(X >= 1) for X ~ N(loc, scale^2).
         a, b = (0 - locs) / scale, (1 - locs) / scale
-        inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
+        # |a| beyond ~1e154 (a loc of 1e300 at scale 1e100): the pdf's a^2 overflows to inf and the
+        # pdf is 0, which is its value; the RuntimeWarning reached the caller of every simulate
+        with np.errstate(over="ignore"):
+            inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
         super().__init__(inside + stats.norm.sf(b))
 
     def start(self, replicates, rng):

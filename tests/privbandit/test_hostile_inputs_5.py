@@ -535,3 +535,19 @@ def test_an_interrupted_init_and_a_missing_directory_say_what_to_do(tmp_path):
         Deployment.open(path)
     with pytest.raises(ValueError, match="directory .* does not exist"):
         Deployment.create(tmp_path / "missing" / "x.db", "dp_ucb", n_arms=2, budget=1.0, delta=1e-6)
+
+
+def test_a_clipped_gaussian_far_outside_the_unit_interval_is_quiet():
+    """locs of +-1e300 at scale 1e100: the clipped means are exactly 1 and 0, but the normal pdf's
+    a^2 overflowed and every simulate on it warned (caught as errors here)."""
+    import warnings
+
+    from privbandit.engine import simulate
+    from privbandit.envs import ClippedGaussian
+    from privbandit.policies import DPUCB
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = ClippedGaussian([-1e300, 1e300], scale=1e100)
+        res = simulate(DPUCB(epsilon=1.0), env, 40, 2, seed=0, progress=False)
+    assert env.means.tolist() == [0.0, 1.0] and np.all(np.isfinite(res.regret_mean))
