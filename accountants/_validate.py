@@ -16,7 +16,11 @@ import numpy as np
 def _as_float(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # a Python int beyond 1.8e308: no float holds it (was an OverflowError)
+        raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308), "
+                         f"got a whole number of {int(value).bit_length()} bits") from None
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
     return x
@@ -63,6 +67,24 @@ def probability_closed(name: str, value: object) -> float:
     if not 0 <= x < 1:
         raise ValueError(f"{name} must lie in [0, 1), got {x!r}")
     return x
+
+
+def real_array(name: str, value: object) -> np.ndarray:
+    """``value`` as a float array (any shape; the caller checks shape and range). Numbers only:
+    ``np.asarray(x, dtype=float)`` alone reads ``"0.5"`` as 0.5 and ``True`` as 1.0, and fails on
+    an int beyond the floats with an OverflowError or on text with a message naming no parameter."""
+    try:
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
+            raise TypeError(raw.dtype)
+        # (an object array turns None into NaN when cast: refused with the text and bools it may hold)
+        if raw.dtype.kind == "O" and any(x is None or isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.ravel().tolist()):
+            raise TypeError("mixed")
+        return raw.astype(float)
+    except (TypeError, ValueError, OverflowError):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ValueError(f"{name} must be an array of real numbers, got {shown}") from None
 
 
 def count(name: str, value: object) -> int:

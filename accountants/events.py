@@ -344,6 +344,10 @@ class Composed(Event):
             yield from e.leaves()
 
 
+MAX_MULTIPLICITY = 2**1000
+"""The largest number of times one release may be composed with itself (see SelfComposed)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SelfComposed(Event):
     """``count``-fold sequential composition of ``event`` with itself (``count`` may be 0)."""
@@ -355,6 +359,15 @@ class SelfComposed(Event):
         if not isinstance(self.event, Event):
             raise ValueError(f"event must be an accountants Event, got {type(self.event).__name__}")
         object.__setattr__(self, "count", _validate.count("count", self.count))
+        if self.count >= 2:
+            # accountants multiply a leaf's epsilon, delta or mu^2 by its multiplicity as a float: past
+            # the floats' range that was an OverflowError ((Laplace(2) * 5) * 1e308 in the pure
+            # accountant). 2^1000 (~1.07e301) releases is beyond any count a run or a schedule makes.
+            # (A leaf has multiplicity 1: only a composed event is walked.)
+            top = 1 if isinstance(self.event, LeafEvent) else max((n for _, n in self.event.leaves()), default=0)
+            if top * self.count >= MAX_MULTIPLICITY:
+                raise ValueError(f"count must keep every release's multiplicity below 2^1000 (~1.07e301), got "
+                                 f"{top} x a count of {self.count.bit_length()} bits")
 
     def leaves(self) -> Iterator[tuple[LeafEvent, int]]:
         if self.count == 0:

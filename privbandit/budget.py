@@ -64,13 +64,24 @@ def _schedule(pol: Policy, horizon: int, n_arms: int, structure: Mapping[str, An
                          "give a smaller horizon") from None
 
 
+HORIZON_MAX = 10**30
+"""The longest horizon the budget helpers certify. 10^30 rounds is more than 10^12 rounds per second
+for the age of the universe (4.4e17 s), so no deployment is refused; beyond it the schedules' closed
+forms leave the floats (a 400-digit horizon: OverflowError converting it, DP-UCB-Int's grouped
+events a ZeroDivisionError) or their grouping slows to ~30 s per certificate at 1e308, which made
+``invert`` (dozens of certificates) hang."""
+
+
 def _horizon(horizon, n_arms: int, name: str = "horizon") -> int:
+    valid = f"{name} must be a whole number in [n_arms = {n_arms}, {HORIZON_MAX:.0e}]"
     try:
         h = _validate.count(name, horizon)
     except ValueError:
-        raise ValueError(f"{name} must be a whole number in [n_arms = {n_arms}, inf), got {horizon!r}") from None
-    if h < n_arms:
-        raise ValueError(f"{name} must be a whole number in [n_arms = {n_arms}, inf), got {horizon!r}")
+        raise ValueError(f"{valid}, got {horizon!r}") from None
+    if not n_arms <= h <= HORIZON_MAX:
+        # (a many-digit int neither converts to float nor, past 4300 digits, to str: show its size)
+        shown = repr(h) if h < 10**40 else f"a whole number of about 10^{int(h.bit_length() * math.log10(2))}"
+        raise ValueError(f"{valid}, got {shown}")
     return h
 
 
@@ -343,7 +354,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
     else:
         target = _validate.positive("target", target)
         mu_target = gdp_conversion.mu_for_epsilon_delta(target, _delta(delta))
-    if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable):
+    if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
+        # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
         raise ValueError(f"bs must be a sequence of whole numbers, got {bs!r}")
     bs = list(bs)
     if not bs:

@@ -24,6 +24,10 @@ import privbandit
 from privbandit.cli_checks import (positive, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
                                    writable_file)
 
+#: the budget helpers' longest horizon (privbandit.budget.HORIZON_MAX, not imported: the parser is built
+#: before any computing module loads)
+HORIZON_MAX = 10**30
+
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 #: ``certify`` skips these accountants above these numbers of releases (their cost grows with it)
 SLOW_ACCOUNTANTS = {"pld": 100_000, "optimal": 1_000_000}
@@ -238,6 +242,16 @@ def _invert(args: argparse.Namespace) -> int:
         return 0
     if not args.solve_for or not args.bounds:
         raise ValueError("--solve-for NAME and --bounds LO HI are required (or --frontier for gaussian_ts)")
+    import inspect
+
+    # budget.invert passes unknown keywords on to the policy: a --param named like one of its own
+    # keywords (DPUCBInt's delta, say) would arrive twice, a TypeError instead of a usage error
+    own = set(inspect.signature(budget.invert).parameters) - {"fixed"}
+    clash = sorted(own & set(params))
+    if clash:
+        raise ValueError(f"--param {clash[0]}: invert cannot fix a policy parameter named {clash[0]!r}, the name "
+                         f"of one of its own settings (--{clash[0].replace('_', '-')}); "
+                         f"evaluate such a configuration with `privbandit budget` instead")
     inv = budget.invert(args.policy, target, args.horizon, solve_for=args.solve_for, bounds=tuple(args.bounds),
                         n_arms=args.n_arms, delta=None if target_mu else args.delta, target_mu=target_mu,
                         integer=args.integer, **_structure(args), **params)
@@ -297,7 +311,8 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
-        self.exit(2, f"privbandit: error: {where}{message} (see {self.prog} --help)\n")
+        # argparse quotes the offending argument, which may hold a newline: still one line
+        self.exit(2, f"privbandit: error: {where}{_one_line(message)} (see {self.prog} --help)\n")
 
     def parse_known_args(self, args=None, namespace=None):
         refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
@@ -359,7 +374,7 @@ def _add_experiment(sub) -> None:
 def _add_budget(sub) -> None:
     bud = sub.add_parser("budget", help="certified epsilon of a configured policy over a horizon, per accountant")
     bud.add_argument("policy")
-    bud.add_argument("--horizon", type=whole(2), required=True)
+    bud.add_argument("--horizon", type=whole(2, HORIZON_MAX), required=True, help="rounds, in [2, 1e30]")
     bud.add_argument("--n-arms", type=whole(2), default=2, help="number of arms, >= 2 (default 2)")
     bud.add_argument("--delta", type=probability, default=1e-6)
     bud.add_argument("--epsilon", type=positive, help="the privacy level the policy certifies (its `epsilon`)")
@@ -371,7 +386,7 @@ def _add_budget(sub) -> None:
 def _add_invert(sub) -> None:
     inv = sub.add_parser("invert", help="the least-noise parameter meeting a privacy target (verified)")
     inv.add_argument("policy")
-    inv.add_argument("--horizon", type=whole(2), required=True)
+    inv.add_argument("--horizon", type=whole(2, HORIZON_MAX), required=True, help="rounds, in [2, 1e30]")
     inv.add_argument("--n-arms", type=whole(2), default=2)
     inv.add_argument("--epsilon", type=positive, help="target epsilon (at --delta)")
     inv.add_argument("--delta", type=probability, default=1e-6)
@@ -389,7 +404,8 @@ def _add_invert(sub) -> None:
 def _add_certify(sub) -> None:
     cert = sub.add_parser("certify", help="certify N Laplace releases with every accountant")
     cert.add_argument("--epsilon", type=positive, default=0.1, help="per-release epsilon in (0, inf) (default 0.1)")
-    cert.add_argument("--releases", type=whole(1), default=1000, help="number of releases, >= 1 (default 1000)")
+    cert.add_argument("--releases", type=whole(1, 10**300), default=1000,
+                      help="number of releases, in [1, 1e300] (default 1000)")
     cert.add_argument("--delta", type=probability, default=1e-6, help="target delta in (0, 1) (default 1e-6)")
     cert.set_defaults(func=_certify)
 

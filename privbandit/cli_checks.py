@@ -15,6 +15,7 @@ Every failure is a ``ValueError`` (or ``argparse.ArgumentTypeError`` at parse ti
 from __future__ import annotations
 
 import argparse
+import decimal
 import math
 import os
 from pathlib import Path
@@ -29,6 +30,11 @@ def _interval(lo, hi, lo_open: bool, hi_open: bool) -> str:
     right = ")" if hi_open or hi == math.inf else "]"
     fmt = lambda x: "inf" if x == math.inf else ("-inf" if x == -math.inf else f"{x:g}")  # noqa: E731
     return f"{left}{fmt(lo)}, {fmt(hi)}{right}"
+
+
+def _shown(text: str) -> str:
+    """The user's text in a message, shortened: a 5000-digit number is not echoed in full."""
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, hi_open: bool = False):
@@ -50,23 +56,24 @@ def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, 
 
 
 def whole(lo: int = 0, hi: float = math.inf):
-    """An argparse type: a whole number in [lo, hi] (``1e5`` and ``100000`` both accepted)."""
+    """An argparse type: a whole number in [lo, hi] (``1e5`` and ``100000`` both accepted).
+
+    The text is read as an exact decimal, not through a float: ``1e23`` is 10^23, not the float
+    99999999999999991611392, and ``1e30`` passes a bound of 10^30. A number beyond 4300 digits
+    (Python's int conversion limit) is out of range, and is refused without being built."""
 
     def parse(text: str) -> int:
         try:
-            value = float(text)
-            whole_value = int(value) if math.isfinite(value) and value == int(value) else None
-        except (ValueError, OverflowError):
-            whole_value = None
-        if whole_value is None:
-            try:  # beyond float precision: an exact integer literal
-                whole_value = int(text)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"expected a whole number in {_interval(lo, hi, False, False)}, "
-                                                 f"got {text!r}") from None
-        if not lo <= whole_value <= hi:
-            raise argparse.ArgumentTypeError(f"must be a whole number in {_interval(lo, hi, False, False)}, got {text}")
-        return whole_value
+            exact = decimal.Decimal(text)
+        except (decimal.InvalidOperation, ValueError, TypeError):
+            exact = None
+        if exact is None or not exact.is_finite() or exact != exact.to_integral_value():
+            raise argparse.ArgumentTypeError(f"expected a whole number in {_interval(lo, hi, False, False)}, "
+                                             f"got {text!r}")
+        if exact.adjusted() >= 4300 or not lo <= exact <= (decimal.Decimal(hi) if math.isfinite(hi) else exact):
+            raise argparse.ArgumentTypeError(f"must be a whole number in {_interval(lo, hi, False, False)}, "
+                                             f"got {_shown(text)}")
+        return int(exact)
 
     parse.__name__ = "whole number"
     return parse

@@ -83,10 +83,19 @@ def check_memory(horizon: int, replicates: int, what: str = "replicates") -> Non
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # not a POSIX system: let numpy be the judge
         return
-    if int(horizon) * int(replicates) * _BYTES_PER_CELL > physical:
+    need = int(horizon) * int(replicates) * _BYTES_PER_CELL
+    if need > physical:
         largest = physical // (_BYTES_PER_CELL * int(replicates))
-        raise ValueError(f"horizon x {what} = {int(horizon)} x {int(replicates)} needs "
-                         f"{int(horizon) * int(replicates) * _BYTES_PER_CELL / 2**30:.3g} GiB, more than this machine's "
+        # exact integers throughout: a 400-digit horizon (the command line reads numbers exactly) made
+        # need / 2**30 an OverflowError; shown by magnitude beyond 2^1000 (str() stops at 4300 digits)
+        shown = (lambda n: f"{n}" if n.bit_length() < 100 else f"about 2^{n.bit_length() - 1}")  # noqa: E731
+        gib = f"{need / 2**30:.3g}" if need.bit_length() < 1000 else f"about 2^{need.bit_length() - 31}"
+        if largest < 2:  # no horizon fits: it is the replicates that must come down
+            raise ValueError(f"{what} = {shown(int(replicates))} needs more than this machine's "
+                             f"{physical / 2**30:.3g} GiB even for 2 rounds: {what} must lie in "
+                             f"[1, {physical // (2 * _BYTES_PER_CELL)}]")
+        raise ValueError(f"horizon x {what} = {shown(int(horizon))} x {shown(int(replicates))} needs "
+                         f"{gib} GiB, more than this machine's "
                          f"{physical / 2**30:.3g} GiB: with {int(replicates)} {what} the horizon must lie in "
                          f"[n_arms, {largest}]")
 
@@ -97,11 +106,18 @@ def _validate(policy, env, horizon, replicates, delta):
     if not isinstance(env, Environment):
         raise ValueError(f"env must be a privbandit Environment, got {type(env).__name__}")
     horizon = _count("horizon", horizon)
-    if horizon < env.n_arms:
-        raise ValueError(f"horizon must be a whole number >= the number of arms ({env.n_arms}), got {horizon!r}")
+    # rounds and replicates index int64 arrays; beyond 2^63 the memory check's arithmetic left the
+    # floats (an OverflowError) before it could name them
+    if not env.n_arms <= horizon < 2**63:
+        raise ValueError(f"horizon must be a whole number >= the number of arms ({env.n_arms}) and below 2^63, "
+                         f"got {horizon if horizon < 2**63 else f'about 2^{horizon.bit_length() - 1}'}")
+    rounds = getattr(env, "rounds", None)  # a fixed table: checked now, not at its first missing round
+    if isinstance(rounds, int) and horizon > rounds:
+        raise ValueError(f"horizon must be at most the {rounds} rounds of the {env.name} environment, got {horizon}")
     replicates = _count("replicates", replicates)
-    if replicates < 1:
-        raise ValueError(f"replicates must be a whole number >= 1, got {replicates!r}")
+    if not 1 <= replicates < 2**63:
+        raise ValueError(f"replicates must be a whole number in [1, 2^63), "
+                         f"got {replicates if replicates < 2**63 else f'about 2^{replicates.bit_length() - 1}'}")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
     # the accountants need a normal float (checked here, before the run, not at its first query)
@@ -268,7 +284,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             (``privbandit.feedback.RELATIONS``; the same for K-armed bandit feedback).
     """
     _validate(policy, env, horizon, replicates, delta)
-    check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes)
+    check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
     check_relation(relation)
     _check_capabilities(policy, env)
     horizon, replicates = int(horizon), int(replicates)

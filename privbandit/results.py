@@ -73,9 +73,12 @@ class SimulationResult:
 
         Valid because a privacy schedule is monotone in the number of rounds.
         """
-        rounds = np.asarray(rounds)
-        if np.any(rounds < 1) or np.any(rounds > self.horizon):
-            raise ValueError(f"rounds must lie in [1, {self.horizon}]")
+        raw = np.asarray(rounds)
+        # whole numbers only: 1.5 was read as round 2, NaN was an IndexError and "3" a numpy type error
+        whole = raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and bool(np.all(np.isfinite(raw) & (raw == np.round(raw)))))
+        if not whole or np.any(raw < 1) or np.any(raw > self.horizon):
+            raise ValueError(f"rounds must be whole numbers in [1, {self.horizon}], got {rounds!r}")
+        rounds = raw.astype(np.int64)
         return self.certified_epsilon[np.searchsorted(self.checkpoints, rounds, side="left")]
 
     #: the check's floating-point slack: the ledger sums per-record spends in a different order from
@@ -181,15 +184,16 @@ class SimulationResult:
 
     def save(self, path: str | Path) -> Path:
         """Write the tidy frame to ``.parquet`` or ``.csv`` and the metadata to ``<path>.json``."""
-        path = Path(path)
+        path = output_path(path, (".parquet", ".csv"))
         frame = self.to_frame()
-        if path.suffix == ".parquet":
-            frame.to_parquet(path, index=False)
-        elif path.suffix == ".csv":
-            frame.to_csv(path, index=False)
-        else:
-            raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}")
-        path.with_suffix(path.suffix + ".json").write_text(json.dumps(self.metadata(), indent=2, default=str))
+        try:
+            if path.suffix.lower() == ".parquet":
+                frame.to_parquet(path, index=False)
+            else:
+                frame.to_csv(path, index=False)
+            path.with_suffix(path.suffix + ".json").write_text(json.dumps(self.metadata(), indent=2, default=str))
+        except OSError as exc:  # an unwritable place: bad input, named, not pandas' OSError
+            raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return path
 
     def plot(self, ax=None, *, label: str | None = None, privacy: bool = True, color=None):
@@ -198,6 +202,10 @@ class SimulationResult:
         two-panel figure of ``privbandit run --plot``."""
         import matplotlib.pyplot as plt
 
+        if not isinstance(privacy, (bool, np.bool_)):  # "no" is truthy: not read as a flag
+            raise ValueError(f"privacy must be True or False, got {privacy!r}")
+        if ax is not None and not callable(getattr(ax, "plot", None)):
+            raise ValueError(f"ax must be a matplotlib Axes or None, got {ax!r}")
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 4))
         rounds = np.arange(1, self.horizon + 1)
@@ -238,6 +246,7 @@ class SimulationResult:
         figure; the legends sit below the panels, off the data."""
         import matplotlib.pyplot as plt
 
+        check_title(title)
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
         self.plot(left, privacy=False, color="tab:blue")
         left.set_title("regret (mean, 95% band)", fontsize="medium")
@@ -253,6 +262,30 @@ class SimulationResult:
         fig.suptitle(title or f"{self.name} on {self.environment.get('environment')}: horizon {self.horizon}, "
                             f"{self.replicates} replicates", fontsize="medium")
         return fig
+
+
+def output_path(path, suffixes: tuple[str, ...], name: str = "path") -> Path:
+    """``path`` as a Path to a file that can be written: a str or os.PathLike, one of ``suffixes``
+    (any case: ``.CSV`` too, as the command line accepts it), not a directory, in an existing
+    directory. Checked before anything is computed or written (was a TypeError, IsADirectoryError
+    or pandas' OSError after the frame was built)."""
+    import os
+
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ValueError(f"{name} must be a file name ending in {' or '.join(suffixes)}, got {path!r}")
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise ValueError(f"{name} must end in {' or '.join(suffixes)}, got {p.name!r}")
+    if p.is_dir():
+        raise ValueError(f"{name} {str(p)!r} is a directory; give a file name")
+    if not p.parent.is_dir():
+        raise ValueError(f"{name} {str(p)!r}: directory {str(p.parent)!r} does not exist")
+    return p
+
+
+def check_title(title) -> None:
+    if title is not None and not isinstance(title, str):  # (was matplotlib's AttributeError 'expandtabs')
+        raise ValueError(f"title must be a str or None, got {title!r}")
 
 
 def _plain_axes(ax) -> None:

@@ -25,15 +25,16 @@ def _whole(name: str, value, minimum: int) -> None:
 
 
 def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep_arms, progress,
-                      realized_points, max_tracked_bytes) -> None:
+                      realized_points, max_tracked_bytes, ledger_replicates=None) -> None:
     """ValueError naming the first invalid option; nothing is returned or changed."""
     if checkpoints is not None:
         raw = np.asarray(checkpoints, dtype=object).ravel() if not isinstance(checkpoints, (str, bytes)) else None
         if raw is None or np.ndim(checkpoints) > 1:
             raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {checkpoints!r}")
         for c in raw.tolist():
+            # (an int beyond the floats is whole -- and out of range -- without float(c) overflowing)
             whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.number))
-                     and math.isfinite(float(c)) and float(c) == int(c))
+                     and (isinstance(c, (numbers.Integral, np.integer)) or (math.isfinite(float(c)) and float(c) == int(c))))
             if not whole or not 1 <= int(c) <= horizon:
                 raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {c!r}")
     if not (ledger == "tight" if isinstance(ledger, str) else isinstance(ledger, (bool, np.bool_))):
@@ -44,3 +45,5 @@ def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep
         _flag("progress", progress)
     _whole("realized_points", realized_points, 1)
     _whole("max_tracked_bytes", max_tracked_bytes, 0)
+    if ledger_replicates is not None:  # else the ledger refused it as "track_replicates", its own name
+        _whole("ledger_replicates", ledger_replicates, 0)

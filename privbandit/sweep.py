@@ -36,7 +36,11 @@ def _labelled(items, kind: str, cls) -> list[tuple[str, Any]]:
     if isinstance(items, (str, bytes, cls)) or not isinstance(items, (Mapping, Iterable)):
         raise ValueError(f"{kind} must be a sequence of {cls.__name__} objects or a mapping label -> "
                          f"{cls.__name__}, got {items!r}")
-    pairs = list(items.items()) if isinstance(items, Mapping) else [(repr(x), x) for x in items]
+    try:
+        pairs = list(items.items()) if isinstance(items, Mapping) else [(repr(x), x) for x in items]
+    except TypeError:  # a 0-d numpy array is Iterable by type, not by value
+        raise ValueError(f"{kind} must be a sequence of {cls.__name__} objects or a mapping label -> "
+                         f"{cls.__name__}, got {items!r}") from None
     if not pairs:
         raise ValueError(f"{kind} must not be empty")
     for label, obj in pairs:
@@ -65,7 +69,8 @@ class SweepResult:
         for p, e, r in self.cells:
             if p == policy and e == env:
                 return r
-        raise KeyError((policy, env))
+        raise ValueError(f"no cell ({policy!r}, {env!r}) in this sweep; its cells are "
+                         f"{', '.join(repr((p, e)) for p, e, _ in self.cells)}")
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per cell: labels, final regret with its band, certified / realized / claimed eps."""
@@ -96,13 +101,23 @@ class SweepResult:
         it is also written there."""
         import matplotlib
 
+        from privbandit.results import check_title, output_path
+
+        # checked before drawing: columns="3" was a TypeError, 0, -1 or 2.5 were read as 1 or 2
+        if isinstance(columns, (bool, np.bool_)) or not isinstance(columns, (int, np.integer)) or columns < 1:
+            raise ValueError(f"columns must be a whole number in [1, inf), got {columns!r}")
+        check_title(title)
         if path is not None:
+            path = output_path(path, (".png", ".pdf", ".svg", ".jpg", ".jpeg"))
             matplotlib.use("Agg")
         from privbandit.figures import plot_cells
 
-        fig = plot_cells(self.cells, title=title, columns=columns)
+        fig = plot_cells(self.cells, title=title, columns=min(int(columns), len(self.cells)))
         if path is not None:
-            fig.savefig(path, dpi=90)
+            try:
+                fig.savefig(path, dpi=90)
+            except OSError as exc:
+                raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return fig
 
 

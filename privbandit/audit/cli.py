@@ -64,7 +64,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                      "--allow-inconclusive), 2 bad input")
     p.add_argument("policy", help="registered policy name, e.g. gaussian_ts")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
-    p.add_argument("--arms", type=whole(2), default=2, help="number of arms (default 2)")
+    # every run holds per-arm state and the white-box environment one mean per arm: 10^4 arms is far
+    # beyond any audit (1e30 arms was numpy's "Maximum allowed size exceeded", naming no option)
+    p.add_argument("--arms", type=whole(2, 10**4), default=2, help="number of arms, in [2, 10000] (default 2)")
     p.add_argument("--horizon", type=whole(1), default=None,
                    help="rounds per run (default: the policy's pre-pull rounds + 20)")
     p.add_argument("--tier", choices=sorted(TIERS), default="ci", help="sample sizes (default ci)")

@@ -414,9 +414,10 @@ class Audit:
         notes.append(f"selection: {n_cand} candidate events over {len(self.scores)} scores")
         if self.budget.seconds is not None:
             remaining = self.budget.seconds - (time.perf_counter() - started)
-            affordable = int(max(remaining, 0.0) / max(per_run, 1e-9) / 2)
+            # compared as a float: a budget of 1e308 s affords inf runs, which int() cannot hold
+            affordable = max(remaining, 0.0) / max(per_run, 1e-9) / 2
             if affordable < n_te:
-                n_te = max(1000, affordable)
+                n_te = max(1000, int(affordable))
                 notes.append(f"test runs per side cut to {n_te} by the {self.budget.seconds:g} s budget")
         od, odp = sample_both(s_test, n_te)
         used = sorted({e.score_index for e in events})

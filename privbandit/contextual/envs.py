@@ -25,6 +25,9 @@ import math
 
 import numpy as np
 
+from accountants import _validate
+from accountants._validate import real_array
+
 from privbandit.feedback import Offer
 from privbandit.seeding import check_seed
 from privbandit.envs.base import Environment, EnvironmentRun
@@ -77,10 +80,12 @@ class LinearContextual(ContextualEnvironment):
                  theta=None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 2 <= dim <= 1000:
             raise ValueError(f"dim must be a whole number in [2, 1000], got {dim!r}")
-        if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or n_arms < 2:
-            raise ValueError(f"n_arms must be a whole number in [2, inf), got {n_arms!r}")
-        if isinstance(noise, bool) or not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise >= 0):
-            raise ValueError(f"noise must be a real number in [0, inf), got {noise!r}")
+        # every arm's parameters are drawn up front, (n_arms, dim) of them, and every round's contexts
+        # are (replicates, n_arms, dim): 2^20 arms is far beyond any contextual experiment (2^63 was
+        # numpy's "Maximum allowed dimension exceeded", naming no parameter)
+        if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or not 2 <= n_arms <= 2**20:
+            raise ValueError(f"n_arms must be a whole number in [2, 2^20 = {2**20}], got {n_arms!r}")
+        noise = _validate.nonnegative("noise", noise)  # (an int beyond the floats: named, not an OverflowError)
         if not isinstance(model, str) or model not in ("disjoint", "shared"):
             raise ValueError(f"model must be 'disjoint' or 'shared', got {model!r}")
         self._dim, self._n_arms, self.noise, self.model = int(dim), int(n_arms), float(noise), model
@@ -89,7 +94,7 @@ class LinearContextual(ContextualEnvironment):
         if theta is None:
             rng = np.random.default_rng(theta_seed)
             theta = _with_intercept(_sphere(rng, shape, self._dim - 1))
-        theta = np.asarray(theta, dtype=float)
+        theta = real_array("theta", theta)
         if theta.shape != shape + (self._dim,):
             raise ValueError(f"theta must have shape {shape + (self._dim,)}, got {theta.shape}")
         w = theta[..., 1:] * math.sqrt(2.0)
@@ -157,7 +162,7 @@ def load_dataset(name: str, dim: int | None = None) -> tuple[np.ndarray, np.ndar
     """(features (n, d), labels (n,)) of a bundled scikit-learn dataset, prepared as in
     :class:`ClassificationBandit`: standardized, optionally PCA-projected to ``dim - 1`` columns,
     an intercept column, every row scaled to norm at most 1 (the largest row has norm 1)."""
-    if name not in DATASETS:
+    if not isinstance(name, str) or name not in DATASETS:  # (an array: "truth value ... is ambiguous")
         raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
     try:
         from sklearn import datasets

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +58,10 @@ class LoggedData:
         n = x.shape[0] if x.ndim == 2 else -1
         if x.ndim != 2 or n < 1 or not np.isfinite(x).all():
             raise ValueError(f"contexts must be a finite (n, d) array with n >= 1, got shape {x.shape}")
-        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or self.n_arms < 2:
-            raise ValueError(f"n_arms must be a whole number in [2, inf), got {self.n_arms!r}")
+        # a replayed policy keeps (replicates, n_arms, dim) state: at most 2^20 arms, as LinearContextual
+        # (an action of 2^63 - 1 in a log made n_arms 2^63 and the replay a numpy error)
+        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or not 2 <= self.n_arms <= 2**20:
+            raise ValueError(f"n_arms must be a whole number in [2, 2^20 = {2**20}], got {self.n_arms!r}")
         if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= self.n_arms:
             raise ValueError(f"actions must be {n} whole numbers in [0, {self.n_arms - 1}]")
         if r.shape != (n,) or not (r.min() >= 0 and r.max() <= 1):
@@ -93,6 +97,8 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
     in file order). ``n_arms`` defaults to the largest action + 1."""
     import pandas as pd
 
+    if not isinstance(path, (str, os.PathLike)):  # (Path(None) is a TypeError)
+        raise ValueError(f"path must be a str or os.PathLike naming a .csv or .parquet file, got {path!r}")
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
@@ -105,19 +111,26 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
         raise ValueError(f"log {path.name!r} is empty (no header)") from None
     if len(frame) == 0:
         raise ValueError(f"log {path.name!r} has no rows")
-    if isinstance(context_columns, (str, bytes)):  # a name, not a list of names: not spelled out letter by letter
+    if isinstance(context_columns, (str, bytes)) or (context_columns is not None and (
+            not isinstance(context_columns, Iterable) or isinstance(context_columns, np.ndarray) and context_columns.ndim != 1)):
+        # a name is not spelled out letter by letter; a number or a 0-d array is no list at all
         raise ValueError(f"context_columns must be a list of column names, got {context_columns!r}")
     missing = [c for c in ("action", "reward", "propensity") if c not in frame.columns]
     if missing:
         raise ValueError(f"log {path.name!r} lacks the column(s) {', '.join(missing)}")
     cols = [c for c in frame.columns if c not in ("action", "reward", "propensity")] if context_columns is None \
         else list(context_columns)
+    if not all(isinstance(c, Hashable) for c in cols):  # (a list of lists: pandas' "unhashable type")
+        raise ValueError(f"context_columns must be a list of column names, got {context_columns!r}")
     absent = [c for c in cols if c not in frame.columns]
     if not cols or absent:
         raise ValueError(f"context_columns must name columns of the log, missing {absent or 'all'}")
     actions = frame["action"].to_numpy()
     if not np.issubdtype(actions.dtype, np.integer):
         raise ValueError("the action column must hold whole numbers")
+    for name in ("reward", "propensity"):  # text such as "1" is not read as a number behind the user's back
+        if not pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
+            raise ValueError(f"the {name} column of log {path.name!r} must hold numbers, got dtype {frame[name].dtype}")
     k = int(actions.max()) + 1 if n_arms is None else n_arms
     try:
         contexts = frame[cols].to_numpy(dtype=float)

@@ -16,6 +16,7 @@ import sys
 import types
 from collections.abc import Callable
 
+from privbandit.cli import _one_line
 from privbandit.cli import parse_params as _params  # one NAME=VALUE parser for every subcommand
 
 EXIT_BAD_INPUT, EXIT_EXHAUSTED = 2, 3
@@ -25,7 +26,9 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse errors as one line (no usage block), exit 2."""
 
     def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, f"privbandit: error: {self.prog}: {message}\n")
+        from privbandit.cli import _one_line  # the offending argument may hold a newline: still one line
+
+        self.exit(EXIT_BAD_INPUT, f"privbandit: error: {self.prog}: {_one_line(message)}\n")
 
     def parse_known_args(self, args=None, namespace=None):
         from privbandit.cli_checks import refuse_repeated_options
@@ -108,13 +111,13 @@ def run(args) -> int:
     try:
         return int(args.deploy_func(args))
     except BudgetExhausted as exc:
-        print(f"privbandit: budget exhausted: {exc}", file=sys.stderr)
+        print(f"privbandit: budget exhausted: {_one_line(exc)}", file=sys.stderr)
         return EXIT_EXHAUSTED
-    except (ValueError, StoreError, OSError) as exc:
-        print(f"privbandit: error: {exc}", file=sys.stderr)
+    except (ValueError, StoreError, OSError) as exc:  # messages quote paths, which may hold a newline
+        print(f"privbandit: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except sqlite3.Error as exc:
-        print(f"privbandit: error: {args.store}: database error ({exc})", file=sys.stderr)
+        print(f"privbandit: error: {_one_line(f'{args.store}: database error ({exc})')}", file=sys.stderr)
         return 1
 
 

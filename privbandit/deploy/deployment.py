@@ -35,6 +35,7 @@ import numbers
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,11 @@ def check_reward(reward, strict: bool) -> tuple[float, float]:
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
     if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"reward must be a real number in [0, 1], got {reward!r}")
-    raw = float(reward)
+    try:
+        raw = float(reward)
+    except OverflowError:  # an int beyond the floats
+        raise ValueError(f"reward must be a finite real number in [0, 1], got an integer of "
+                         f"{int(reward).bit_length()} bits") from None
     if not math.isfinite(raw):
         raise ValueError(f"reward must be a finite real number in [0, 1], got {raw!r}")
     if strict and not 0.0 <= raw <= 1.0:
@@ -108,12 +113,62 @@ def _json_params(params: dict) -> dict:
         raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {params!r}") from None
 
 
+#: SQLite result codes of a store that is sound but cannot be used right now (locked past the
+#: timeout, disk full, an I/O error, a read-only file): these stay sqlite3 errors. Every other
+#: OperationalError -- "no such column", "no such table" -- comes from a damaged schema page.
+_TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN",
+              "SQLITE_NOMEM", "SQLITE_INTERRUPT", "SQLITE_PROTOCOL")
+
+
 def _corrupt(path: str, exc: sqlite3.DatabaseError) -> Exception:
     """Damaged pages or a damaged schema become a StoreError; a busy database (OperationalError:
-    locked past the timeout, disk full, ...) stays what it is."""
-    if isinstance(exc, sqlite3.OperationalError):
+    locked past the timeout, disk full, ...) stays what it is. A flipped byte in the schema page
+    renames a column, and the next query fails with OperationalError "no such column": that is
+    corruption too, told apart from a busy store by its SQLite result code."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    if isinstance(exc, sqlite3.OperationalError) and name.startswith(_TRANSIENT):
         return exc
     return StoreError(f"{path}: corrupt deployment store ({exc})")
+
+
+def _cells(path: str, n_arms: int, row, kinds: str) -> tuple:
+    """The cells of a row read back from the store, checked against the schema's column types
+    (``kinds``: one letter per column, see ``_CELL``); a lower-case letter also admits NULL. The
+    schema's NOT NULL and CHECK constraints hold only for rows SQLite wrote itself: a flipped byte
+    in a record header turns an arm into NULL or text, and that is a corrupt store, not a TypeError
+    somewhere later. JSON cells ('J') are returned parsed."""
+    if row is None or len(row) != len(kinds):
+        raise StoreError(f"{path}: corrupt deployment store (a row is missing or malformed)")
+    out = []
+    for value, kind in zip(row, kinds):
+        if value is None and kind.islower():
+            out.append(None)
+            continue
+        ok, value = _CELL[kind.upper()](value, n_arms)
+        if not ok:
+            raise StoreError(f"{path}: corrupt deployment store (a {_CELL_NAMES[kind.upper()]} cell holds {value!r})")
+        out.append(value)
+    return tuple(out)
+
+
+def _json_cell(value, n_arms):
+    if not isinstance(value, str):
+        return False, value
+    try:
+        return True, json.loads(value)
+    except ValueError:
+        return False, value
+
+
+_CELL = {
+    "N": lambda v, k: (type(v) is int and v >= 0, v),  # a count, an id, a round number, a version
+    "A": lambda v, k: (type(v) is int and 0 <= v < k, v),  # an arm
+    "K": lambda v, k: (v in ("policy", "hold", "exploit"), v),  # a decision kind
+    "R": lambda v, k: (type(v) in (int, float) and math.isfinite(v), v),  # a reward
+    "T": lambda v, k: (type(v) is str, v),  # a digest
+    "J": _json_cell,  # releases per arm (JSON)
+}
+_CELL_NAMES = {"N": "whole-number", "A": "arm", "K": "decision-kind", "R": "reward", "T": "text", "J": "JSON"}
 
 
 class Deployment:
@@ -154,7 +209,9 @@ class Deployment:
         from privbandit.ledger import Ledger
         from privbandit.policies import make_policy
 
-        path = os.fspath(path)
+        path = _store.store_path(path)
+        if params is not None and not isinstance(params, Mapping):  # (dict(3) was a TypeError)
+            raise ValueError(f"params must be a mapping of policy parameter names to values, got {params!r}")
         params = _json_params(dict(params or {}))
         pol = make_policy(policy, **params)
         if not pol.private:
@@ -164,7 +221,9 @@ class Deployment:
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2)
-        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf):
+        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed)
+        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
+                or budget > 1.7976931348623157e308:
             raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}")
@@ -203,7 +262,7 @@ class Deployment:
         }
         conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
-            _store.initialise(conn, config, blob, digest)
+            _store.initialise(conn, config, blob, digest, path)
         except BaseException:
             conn.close()
             raise
@@ -215,7 +274,7 @@ class Deployment:
     def open(cls, path: str | os.PathLike) -> "Deployment":
         """Reopen an existing store (a clear :class:`StoreError` if it is missing, corrupt, foreign
         or of another schema version)."""
-        path = os.fspath(path)
+        path = _store.store_path(path)
         conn = _store.connect(path, create=False)
         try:
             config = _store.check(conn, path)
@@ -261,7 +320,11 @@ class Deployment:
             "SELECT version, rounds, open_decision, digest FROM state WHERE id = 1").fetchone()
         if row is None:
             raise StoreError(f"{self.path}: corrupt deployment store (no state row)")
+        row = self._cells(row, "NNnT")
         return {"version": row[0], "rounds": row[1], "open_decision": row[2], "digest": row[3]}
+
+    def _cells(self, row, kinds: str) -> tuple:
+        return _cells(self.path, self.n_arms, row, kinds)
 
     def _load(self, info: dict) -> dict:
         """The snapshot of ``info``'s version; the unpickled state is reused when this process
@@ -315,7 +378,8 @@ class Deployment:
                            f"budget {self.budget:g}" if cause == "budget" else f" (horizon {self.horizon})"))
                 kind, t, arm = "exploit", None, self._exploit_arm()
             elif open_decision is not None:
-                (arm,) = self._conn.execute("SELECT arm FROM decisions WHERE id = ?", (open_decision,)).fetchone()
+                (arm,) = self._cells(self._conn.execute("SELECT arm FROM decisions WHERE id = ?",
+                                                        (open_decision,)).fetchone(), "A")
                 kind, t = "hold", None
             else:
                 state = self._load(info)
@@ -353,10 +417,14 @@ class Deployment:
             row = self._conn.execute("SELECT round, arm, kind FROM decisions WHERE id = ?", (decision,)).fetchone()
             if row is None:
                 raise ValueError(f"decision {decision} does not exist in {self.path}")
-            t, arm, kind = row
+            t, arm, kind = self._cells(row, "nAK")
+            if (t is None) != (kind != "policy"):
+                raise StoreError(f"{self.path}: corrupt deployment store (decision {decision}: kind {kind} "
+                                 f"with round {t!r})")
             done = self._conn.execute("SELECT raw_reward, reward, applied FROM updates WHERE decision_id = ?",
                                       (decision,)).fetchone()
             if done is not None:
+                done = self._cells(done, "RRN")
                 if done[0] == raw:
                     return UpdateResult(decision, float(done[1]), bool(done[2]), True)
                 raise ValueError(f"decision {decision} already has reward {done[0]!r}; a reward is final "
@@ -385,7 +453,7 @@ class Deployment:
         """The arm the policy chose most often in its released rounds (ties: the lowest index)."""
         row = self._conn.execute("SELECT arm, COUNT(*) AS n FROM decisions WHERE kind = 'policy' "
                                  "GROUP BY arm ORDER BY n DESC, arm ASC LIMIT 1").fetchone()
-        return 0 if row is None else int(row[0])
+        return 0 if row is None else self._cells(row, "AN")[0]
 
     # --- reporting ----------------------------------------------------------------------------
     def status(self, last: int = 5) -> dict[str, Any]:
@@ -395,22 +463,32 @@ class Deployment:
         ``realized_epsilon`` the ledger's worst record of this transcript (pure, KOV and GDP
         accountants), to be compared with ``certified_closed_form_epsilon`` (the certificate in the
         same currency; realized <= certified always)."""
-        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
-
         last = min(_whole("last", last, 0), _MAX_ID)  # (SQLite's LIMIT -1 would list every round)
         conn = self._conn_checked()
+        try:
+            return self._status(conn, last)
+        except sqlite3.DatabaseError as exc:
+            self._cache = None
+            raise _corrupt(self.path, exc) from None
+
+    def _status(self, conn: sqlite3.Connection, last: int) -> dict[str, Any]:
+        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+
         conn.execute("BEGIN")  # a read transaction: one consistent snapshot
         try:
             info, state = self._state()
-            counts = dict(conn.execute("SELECT kind, COUNT(*) FROM decisions GROUP BY kind").fetchall())
-            n_updates, n_applied = conn.execute("SELECT COUNT(*), COALESCE(SUM(applied), 0) FROM updates").fetchone()
+            counts = dict(self._cells(r, "KN") for r in conn.execute("SELECT kind, COUNT(*) FROM decisions GROUP BY kind"))
+            n_updates, n_applied = self._cells(
+                conn.execute("SELECT COUNT(*), COALESCE(SUM(applied), 0) FROM updates").fetchone(), "NN")
             pulls = [0] * self.n_arms
-            for arm, n in conn.execute("SELECT arm, COUNT(*) FROM decisions GROUP BY arm"):
+            for row in conn.execute("SELECT arm, COUNT(*) FROM decisions GROUP BY arm"):
+                arm, n = self._cells(row, "AN")
                 pulls[arm] = n
             recent = conn.execute(
                 "SELECT d.id, d.round, d.arm, d.releases, u.reward, u.releases FROM decisions d "
                 "LEFT JOIN updates u ON u.decision_id = d.id WHERE d.kind = 'policy' ORDER BY d.id DESC LIMIT ?",
                 (int(last),)).fetchall()
+            recent = [self._cells(row, "NnAJrj") for row in recent]
         finally:
             conn.execute("COMMIT")
         rounds = info["rounds"]
@@ -442,16 +520,20 @@ class Deployment:
             "applied_updates": int(n_applied), "pending": n_decisions - int(n_updates),
             "open_decision": info["open_decision"], "pulls": pulls,
             "releases_per_arm": ledger.draws[0].tolist(),
-            "last_releases": [{"decision": d, "round": t, "arm": a, "select_releases": json.loads(rs),
-                               "reward": r, "update_releases": None if ru is None else json.loads(ru)}
+            "last_releases": [{"decision": d, "round": t, "arm": a, "select_releases": rs,
+                               "reward": r, "update_releases": ru}
                               for d, t, a, rs, r, ru in recent],
         }
 
     def decisions(self) -> list[dict[str, Any]]:
         """Every decision with its reward (None while pending), in order: the deployment's log."""
-        rows = self._conn_checked().execute(
-            "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied "
-            "FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
-        return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": json.loads(rs), "state_digest": sd,
+        try:
+            rows = self._conn_checked().execute(
+                "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied "
+                "FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(self.path, exc) from None
+        rows = [self._cells(row, "NnAKJTrrn") for row in rows]
+        return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": rs, "state_digest": sd,
                  "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap)}
                 for d, t, a, k, rs, sd, r, raw, ap in rows]

@@ -20,6 +20,10 @@ from privbandit.deploy.deployment import BudgetExhausted, Deployment
 
 def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
     """The rows of the log as floats, validated (ValueError naming the line and column)."""
+    if not isinstance(path, (str, os.PathLike)):  # (was os.fspath's TypeError)
+        raise ValueError(f"log must be the path of a CSV file, got {path!r}")
+    if not os.path.isfile(path):  # (was an IsADirectoryError / FileNotFoundError)
+        raise ValueError(f"log {os.fspath(path)!r}: No such file (expected a CSV file)")
     with io.open(os.fspath(path), newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)

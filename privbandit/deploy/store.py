@@ -118,10 +118,20 @@ as a killed process. ``normal`` (WAL): no fsync at commit -- an acknowledged cal
 process (SIGKILL), but the last ones may be lost if the machine itself goes down."""
 
 
+def store_path(path) -> str | bytes:
+    """``os.fspath(path)``, or a ValueError naming ``store`` (not os.fspath's TypeError) for a non-path."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ValueError(f"store must be the path of a file (a str or os.PathLike), got {path!r}")
+    try:
+        return os.fspath(path)
+    except TypeError as exc:  # an os.PathLike whose __fspath__ returns something else
+        raise ValueError(f"store must be the path of a file, got {path!r} ({exc})") from None
+
+
 def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
     an existing file by :func:`configure` after :func:`check`."""
-    path = os.fspath(path)
+    path = store_path(path)
     text = os.fsdecode(path)
     if text in ("", ":memory:") or "\0" in text:
         # sqlite3 would open a temporary or in-memory database for these: nothing would persist
@@ -133,6 +143,9 @@ def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Co
             raise StoreError(f"{path}: no such deployment store")
         if os.path.getsize(path) == 0:
             raise StoreError(f"{path}: empty file, not a deployment store")
+    parent = os.path.dirname(os.path.abspath(path))
+    if create and not os.path.isdir(parent):  # (sqlite3 says only "unable to open database file")
+        raise ValueError(f"store {path!r}: directory {parent!r} does not exist")
     try:
         conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
     except sqlite3.Error as exc:
@@ -157,8 +170,14 @@ def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") ->
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
 
 
-def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str) -> None:
+def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str, path: str = "store") -> None:
     with transaction(conn):
+        # connect()'s "already exists" check and this write lock are not one step: two processes
+        # initialising the same new path can both pass the check. The second one finds the first's
+        # schema here, under the lock, and leaves it alone (was sqlite3's "table meta already exists")
+        if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+            raise ValueError(f"store {path!r} already exists (another process initialised it just now); "
+                             "open it instead of initialising it again")
         # statement by statement: executescript would commit the open transaction first
         for statement in filter(str.strip, _SCHEMA.split(";")):
             conn.execute(statement)
@@ -174,8 +193,14 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
     try:
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
+        empty = app == 0 and not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+    if empty:
+        # what a process killed inside `deploy init` leaves (the file, no schema): init refuses the
+        # path because it exists, so say how to get out
+        raise StoreError(f"{path}: an empty SQLite file, not a deployment store (an interrupted init?); "
+                         "nothing was recorded in it: delete it and init again")
     if app != APPLICATION_ID:
         raise StoreError(f"{path}: not a privbandit deployment store (SQLite application_id {app:#x}, "
                          f"expected {APPLICATION_ID:#x})")

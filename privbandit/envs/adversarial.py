@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from accountants._validate import real_array
+
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.envs.table import RewardTable
 from privbandit.seeding import check_seed
@@ -81,7 +83,7 @@ def shifted_stochastic(horizon: int, before, after, shift_at: int | None = None,
     the next round on (a stochastic instance with one shift)."""
     horizon = _whole("horizon", horizon, 2)
     check_seed("seed", seed, generator=True)
-    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    before, after = real_array("before", before), real_array("after", after)
     if before.ndim != 1 or before.size < 2 or before.shape != after.shape:
         raise ValueError(f"before and after must be 1-D sequences of the same length >= 2, got shapes "
                          f"{before.shape} and {after.shape}")
@@ -141,7 +143,7 @@ class OneMemoryAdversary(Environment):
     rewards_in_unit_interval = True
 
     def __init__(self, table, cost: float = 0.5) -> None:
-        table = np.asarray(table, dtype=float)
+        table = real_array("table", table)
         if table.ndim != 2 or table.shape[1] < 2 or table.shape[0] < 1:
             raise ValueError(f"table must have shape (rounds >= 1, arms >= 2), got {table.shape}")
         if np.any(~np.isfinite(table)) or np.any((table < 0) | (table > 1)):
@@ -154,6 +156,10 @@ class OneMemoryAdversary(Environment):
     @property
     def n_arms(self) -> int:
         return int(self.table.shape[1])
+
+    @property
+    def rounds(self) -> int:
+        return int(self.table.shape[0])
 
     def start(self, replicates, rng):
         return _OneMemoryRun(self, replicates)

@@ -19,6 +19,8 @@ import abc
 
 import numpy as np
 
+from accountants._validate import real_array
+
 from privbandit.feedback import Feedback, Offer
 
 
@@ -111,7 +113,7 @@ class StationaryEnvironment(Environment):
     rewards_in_unit_interval = True
 
     def __init__(self, means) -> None:
-        means = np.asarray(means, dtype=float)
+        means = real_array("means", means)
         if means.ndim != 1 or means.size < 2:
             raise ValueError(f"means must be a 1-D sequence of at least 2 arms, got shape {means.shape}")
         self.means = means

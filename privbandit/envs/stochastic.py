@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import real_array
+
 from privbandit.envs.base import BlockedRun, StationaryEnvironment
 
 _BLOCK = 1024
@@ -76,7 +78,7 @@ class TruncatedExponential(StationaryEnvironment):
     _elementwise_exact = False  # log1p
 
     def __init__(self, rates) -> None:
-        rates = np.asarray(rates, dtype=float)
+        rates = real_array("rates", rates)
         # below 1e-300 the truncated mass 1 - e^-lambda and the inverse CDF work in subnormals (a few bits)
         if rates.ndim != 1 or rates.size < 2 or np.any(~(rates >= 1e-300)) or np.any(~np.isfinite(rates)):
             raise ValueError(f"rates must be a 1-D sequence of at least 2 values in [1e-300, inf), got {rates.tolist()}")
@@ -110,7 +112,7 @@ class ClippedGaussian(StationaryEnvironment):
     def __init__(self, locs, scale: float = 0.1) -> None:
         from scipy import stats
 
-        locs = np.asarray(locs, dtype=float)
+        locs = real_array("locs", locs)
         if (isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating))
                 or not SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]):
             raise ValueError(f"scale must lie in [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got {scale!r}")
@@ -119,7 +121,10 @@ class ClippedGaussian(StationaryEnvironment):
         self.locs, self.scale = locs, float(scale)
         # E[clip(X, 0, 1)] = E[X; 0<X<1] + P(X >= 1) for X ~ N(loc, scale^2).
         a, b = (0 - locs) / scale, (1 - locs) / scale
-        inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
+        # |a| beyond ~1e154 (a loc of 1e300 at scale 1e100): the pdf's a^2 overflows to inf and the
+        # pdf is 0, which is its value; the RuntimeWarning reached the caller of every simulate
+        with np.errstate(over="ignore"):
+            inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
         super().__init__(inside + stats.norm.sf(b))
 
     def start(self, replicates, rng):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import real_array
+
 from privbandit.envs.base import Environment, EnvironmentRun
 
 
@@ -30,7 +32,7 @@ class RewardTable(Environment):
     name = "reward_table"
 
     def __init__(self, table) -> None:
-        table = np.asarray(table, dtype=float)
+        table = real_array("table", table)
         if table.ndim != 2 or table.shape[1] < 2 or table.shape[0] < 1:
             raise ValueError(f"table must have shape (rounds >= 1, arms >= 2), got {table.shape}")
         if np.any(~np.isfinite(table)):

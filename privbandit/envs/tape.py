@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import real_array
+
 from privbandit.envs.base import Environment, EnvironmentRun
 
 
@@ -33,7 +35,7 @@ class RewardTape(Environment):
     name = "reward_tape"
 
     def __init__(self, tape) -> None:
-        tape = np.asarray(tape, dtype=float)
+        tape = real_array("tape", tape)
         if tape.ndim != 2 or tape.shape[0] < 2 or tape.shape[1] < 1:
             raise ValueError(f"tape must have shape (arms >= 2, pulls >= 1), got {tape.shape}")
         if np.any(~np.isfinite(tape)):

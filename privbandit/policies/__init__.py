@@ -62,6 +62,8 @@ def register(cls: type[Policy]) -> type[Policy]:
 
 def make_policy(name: str, **params) -> Policy:
     """The policy registered as ``name``, configured with ``params``."""
+    if not isinstance(name, str):  # (was an AttributeError from name.replace)
+        raise ValueError(f"policy name must be a str, one of {', '.join(sorted(REGISTRY))}; got {name!r}")
     key = name.replace("-", "_").lower()
     if key not in REGISTRY:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}")
