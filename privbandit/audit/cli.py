@@ -153,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
         from privbandit.envs.graph import GraphFeedback
 
         env = GraphFeedback(env, np.eye(k, dtype=bool))
-        print(f"note: {args.policy} is audited on the edgeless feedback graph (K-armed bandit feedback); "
-              "its side observations are not exercised here (its ledger is audited on a complete graph in "
-              "tests/privbandit/audit/test_ledger_audit.py)\n")
+        print(f"note: {args.policy}'s ledger, white-box (K-armed) and black-box audits run on the edgeless feedback "
+              "graph (K-armed bandit feedback); its side observations are audited by the graph white-box audit "
+              "below (privbandit/audit/graph.py)\n")
     tight = ledger_audit(policy, env, horizon, tier["tight_reps"], seeds=(args.seed,), tight=True)
     cheap = ledger_audit(policy, env, horizon, tier["cheap_reps"], seeds=(args.seed + 1,), tight=False)
     print("## Ledger audit\n")
@@ -211,6 +211,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"- [{f.check}] {f.detail}")
         print()
 
+    # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
+    # audit above drives it on the edgeless graph), under the entry and the round relation.
+    wb_graph = None
+    if edgeless:
+        from privbandit.audit.graph import graph_whitebox_audit
+
+        wb_graph = graph_whitebox_audit(policy, GRAPH["horizon"], k, GRAPH["replicates"], seed=args.seed)
+        print(f"## White-box audit with side observations (feedback graph, T={wb_graph.horizon})\n")
+        print(wb_graph.summary())
+        for f in wb_graph.findings:
+            print(f"- [{f.check}] {f.detail}")
+        for note in wb_graph.notes:
+            print(f"- note: {note}")
+        print()
+
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
     # family-wise over every audit reported (the one-run audit is one more)
@@ -260,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
-            or (wb_plan is not None and wb_plan.verdict == "VIOLATION"):
+            or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
+            or (wb_graph is not None and wb_graph.verdict == "VIOLATION"):
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -271,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
                      if wb_plan is not None else [])
+                  + ([f"white-box (graph) {c}" for c in wb_graph.checks] if wb_graph is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -282,7 +299,8 @@ def run(args: argparse.Namespace) -> int:
                  + (f"this verdict rests on the white-box audit at T={wb.horizon} ({wb.releases} traced releases)"
                     if wb.releases else "no audit saw a release") + "; use --horizon for a black-box audit past it")
     if edgeless:
-        blind += "; on the edgeless feedback graph (no side observations)"
+        blind += ("; ledger and black-box audits on the edgeless feedback graph, side observations audited "
+                  "white-box only")
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "
@@ -299,6 +317,10 @@ def run(args: argparse.Namespace) -> int:
                 "verdict": wb_plan.verdict, "horizon": wb_plan.horizon, "replicates": wb_plan.replicates,
                 "releases": wb_plan.releases, "findings": [dataclasses.asdict(f) for f in wb_plan.findings],
                 "seconds": wb_plan.seconds},
+            "whitebox_graph": None if wb_graph is None else {
+                "verdict": wb_graph.verdict, "horizon": wb_graph.horizon, "replicates": wb_graph.replicates,
+                "releases": wb_graph.releases, "findings": [dataclasses.asdict(f) for f in wb_graph.findings],
+                "notes": wb_graph.notes, "seconds": wb_graph.seconds},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
@@ -317,6 +339,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     return EXIT_CODES[verdict]
 
+
+GRAPH = dict(horizon=200, replicates=128)
+"""The graph white-box audit (side observations): T = 200 rounds (seven doubling batches per stream on the
+complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
+entry, half a whole round -- 3-15 s on the shared 2-core machine."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
@@ -413,6 +440,10 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
             "whitebox_planned": None,
+            "whitebox_graph": None if wb_graph is None else {
+                "verdict": wb_graph.verdict, "horizon": wb_graph.horizon, "replicates": wb_graph.replicates,
+                "releases": wb_graph.releases, "findings": [dataclasses.asdict(f) for f in wb_graph.findings],
+                "notes": wb_graph.notes, "seconds": wb_graph.seconds},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
