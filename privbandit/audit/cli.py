@@ -213,18 +213,22 @@ def run(args: argparse.Namespace) -> int:
 
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
-    wb_graph = None
+    wb_graph = wb_starve = None
     if edgeless:
         from privbandit.audit.graph import graph_whitebox_audit
 
         wb_graph = graph_whitebox_audit(policy, GRAPH["horizon"], k, GRAPH["replicates"], seed=args.seed)
-        print(f"## White-box audit with side observations (feedback graph, T={wb_graph.horizon})\n")
-        print(wb_graph.summary())
-        for f in wb_graph.findings:
-            print(f"- [{f.check}] {f.detail}")
-        for note in wb_graph.notes:
-            print(f"- note: {note}")
-        print()
+        # the worst transcript for a round's record: revealed to every arm, then its streams starved
+        wb_starve = graph_whitebox_audit(policy, GRAPH["horizon"], max(k, GRAPH["starve_arms"]),
+                                         GRAPH["starve_replicates"], seed=args.seed + 3, starve=True)
+        for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve)):
+            print(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n")
+            print(res.summary())
+            for f in res.findings:
+                print(f"- [{f.check}] {f.detail}")
+            for note in res.notes:
+                print(f"- note: {note}")
+            print()
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -276,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
-            or (wb_graph is not None and wb_graph.verdict == "VIOLATION"):
+            or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)):
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -288,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
                   + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
                      if wb_plan is not None else [])
                   + ([f"white-box (graph) {c}" for c in wb_graph.checks] if wb_graph is not None else [])
+                  + ([f"white-box (starving graph) {c}" for c in wb_starve.checks] if wb_starve is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -320,7 +325,10 @@ def run(args: argparse.Namespace) -> int:
             "whitebox_graph": None if wb_graph is None else {
                 "verdict": wb_graph.verdict, "horizon": wb_graph.horizon, "replicates": wb_graph.replicates,
                 "releases": wb_graph.releases, "findings": [dataclasses.asdict(f) for f in wb_graph.findings],
-                "notes": wb_graph.notes, "seconds": wb_graph.seconds},
+                "notes": wb_graph.notes, "seconds": wb_graph.seconds,
+                "starving": {"verdict": wb_starve.verdict, "arms": wb_starve.n_arms, "replicates": wb_starve.replicates,
+                             "findings": [dataclasses.asdict(f) for f in wb_starve.findings],
+                             "seconds": wb_starve.seconds}},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
@@ -340,10 +348,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[verdict]
 
 
-GRAPH = dict(horizon=200, replicates=128)
-"""The graph white-box audit (side observations): T = 200 rounds (seven doubling batches per stream on the
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64)
+"""The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
 complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
-entry, half a whole round -- 3-15 s on the shared 2-core machine."""
+entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
+(privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
+certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
+replicates, 2-8 s."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
@@ -443,7 +454,10 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
             "whitebox_graph": None if wb_graph is None else {
                 "verdict": wb_graph.verdict, "horizon": wb_graph.horizon, "replicates": wb_graph.replicates,
                 "releases": wb_graph.releases, "findings": [dataclasses.asdict(f) for f in wb_graph.findings],
-                "notes": wb_graph.notes, "seconds": wb_graph.seconds},
+                "notes": wb_graph.notes, "seconds": wb_graph.seconds,
+                "starving": {"verdict": wb_starve.verdict, "arms": wb_starve.n_arms, "replicates": wb_starve.replicates,
+                             "findings": [dataclasses.asdict(f) for f in wb_starve.findings],
+                             "seconds": wb_starve.seconds}},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],

@@ -100,21 +100,23 @@ def graph_tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Gener
     return rew, rew_p, h, j
 
 
-def _run(policy: Policy, graph: np.ndarray, rew: np.ndarray, seed, replay=None, on_round=None):
-    """One traced run: round t offers ``graph`` and reveals ``rew[:, t - 1, j]`` for every arm j in the
-    played arm's closed neighbourhood (``observe``). Returns (actions (R, T), observed (R, T, K), tracer,
+def _run(policy: Policy, graph, rew: np.ndarray, seed, replay=None, on_round=None):
+    """One traced run: round t offers ``graph`` (a (K, K) adjacency, or a callable t -> adjacency for a
+    graph that changes with the round) and reveals ``rew[:, t - 1, j]`` for every arm j in the played
+    arm's closed neighbourhood (``observe``). Returns (actions (R, T), observed (R, T, K), tracer,
     ledger)."""
     R, T, K = rew.shape
     ledger = Ledger(R, K, tight=True, capacity=max(1, T))
     rows = np.arange(R)
-    offer = Offer(graph=graph)
+    graph_at = graph if callable(graph) else (lambda t, g=graph: g)
     observed = np.zeros((R, T, K), dtype=bool)
     with ReleaseTracer(ledger, replay) as tracer:
         run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
         actions = np.empty((R, T), dtype=np.int64)
         tracer.marks = np.zeros(T + 2, dtype=np.int64)
         for t in range(1, T + 1):
-            arms = np.asarray(run.select(t, offer)).astype(np.int64)
+            graph = graph_at(t)
+            arms = np.asarray(run.select(t, Offer(graph=graph))).astype(np.int64)
             obs = graph[arms]
             tracer.marks[t] = len(tracer.reports)
             run.observe(t, Feedback(arms, rew[rows, t - 1, arms], obs, np.where(obs, rew[:, t - 1], 0.0)))
@@ -231,9 +233,40 @@ def _round_records(rel_d: dict, changed: np.ndarray, ledger: Ledger, h: np.ndarr
         f"relation's realized spend leaves it out"))
 
 
+STARVE_ROUNDS = 2
+"""The starving run's complete-graph prefix: the changed round is one of these (module docstring)."""
+
+
+def starving_tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Generator, round_changes: bool):
+    """The starving run's tapes: replicate r's arm r mod K pays 1 every round, the others 0 (the policy
+    settles on one arm and the others' streams stay short); the changed round h is in [1, STARVE_ROUNDS]
+    (every arm observed), one entry (even replicates) or the whole vector (odd, with ``round_changes``)."""
+    R, T, K = replicates, horizon, n_arms
+    rows = np.arange(R)
+    rew = np.zeros((R, T, K))
+    rew[rows, :, rows % K] = 1.0
+    h = 1 + rng.integers(0, min(T, STARVE_ROUNDS), R)
+    j = np.where((rows % 2 == 1) & round_changes, -1, (rows // 2) % K)
+    rew_p = rew.copy()
+    whole = j < 0
+    rew_p[rows[whole], h[whole] - 1] = 1.0 - rew[rows[whole], h[whole] - 1]
+    one = rows[~whole]
+    rew_p[one, h[one] - 1, j[one]] = 1.0 - rew[one, h[one] - 1, j[one]]
+    return rew, rew_p, h, j
+
+
 def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 128, *, seed: int = 0,
-                         alpha: float = 1e-4, law: bool = True, max_findings: int = 5) -> WhiteBoxResult:
-    """Coupled-run white-box audit of a graph-feedback policy with side observations (module docstring)."""
+                         alpha: float = 1e-4, law: bool = True, max_findings: int = 5,
+                         starve: bool = False) -> WhiteBoxResult:
+    """Coupled-run white-box audit of a graph-feedback policy with side observations (module docstring).
+
+    ``starve=True``: the worst transcript for a round's record instead -- the complete graph for the first
+    ``STARVE_ROUNDS`` rounds (a changed round there enters every arm's stream), the edgeless graph after
+    (a stream then grows only when its own arm is played), on tapes where one arm pays 1 and the others
+    0 (:func:`starving_tapes`), so the record's other streams stay short and each of their releases
+    costs what the per-stream schedule's worst case charges: a round certificate that forgets to
+    compose over the streams (certified at max degree K - 1 here) is exceeded. The noise law is not
+    tested on this run (its groups would repeat the main run's)."""
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if not policy.private:
@@ -248,10 +281,17 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
     horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
     started = time.perf_counter()
     graph = audit_graph(n_arms)
-    structure = structure_of(graph)
+    if starve:
+        complete, edgeless = np.ones((n_arms, n_arms), dtype=bool), np.eye(n_arms, dtype=bool)
+        graph = lambda t: complete if t <= STARVE_ROUNDS else edgeless  # noqa: E731 (one shared object each)
+        structure = {"max_degree": n_arms - 1}
+        law = False
+    else:
+        structure = structure_of(graph)
     round_relation = certifies_round(policy, horizon, n_arms, structure)
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
-    rew, rew_p, h, j = graph_tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq), round_relation)
+    tapes = starving_tapes if starve else graph_tapes
+    rew, rew_p, h, j = tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq), round_relation)
     spend = _GraphSpend(policy, horizon, n_arms, structure, round_relation)
     act_d, obs_d, tr_d, led_d = _run(policy, graph, rew, run_seq, on_round=spend)
     act_p, _, tr_p, _ = _run(policy, graph, rew_p, run_seq, replay=tr_d.draws)
@@ -264,7 +304,9 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
         what = f"entry ({h[r]}, arm {j[r]})" if j[r] >= 0 else f"round {h[r]}'s whole reward vector"
         return f"{what} changed; played arm {act_d[r, h[r] - 1]}"
 
-    notes = [f"feedback graph: {'complete' if n_arms == 2 else 'path'} on {n_arms} arms (max degree "
+    shape = (f"complete for rounds <= {STARVE_ROUNDS}, edgeless after (starving run)" if starve
+             else ("complete" if n_arms == 2 else "path"))
+    notes = [f"feedback graph: {shape} on {n_arms} arms (max degree "
              f"{structure['max_degree']}); side observations through observe(); neighbours: one entry (even "
              f"replicates)" + ("; one round's whole vector (odd replicates)" if round_relation else "")]
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend,
@@ -303,4 +345,4 @@ def _changed_releases(rel_d: dict, rel_p: dict) -> np.ndarray:
     return di[moved]
 
 
-__all__ = ["audit_graph", "graph_tapes", "graph_whitebox_audit", "is_graph_policy"]
+__all__ = ["STARVE_ROUNDS", "audit_graph", "graph_tapes", "graph_whitebox_audit", "is_graph_policy", "starving_tapes"]
