@@ -1663,3 +1663,89 @@ for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)
 for _key, _cls in CONTROLS10.items():
     _named(_cls, "control_" + _key)
+
+
+# --- round 10, deployment path: bugs in privbandit.deploy (audited from the store, privbandit/audit/deployment.py) ---
+import json as _json  # noqa: E402
+import time as _time  # noqa: E402
+
+from privbandit.deploy.deployment import Decision, Deployment  # noqa: E402
+
+
+class DeployFilterOnePast(Deployment):
+    """The filter compares ``rounds > stop_round`` instead of ``>=``: one policy round (one release
+    set) past the budget."""
+
+    def __init__(self, path, conn, config):
+        super().__init__(path, conn, config)
+        self.stop_round += 1
+
+
+class DeployHoldRedraws(Deployment):
+    """A hold decision asks the policy again for the open round's arm (``select(t)`` a second time: the
+    noise is re-drawn) and logs no release ("a hold costs nothing")."""
+
+    def select(self):
+        def body():
+            info = self._info()
+            if info["open_decision"] is None or info["rounds"] >= self.stop_round:
+                return None
+            state = self._load(info)
+            arm = int(state["run"].select(info["rounds"])[0])
+            cur = self._conn.execute(
+                "INSERT INTO decisions (round, arm, kind, releases, state_digest, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (None, arm, "hold", _json.dumps([0] * self.n_arms), info["digest"], _time.time()))
+            self._write(info, state, info["rounds"], info["open_decision"])
+            return Decision(cur.lastrowid, arm, "hold", None)
+
+        d = self._call(body)
+        return d if d is not None else super().select()
+
+
+class DeployResumeReseeds(Deployment):
+    """Reopening a store re-seeds the policy's generator from the configured seed (instead of restoring
+    the snapshot's state): every restart replays the first rounds' noise."""
+
+    @classmethod
+    def open(cls, path):
+        dep = super().open(path)
+        state = dep.snapshot()
+        seed = np.random.SeedSequence(int(dep.config["seed"]))
+        state["rng"].bit_generator.state = np.random.default_rng(seed).bit_generator.state
+        return dep
+
+
+class DeployControl(Deployment):
+    """Control: the unmodified deployment (driven with holds and a restart every few calls)."""
+
+
+DEPLOY_BUGS = {"deploy_filter_one_past": DeployFilterOnePast, "deploy_hold_redraws": DeployHoldRedraws,
+               "deploy_resume_reseeds": DeployResumeReseeds}
+"""Round 10's deployment-path bugs (Deployment subclasses)."""
+DEPLOY_CONTROLS = {"deploy_unmodified": DeployControl}
+
+
+def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: str = "gaussian_ts",
+                     params: dict | None = None, rounds_afforded: int = 30) -> None:
+    """Create a store at ``path`` with ``cls`` (budget: what ``rounds_afforded`` rounds certify, horizon
+    200) and serve ``decisions`` decisions: a second select (a hold) before every third update, a
+    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``."""
+    from privbandit.deploy.odometer import Odometer
+    from privbandit.policies import make_policy
+
+    params = {"c": 4.0} if params is None else params
+    pol = make_policy(policy, **params)
+    budget = Odometer(pol, 200, 2, 1e-6).epsilon(rounds_afforded)
+    dep = cls.create(path, policy, params=params, n_arms=2, budget=budget, delta=1e-6, horizon=200, seed=seed)
+    rng = np.random.default_rng(seed)
+    try:
+        for i in range(decisions):
+            d = dep.select()
+            if i % 3 == 0:
+                dep.select()  # a concurrent caller while the round is open: a hold
+            dep.update(d.decision, float(rng.random() < (0.6 if d.arm == 0 else 0.4)))
+            if i % 4 == 3:
+                dep.close()
+                dep = cls.open(path)
+    finally:
+        dep.close()
