@@ -217,10 +217,12 @@ def run(args: argparse.Namespace) -> int:
     if edgeless:
         from privbandit.audit.graph import graph_whitebox_audit
 
-        wb_graph = graph_whitebox_audit(policy, GRAPH["horizon"], k, GRAPH["replicates"], seed=args.seed)
+        # the smoke tier tests the command: a short run with few replicates
+        size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8)
+        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed)
         # the worst transcript for a round's record: revealed to every arm, then its streams starved
-        wb_starve = graph_whitebox_audit(policy, GRAPH["horizon"], max(k, GRAPH["starve_arms"]),
-                                         GRAPH["starve_replicates"], seed=args.seed + 3, starve=True)
+        wb_starve = graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
+                                         size["starve_replicates"], seed=args.seed + 3, starve=True)
         for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve)):
             print(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n")
             print(res.summary())
