@@ -24,8 +24,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
-from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8, ROUND9,  # noqa: E402
-                                ROUND10)
+from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4, ROUND5,  # noqa: E402
+                                ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, drive_deployment)
 
 import functools  # noqa: E402
 
@@ -175,6 +175,22 @@ def main() -> None:
                 rows.append(r)
                 print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else 'no')))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
+    if opts.only in ("bugs", "all") and opts.bugs is None:
+        # round 10's deployment path: a store served with holds and restarts, audited from the store
+        from privbandit.audit.deployment import deployment_audit
+
+        print("\n| deployment case | kind | verdict | caught by | seconds |")
+        print("|---|---|---|---|---:|")
+        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS}.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                started = time.perf_counter()
+                drive_deployment(cls, os.path.join(tmp, "store.db"))
+                res = deployment_audit(os.path.join(tmp, "store.db"))
+                seconds = round(time.perf_counter() - started, 1)
+            kind = "bug" if key in DEPLOY_BUGS else "control"
+            rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
+                         "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
+            print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
     if opts.only in ("controls", "all"):
         print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
         print("|---|---|---|---:|---|---:|---|")
