@@ -24,7 +24,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
-from audit_planted_bugs import AIMED, BUGS, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8, ROUND9  # noqa: E402
+from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4, ROUND5,  # noqa: E402
+                                ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, drive_deployment)
 
 import functools  # noqa: E402
 
@@ -59,13 +60,35 @@ def _contextual(policy) -> bool:
     return "contexts" in frozenset(getattr(policy, "requires", frozenset()))
 
 
+def _graph(policy) -> bool:
+    return "graph" in frozenset(getattr(policy, "requires", frozenset()))
+
+
+def _claims_differ(bug, clean, horizon: int = 200) -> bool:
+    """A graph policy's certificate under either relation differs from its clean twin's (a claim-only bug)."""
+    from privbandit.policies.base import schedule_for
+
+    return any(schedule_for(bug, horizon, 2, {"max_degree": 1}, rel).events(horizon)
+               != schedule_for(clean, horizon, 2, {"max_degree": 1}, rel).events(horizon) for rel in ("entry", "round"))
+
+
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
               planned: bool = False) -> dict:
     """What one traced run does on fixed mixed tapes: actions, every traced draw (statistic and
     released value) and every ledger report (stream, footprint, scale, sensitivity). ``planned``: the
     run's planned rounds go through its update_block, as in simulate. A contextual policy runs on a
-    fixed contextual tape (privbandit/audit/contextual.py)."""
-    if _contextual(policy):
+    fixed contextual tape (privbandit/audit/contextual.py); a graph-feedback policy with side
+    observations on the audit's feedback graph (privbandit/audit/graph.py), and its ledger's round
+    tags count as reports."""
+    noted = []
+    if _graph(policy):
+        from privbandit.audit.graph import _run as _run_graph, audit_graph, graph_tapes
+
+        horizon = 200 if horizon is None else horizon
+        rew, _, _, _ = graph_tapes(n_arms, horizon, replicates, np.random.default_rng(12345), True)
+        actions, _, tracer, ledger = _run_graph(policy, audit_graph(n_arms), rew, np.random.SeedSequence(seed))
+        noted = [a.astype(float) for a in ledger.noted_rounds()]  # the round tags the round relation reads
+    elif _contextual(policy):
         from privbandit.audit.contextual import _run as _run_ctx, contextual_tapes
 
         horizon = 200 if horizon is None else horizon
@@ -80,7 +103,7 @@ def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, hori
     draws = [np.concatenate([d.stat for d in tracer.draws] or [np.zeros(0)]),
              np.concatenate([d.out for d in tracer.draws if d.out is not None] or [np.zeros(0)])]
     reports = [np.concatenate([getattr(r, k).astype(float) for r in tracer.reports] or [np.zeros(0)])
-               for k in ("rep", "st", "lo", "hi", "param", "sens")]
+               for k in ("rep", "st", "lo", "hi", "param", "sens")] + noted
     return {"actions": actions, "draws": draws, "reports": reports}
 
 
@@ -91,12 +114,17 @@ def armed(cls) -> str:
     bug = cls()
     clean = cls()
     clean.start = functools.partial(cls.__mro__[1].start, clean)
-    probe = 200 if _contextual(bug) else probe_horizon(bug, 2)  # the contextual audit's horizon (cli.CONTEXTUAL)
+    probe = 200 if (_contextual(bug) or _graph(bug)) else probe_horizon(bug, 2)  # the contextual audit's horizon (cli.CONTEXTUAL)
     # the white-box horizon, then the long run's (a bug may wait for late rounds, as the long run does)
     # and round by round, then with planned rounds (a bug may sit on the engine's update_block path only)
     long = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * probe))
+    if _graph(bug):  # a claim-only bug: the parent's schedule on the bug's own configuration
+        parent = object.__new__(cls.__mro__[1])
+        parent.__dict__.update(bug.__dict__)
+        if _claims_differ(bug, parent):
+            return ""
     for horizon, reps, planned in ((probe, 64, False), (long, 8, False), (long, 8, True)):
-        if planned and _contextual(bug):  # contextual runs do not plan
+        if planned and (_contextual(bug) or _graph(bug)):  # contextual and graph runs do not plan
             continue
         a = behaviour(bug, replicates=reps, horizon=horizon, planned=planned)
         b = behaviour(clean, replicates=reps, horizon=horizon, planned=planned)
@@ -145,8 +173,24 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else 'no'))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else 'no')))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
+    if opts.only in ("bugs", "all") and opts.bugs is None:
+        # round 10's deployment path: a store served with holds and restarts, audited from the store
+        from privbandit.audit.deployment import deployment_audit
+
+        print("\n| deployment case | kind | verdict | caught by | seconds |")
+        print("|---|---|---|---|---:|")
+        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS}.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                started = time.perf_counter()
+                drive_deployment(cls, os.path.join(tmp, "store.db"))
+                res = deployment_audit(os.path.join(tmp, "store.db"))
+                seconds = round(time.perf_counter() - started, 1)
+            kind = "bug" if key in DEPLOY_BUGS else "control"
+            rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
+                         "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
+            print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
     if opts.only in ("controls", "all"):
         print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
         print("|---|---|---|---:|---|---:|---|")
@@ -164,6 +208,16 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
+        # round 10's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in CONTROLS10.items():
+            if opts.controls is not None and key not in opts.controls:
+                continue
+            REGISTRY[cls.name] = cls
+            for seed in opts.seeds:
+                r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
+                rows.append(r)
+                print(f"| {key} (round 10 control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                      f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)

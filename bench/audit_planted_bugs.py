@@ -37,8 +37,13 @@ from privbandit.mechanisms._base import exact_log2, flat
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.contextual import linalg
 from privbandit.mechanisms.sampling import NoiseSampler
-from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPUCBBound, DPUCBInt,
-                                 GaussianTS, LazyDPTS, PrivateTS, PrivateUCB)
+from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPEXP3Lap, DPUCBBound,
+                                 DPUCBInt, GaussianTS, LazyDPTS, PrivateEXP3, PrivateTS, PrivateUCB)
+from privbandit.policies.base import note_rounds
+from privbandit.policies.gaussian_ts import GaussianTSSchedule
+from privbandit.policies.graph_private import (DPUCBN, GaussianTSN, LazyDPTSN, StreamsSchedule, _explore_first,
+                                               streams_per_record)
+from privbandit.policies.hu_hegde import LAZY_SHIFT, beta_draw
 from privbandit.policies.linear import JointDPLinUCB, PrivateLinTS, PrivateLinUCB
 
 
@@ -1242,6 +1247,298 @@ class LinSeededByData(PrivateLinTS):
         return run
 
 
+
+# --- round 10 (session 8): graph-feedback and adversarial private policies, written blind ------------------
+# Graph bugs live on the side-observation path (a round's record entering several streams); adversarial
+# bugs in the noise-then-EXP3 pipeline. Controls (``CONTROLS10``) are correct variants.
+
+
+def _pulled_mask(run, arms) -> np.ndarray:
+    mask = np.zeros((run.replicates, run.n_arms), dtype=bool)
+    mask[run.rows, arms] = True
+    return mask
+
+
+def _remember_choice(run) -> None:
+    """Keep the round's chosen arms on the run (the graph runs' ``learn`` is not told them)."""
+    choose = run.choose
+
+    def remembering(t, graph):
+        run._bug_arms = choose(t, graph)
+        return run._bug_arms
+
+    run.choose = remembering
+
+
+class GraphSideReleaseOnPulled(LazyDPTSN):
+    """Lazy-DP-TS-N whose batch releases on side-observed arms are reported on the pulled arm's stream
+    (the K-armed reporting code: ``stream = arm played``)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+        b = run.batches
+        record = b._record
+
+        def rec(rr, kk, lo, hi, scale, mechanism, node):
+            arms = getattr(run, "_bug_arms", None)
+            kk = kk if arms is None else np.asarray(arms)[rr].astype(kk.dtype)
+            record(rr, kk, lo, hi, scale, mechanism, node)
+
+        b._record = rec
+        return run
+
+
+class GraphRoundsPulledOnly(DPUCBN):
+    """DP-UCB-N that tags only the pulled arm's record with its round (``note_rounds`` given the played
+    arm's one-hot mask): side observations look like rounds of their own to the round relation."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+
+        def learn(t, observed, values):
+            positions = run.counts.copy()
+            run.hybrid.insert(values, observed)
+            run.counts += observed
+            arms = getattr(run, "_bug_arms", None)
+            mask = observed if arms is None else observed & _pulled_mask(run, arms)
+            note_rounds(run.ledger, t, mask, positions)
+
+        run.learn = learn
+        return run
+
+
+class GraphRoundCertEntry(GaussianTSN):
+    """Gaussian-TS-N certified under the round relation with the entry relation's schedule (the noise
+    is per stream, so "the noise is the same, the certificate is the same"): mu not scaled by
+    sqrt(max_degree + 1)."""
+
+    def privacy_schedule(self, horizon, n_arms, *, relation="entry", max_degree=None, graph=None):
+        streams_per_record(n_arms, relation, max_degree, graph)  # still validates
+        return StreamsSchedule(GaussianTSSchedule(self.b, self.c, n_arms), 1, relation)
+
+
+class GraphSideObsRaw(LazyDPTSN):
+    """Lazy-DP-TS-N that feeds only the pulled arm's reward to the batch mechanism and adds side
+    observations straight into the posterior's mean ("side information is free"): raw sums, no release."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+        side_sum = np.zeros((replicates, n_arms))
+        side_n = np.zeros((replicates, n_arms))
+        b = run.batches
+
+        def choose(t, graph):
+            o = np.maximum(b.batch_size, 1).astype(float)
+            shift = LAZY_SHIFT * math.log2(t) / (run.eps * o)
+            mubar = np.clip((b.noisy_sum + side_sum) / (o + side_n) + shift, 0.0, 1.0)
+            theta = beta_draw(run.rng, mubar, o + side_n)
+            run._bug_arms = _explore_first(b.batch_size > 0, theta.argmax(axis=1))
+            return run._bug_arms
+
+        def learn(t, observed, values):
+            arms = getattr(run, "_bug_arms", None)
+            pulled = observed if arms is None else observed & _pulled_mask(run, arms)
+            positions = b.count.copy()
+            b.insert(np.where(pulled, values, 0.0), pulled)
+            side = observed & ~pulled
+            side_sum[side] += values[side]
+            side_n[side] += 1
+            note_rounds(run.ledger, t, pulled, positions)
+
+        run.choose, run.learn = choose, learn
+        return run
+
+
+class GaussianTSNOwnCounts(GaussianTSN):
+    """Gaussian-TS-N whose posterior count k_i counts only arm i's own pulls (the K-armed code), while
+    its sum takes every observation: the mean S/(k_own + 1) carries side observations with sensitivity
+    1/(k_own + 1) and sigma sqrt(c/(k_own + 1)), reported over [0, k_own)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+        observed_n = np.zeros((replicates, n_arms), dtype=np.int64)
+
+        def learn(t, observed, values):
+            positions = observed_n.copy()
+            run.sums += values
+            arms = getattr(run, "_bug_arms", None)
+            run.counts += observed if arms is None else _pulled_mask(run, arms)
+            observed_n[...] += observed
+            note_rounds(run.ledger, t, observed, positions)
+
+        run.learn = learn
+        return run
+
+
+class Exp3RawRewardUpdate(DPEXP3Lap):
+    """DP-EXP3-Lap whose EXP3 weights learn from the raw reward; the noisy release is still made and
+    reported (computed "for the log") but its value is not what EXP3 uses."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def update(t, arms, rewards):
+            rows = run.core.rows
+            lo = run.pulls[rows, arms]
+            run.noise.release_records(rewards, run.scale, rows, arms, lo)
+            run.pulls[rows, arms] = lo + 1
+            run.core.learn(arms, rewards)
+
+        run.update = update
+        return run
+
+
+class Exp3NoiseAfterImportance(PrivateEXP3):
+    """Private EXP3 that adds Lap(1/eps) to the importance-weighted loss (1 - r) / p_I (sensitivity
+    1/p_I, up to K/gamma) and reports it as a sensitivity-1 release of the record."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def update(t, arms, rewards):
+            rows, core = run.core.rows, run.core
+            lo = run.pulls[rows, arms]
+            noisy = run.noise.release_records((1.0 - rewards) / core.p_played, run.scale, rows, arms, lo)
+            run.pulls[rows, arms] = lo + 1
+            core.log_w[rows, arms] -= core.eta * noisy
+
+        run.update = update
+        return run
+
+
+class Exp3ImportanceFromRaw(PrivateEXP3):
+    """Private EXP3 whose importance weight 1/p_I comes from a shadow EXP3 run on the raw (un-noised)
+    losses (the "true" sampling probability); the noisy loss is then divided by that p."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        core = run.core
+        raw_w = np.zeros((replicates, n_arms))
+
+        def update(t, arms, rewards):
+            rows = core.rows
+            lo = run.pulls[rows, arms]
+            noisy = run.noise.release_records(1.0 - rewards, run.scale, rows, arms, lo)
+            run.pulls[rows, arms] = lo + 1
+            w = np.exp(raw_w - raw_w.max(axis=1, keepdims=True))
+            p = (1.0 - core.gamma) * w / w.sum(axis=1, keepdims=True) + core.gamma / core.k
+            p_raw = p[rows, arms]
+            raw_w[rows, arms] -= core.eta * (1.0 - rewards) / p_raw
+            core.log_w[rows, arms] -= core.eta * noisy / p_raw
+
+        run.update = update
+        return run
+
+
+class Exp3BatchAvgScaleOnSum(BatchedPrivateEXP3):
+    """Batched private EXP3 (tau = 4) that adds the average's noise Lap(1/(eps tau)) to the batch's loss
+    *sum* (sensitivity 1), reporting the scale 1/eps the certificate assumes."""
+
+    def __init__(self, epsilon: float = 1.0, tau: int | None = 4, exact: bool = False):
+        super().__init__(epsilon, tau, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        noise, tau = run.noise, run.tau
+        sampler, record = noise.sampler, noise.ledger
+        laplace_release = sampler.laplace_release
+
+        def release(statistic, scale, sensitivity, replicate, stream, lo, hi, node=None):
+            statistic = np.asarray(statistic, dtype=float)
+            noisy = laplace_release(statistic, np.asarray(scale, dtype=float) / tau)
+            if record is not None:
+                record.record_laplace(replicate, stream, lo, hi, scale, sensitivity, mechanism=noise.name, node=node)
+            return noisy
+
+        noise.release = release
+        return run
+
+
+class Exp3BatchNoiseReused(BatchedPrivateEXP3):
+    """Batched private EXP3 (tau = 4) that draws each replicate's Laplace noise once and adds the same
+    draw to every batch's loss sum (every release still reported)."""
+
+    def __init__(self, epsilon: float = 1.0, tau: int | None = 4, exact: bool = False):
+        super().__init__(epsilon, tau, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        noise = run.noise
+        release = noise.release
+        kept = {}
+
+        def rel(statistic, scale, sensitivity, replicate, stream, lo, hi, node=None):
+            statistic = np.asarray(statistic, dtype=float)
+            fresh = release(statistic, scale, sensitivity, replicate, stream, lo, hi, node)
+            if "z" not in kept:
+                kept["z"] = fresh - statistic
+            return statistic + kept["z"]
+
+        noise.release = rel
+        return run
+
+
+# controls: correct variants (must come out CONSISTENT)
+class Exp3LastBatchSilent(BatchedPrivateEXP3):
+    """Control: batched private EXP3 (tau = 4) that neither releases nor learns the horizon's last
+    batch -- no choice follows it, so nothing is lost and no record of it is ever released."""
+
+    def __init__(self, epsilon: float = 1.0, tau: int | None = 4, exact: bool = False):
+        super().__init__(epsilon, tau, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        end_batch = run._end_batch
+        absorb = run._absorb
+        seen = {"t": 0}
+
+        def absorb_counting(rewards):
+            seen["t"] += rewards.shape[0]
+            absorb(rewards)
+
+        def end():
+            if seen["t"] >= horizon:  # the last batch: nothing follows, skip its release
+                run.pulls[run.core.rows, run.arms] = run.first + run.length
+                run.loss = np.zeros_like(run.loss)
+                return
+            end_batch()
+
+        run._absorb, run._end_batch = absorb_counting, end
+        return run
+
+
+class GaussianTSNMoreNoise(GaussianTSN):
+    """Control: Gaussian-TS-N whose posterior draws use variance factor 1.44 c (20% more noise) and
+    report it honestly; the certificate still claims c."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.posterior.c = 1.44 * run.posterior.c
+        return run
+
+
+class DPUCBNIgnoresSide(DPUCBN):
+    """Control: DP-UCB-N that ignores side observations (only the pulled arm's reward enters its
+    stream): less information, one stream per round."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+        learn = run.learn
+
+        def pulled_only(t, observed, values):
+            arms = getattr(run, "_bug_arms", None)
+            mask = observed if arms is None else observed & _pulled_mask(run, arms)
+            learn(t, mask, np.where(mask, values, 0.0))
+
+        run.learn = pulled_only
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -1302,6 +1599,17 @@ BUGS = {
     "joint_sensitivity_no_reward": JointSensitivityNoReward,
     "joint_unreported_leaves": JointUnreportedLeaves,
     "lin_seeded_by_data": LinSeededByData,
+    # round 10 (session 8: graph-feedback and adversarial private policies, written blind)
+    "graph_side_release_on_pulled": GraphSideReleaseOnPulled,
+    "graph_rounds_pulled_only": GraphRoundsPulledOnly,
+    "graph_round_cert_entry": GraphRoundCertEntry,
+    "graph_side_obs_raw": GraphSideObsRaw,
+    "gaussian_ts_n_own_counts": GaussianTSNOwnCounts,
+    "exp3_raw_reward_update": Exp3RawRewardUpdate,
+    "exp3_noise_after_importance": Exp3NoiseAfterImportance,
+    "exp3_importance_from_raw": Exp3ImportanceFromRaw,
+    "exp3_batch_avg_scale_on_sum": Exp3BatchAvgScaleOnSum,
+    "exp3_batch_noise_reused": Exp3BatchNoiseReused,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -1339,5 +1647,106 @@ ROUND9 = {"lin_half_scale_draw", "lin_noise_halved", "lin_gram_unnoised", "joint
 contextual tapes -- node noise drawn at half scale, noise halved after the draw, an index on the exact
 Gram matrix, a sensitivity that forgets the reward, leaf nodes never reported, noise seeded by the data."""
 
+ROUND10 = {"graph_side_release_on_pulled", "graph_rounds_pulled_only", "graph_round_cert_entry",
+           "graph_side_obs_raw", "gaussian_ts_n_own_counts", "exp3_raw_reward_update", "exp3_noise_after_importance",
+           "exp3_importance_from_raw", "exp3_batch_avg_scale_on_sum", "exp3_batch_noise_reused"}
+"""Round 10 (session 8): written blind against the graph-feedback private policies (side observations,
+the round relation) and the adversarial private policies (docs/audit.md, "Round 10")."""
+
+CONTROLS10 = {
+    "exp3_last_batch_silent": Exp3LastBatchSilent,
+    "gaussian_ts_n_more_noise": GaussianTSNMoreNoise,
+    "dp_ucb_n_ignores_side": DPUCBNIgnoresSide,
+}
+"""Round 10's controls: correct variants of the same policies (each must come out CONSISTENT)."""
+
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)
+for _key, _cls in CONTROLS10.items():
+    _named(_cls, "control_" + _key)
+
+
+# --- round 10, deployment path: bugs in privbandit.deploy (audited from the store, privbandit/audit/deployment.py) ---
+import json as _json  # noqa: E402
+import time as _time  # noqa: E402
+
+from privbandit.deploy.deployment import Decision, Deployment  # noqa: E402
+
+
+class DeployFilterOnePast(Deployment):
+    """The filter compares ``rounds > stop_round`` instead of ``>=``: one policy round (one release
+    set) past the budget."""
+
+    def __init__(self, path, conn, config):
+        super().__init__(path, conn, config)
+        self.stop_round += 1
+
+
+class DeployHoldRedraws(Deployment):
+    """A hold decision asks the policy again for the open round's arm (``select(t)`` a second time: the
+    noise is re-drawn) and logs no release ("a hold costs nothing")."""
+
+    def select(self):
+        def body():
+            info = self._info()
+            if info["open_decision"] is None or info["rounds"] >= self.stop_round:
+                return None
+            state = self._load(info)
+            arm = int(state["run"].select(info["rounds"])[0])
+            cur = self._conn.execute(
+                "INSERT INTO decisions (round, arm, kind, releases, state_digest, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (None, arm, "hold", _json.dumps([0] * self.n_arms), info["digest"], _time.time()))
+            self._write(info, state, info["rounds"], info["open_decision"])
+            return Decision(cur.lastrowid, arm, "hold", None)
+
+        d = self._call(body)
+        return d if d is not None else super().select()
+
+
+class DeployResumeReseeds(Deployment):
+    """Reopening a store re-seeds the policy's generator from the configured seed (instead of restoring
+    the snapshot's state): every restart replays the first rounds' noise."""
+
+    @classmethod
+    def open(cls, path):
+        dep = super().open(path)
+        state = dep.snapshot()
+        seed = np.random.SeedSequence(int(dep.config["seed"]))
+        state["rng"].bit_generator.state = np.random.default_rng(seed).bit_generator.state
+        return dep
+
+
+class DeployControl(Deployment):
+    """Control: the unmodified deployment (driven with holds and a restart every few calls)."""
+
+
+DEPLOY_BUGS = {"deploy_filter_one_past": DeployFilterOnePast, "deploy_hold_redraws": DeployHoldRedraws,
+               "deploy_resume_reseeds": DeployResumeReseeds}
+"""Round 10's deployment-path bugs (Deployment subclasses)."""
+DEPLOY_CONTROLS = {"deploy_unmodified": DeployControl}
+
+
+def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: str = "gaussian_ts",
+                     params: dict | None = None, rounds_afforded: int = 30) -> None:
+    """Create a store at ``path`` with ``cls`` (budget: what ``rounds_afforded`` rounds certify, horizon
+    200) and serve ``decisions`` decisions: a second select (a hold) before every third update, a
+    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``."""
+    from privbandit.deploy.odometer import Odometer
+    from privbandit.policies import make_policy
+
+    params = {"c": 4.0} if params is None else params
+    pol = make_policy(policy, **params)
+    budget = Odometer(pol, 200, 2, 1e-6).epsilon(rounds_afforded)
+    dep = cls.create(path, policy, params=params, n_arms=2, budget=budget, delta=1e-6, horizon=200, seed=seed)
+    rng = np.random.default_rng(seed)
+    try:
+        for i in range(decisions):
+            d = dep.select()
+            if i % 3 == 0:
+                dep.select()  # a concurrent caller while the round is open: a hold
+            dep.update(d.decision, float(rng.random() < (0.6 if d.arm == 0 else 0.4)))
+            if i % 4 == 3:
+                dep.close()
+                dep = cls.open(path)
+    finally:
+        dep.close()

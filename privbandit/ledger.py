@@ -1184,6 +1184,16 @@ class Ledger:
                     mechanism=np.array([names[int(m)] for m in rel["mech"]], dtype=object),
                     node=rel["node"])
 
+    def noted_rounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Tight mode: every ``note_rounds`` tag as arrays (replicate, stream, position, round), in the
+        order noted -- what ``relation="round"`` composes by (an auditor compares it with the records
+        each round really entered)."""
+        self._require_tight("noted_rounds()")
+        if not self._round_chunks:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+        rep, st, pos, t = np.concatenate(self._round_chunks, axis=1)
+        return rep, st, pos, t
+
     def record_multisets(self, replicate: int, relation: str = "entry") -> tuple[list, np.ndarray]:
         """Tight mode: (leaves, counts) with counts[j, i] = copies of leaves[i] in the j-th distinct
         per-record multiset of ``replicate`` (records that no release touched are omitted).

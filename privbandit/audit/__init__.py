@@ -11,7 +11,12 @@
   releases, sensitivities, footprints, re-draws and the noise law checked without trusting the
   reports. Contextual policies (:func:`contextual_whitebox_audit`): the same coupled checks on a
   contextual tape (fixed contexts and rewards per round), at the neighbouring relation each policy
-  certifies, every vector-tree node traced with its exact node sum.
+  certifies, every vector-tree node traced with its exact node sum. Graph-feedback policies
+  (:func:`graph_whitebox_audit`): the same checks with side observations on a feedback graph, one
+  entry or one round's whole vector changed, per-stream footprints, the ledger's round tags, and the
+  round certificate on a starving graph sequence.
+* Deployments (:func:`deployment_audit`): a live store's filter, rounds, releases and realized spend,
+  and a replay of its logged policy rounds from the seed (privbandit.deploy).
 * Known answers (:mod:`privbandit.audit.exact`): the exact law of 2-arm Gaussian TS's arm sequence
   for small horizons, its exact (eps, delta) between two tapes, and the bounds ladder
   audit <= exact <= claim.
@@ -33,6 +38,8 @@ from privbandit.audit.runner import (MechanismSampler, PolicySampler, auto_trace
                                      trace_method)
 from privbandit.audit.tracing import ReleaseTracer, release_trace
 from privbandit.audit.whitebox import WhiteBoxResult, probe_horizon, whitebox_audit
+from privbandit.audit.graph import graph_whitebox_audit
+from privbandit.audit.deployment import DeploymentAuditResult, deployment_audit
 
 __all__ = [
     "Audit", "AuditResult", "Budget", "Claim", "EpsAtDelta", "GDP", "VERDICTS", "Neighbours", "NeighbourPair",
@@ -42,5 +49,5 @@ __all__ = [
     "ActionDistribution", "PrivacyProfile", "action_distribution", "exact_epsilon", "bounds_ladder",
     "OneRunResult", "one_run_audit", "one_run_mechanism_audit",
     "ReleaseTracer", "release_trace", "WhiteBoxResult", "whitebox_audit", "probe_horizon",
-    "contextual_whitebox_audit",
+    "contextual_whitebox_audit", "graph_whitebox_audit", "deployment_audit", "DeploymentAuditResult",
 ]

@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
         from privbandit.envs.graph import GraphFeedback
 
         env = GraphFeedback(env, np.eye(k, dtype=bool))
-        print(f"note: {args.policy} is audited on the edgeless feedback graph (K-armed bandit feedback); "
-              "its side observations are not exercised here (its ledger is audited on a complete graph in "
-              "tests/privbandit/audit/test_ledger_audit.py)\n")
+        print(f"note: {args.policy}'s ledger, white-box (K-armed) and black-box audits run on the edgeless feedback "
+              "graph (K-armed bandit feedback); its side observations are audited by the graph white-box audit "
+              "below (privbandit/audit/graph.py)\n")
     tight = ledger_audit(policy, env, horizon, tier["tight_reps"], seeds=(args.seed,), tight=True)
     cheap = ledger_audit(policy, env, horizon, tier["cheap_reps"], seeds=(args.seed + 1,), tight=False)
     print("## Ledger audit\n")
@@ -213,6 +213,27 @@ def run(args: argparse.Namespace) -> int:
             print(f"- [{f.check}] {f.detail}")
         print()
 
+    # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
+    # audit above drives it on the edgeless graph), under the entry and the round relation.
+    wb_graph = wb_starve = None
+    if edgeless:
+        from privbandit.audit.graph import graph_whitebox_audit
+
+        # the smoke tier tests the command: a short run with few replicates
+        size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8)
+        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed)
+        # the worst transcript for a round's record: revealed to every arm, then its streams starved
+        wb_starve = graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
+                                         size["starve_replicates"], seed=args.seed + 3, starve=True)
+        for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve)):
+            print(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n")
+            print(res.summary())
+            for f in res.findings:
+                print(f"- [{f.check}] {f.detail}")
+            for note in res.notes:
+                print(f"- note: {note}")
+            print()
+
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
     # family-wise over every audit reported (the one-run audit is one more)
@@ -262,7 +283,8 @@ def run(args: argparse.Namespace) -> int:
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
-            or (wb_plan is not None and wb_plan.verdict == "VIOLATION"):
+            or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
+            or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)):
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -273,6 +295,8 @@ def run(args: argparse.Namespace) -> int:
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
                      if wb_plan is not None else [])
+                  + ([f"white-box (graph) {c}" for c in wb_graph.checks] if wb_graph is not None else [])
+                  + ([f"white-box (starving graph) {c}" for c in wb_starve.checks] if wb_starve is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -284,7 +308,8 @@ def run(args: argparse.Namespace) -> int:
                  + (f"this verdict rests on the white-box audit at T={wb.horizon} ({wb.releases} traced releases)"
                     if wb.releases else "no audit saw a release") + "; use --horizon for a black-box audit past it")
     if edgeless:
-        blind += "; on the edgeless feedback graph (no side observations)"
+        blind += ("; ledger and black-box audits on the edgeless feedback graph, side observations audited "
+                  "white-box only")
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "
@@ -301,6 +326,13 @@ def run(args: argparse.Namespace) -> int:
                 "verdict": wb_plan.verdict, "horizon": wb_plan.horizon, "replicates": wb_plan.replicates,
                 "releases": wb_plan.releases, "findings": [dataclasses.asdict(f) for f in wb_plan.findings],
                 "seconds": wb_plan.seconds},
+            "whitebox_graph": None if wb_graph is None else {
+                "verdict": wb_graph.verdict, "horizon": wb_graph.horizon, "replicates": wb_graph.replicates,
+                "releases": wb_graph.releases, "findings": [dataclasses.asdict(f) for f in wb_graph.findings],
+                "notes": wb_graph.notes, "seconds": wb_graph.seconds,
+                "starving": {"verdict": wb_starve.verdict, "arms": wb_starve.n_arms, "replicates": wb_starve.replicates,
+                             "findings": [dataclasses.asdict(f) for f in wb_starve.findings],
+                             "seconds": wb_starve.seconds}},
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
@@ -319,6 +351,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     return EXIT_CODES[verdict]
 
+
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64)
+"""The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
+complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
+entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
+(privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
+certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
+replicates, 2-8 s."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
@@ -415,6 +455,7 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
             "whitebox_planned": None,
+            "whitebox_graph": None,
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],

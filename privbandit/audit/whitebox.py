@@ -580,13 +580,16 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
 def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
                     arm: np.ndarray, pull: np.ndarray, n_arms: int, alpha: float, law: bool, spend: "_SpendCheck",
                     notes: list[str], *, own_round: np.ndarray | None = None, streams_d: np.ndarray | None = None,
-                    describe=None) -> tuple[list[Finding], list[NoiseGroup], int]:
+                    describe=None, records: list[dict] | None = None) -> tuple[list[Finding], list[NoiseGroup], int]:
     """Checks 1-9 on two coupled traced runs (actions (R, T) and tracers of D and of D', which replayed
     D's releases): returns (findings, noise-law groups, traced releases on D). ``arm[r]``: the stream
     of replicate r's changed record; ``pull[r]``: its index among that stream's records (in the
     numbering of ``streams_d``, the stream each round's record entered: the actions for K-armed
     bandit feedback, the default). ``own_round[r]``: a round whose own action may differ (joint DP's
-    changed user, :mod:`privbandit.audit.contextual`); ``describe(r)``: how a finding names the change."""
+    changed user, :mod:`privbandit.audit.contextual`); ``describe(r)``: how a finding names the change.
+    ``records[r]``: {stream: position} of every record replicate r's change entered, when a change may
+    enter several streams (side observations, :mod:`privbandit.audit.graph`): checks 4 and 9 are then
+    :func:`_footprint_records` (``arm`` and ``pull`` only name the change)."""
     findings: list[Finding] = []
 
     # 1. decisions (not for a policy whose privacy is its own sampling of arms, e.g. EXP3's exponential
@@ -677,8 +680,12 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
         if finding is not None:
             findings.append(finding)
         changed = delta > CHANGE_TOL
+        if records is not None:  # several records per change (side observations): checked per stream
+            finding = _footprint_records(rel_d, di[changed], records, describe)
+            if finding is not None:
+                findings.append(finding)
         bad_reps = []
-        for r in np.unique(rel_d["rep"][di[changed]]):
+        for r in (np.unique(rel_d["rep"][di[changed]]) if records is None else ()):
             sel = di[changed][rel_d["rep"][di[changed]] == r]
             streams = np.unique(rel_d["st"][sel])
             # the changed record is arm[r]'s: every release that read it must be reported on that stream
@@ -694,7 +701,7 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
         # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
-        finding = _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
+        finding = None if records is not None else _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
                                       arm, pull, diverged, n_arms, notes)
         if finding is not None:
             findings.append(finding)
@@ -742,6 +749,33 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
                 f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
                 f"(family-wise alpha {alpha:g})")))
     return findings, groups, n_rel
+
+
+def _footprint_records(rel_d: dict, changed: np.ndarray, records: list[dict], describe=None) -> Finding | None:
+    """Checks 4 and 9 when one change enters several streams (a round's record on a feedback graph):
+    every release whose statistic changed must be reported on a stream the change entered, with a
+    declared footprint [lo, hi) holding the changed record's position in that stream (``records[r]``:
+    {stream: position}, counted from what the run on D observed). A release reported on another stream
+    (e.g. the played arm's, for a side observation's batch) or whose footprint misses the record
+    composes the wrong records in the ledger. A position may be a set of candidates (a record numbered
+    either by the stream's observations or by the arm's pulls): the footprint must hold one of them."""
+    bad = []
+    for i in changed:
+        r, st = int(rel_d["rep"][i]), int(rel_d["st"][i])
+        cands = records[r].get(st, ())
+        cands = (cands,) if isinstance(cands, (int, np.integer)) else cands
+        if not any(rel_d["lo"][i] <= pos < rel_d["hi"][i] for pos in cands):
+            bad.append(i)
+    if not bad:
+        return None
+    i = bad[0]
+    r = int(rel_d["rep"][i])
+    where = describe(r) if describe is not None else f"replicate {r}"
+    held = ", ".join(f"stream {s} #{p}" for s, p in sorted(records[r].items())) or "no stream"  # p: candidates
+    return Finding("footprint", (
+        f"{len(bad)} releases changed with a record they do not declare: e.g. {rel_d['mechanism'][i]} replicate {r} "
+        f"reported on stream {rel_d['st'][i]} with footprint [{rel_d['lo'][i]}, {rel_d['hi'][i]}), but the change "
+        f"({where}) entered {held}"))
 
 
 def _vector_sensitivity(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) -> Finding | None:

@@ -525,6 +525,16 @@ class Deployment:
                               for d, t, a, rs, r, ru in recent],
         }
 
+    def snapshot(self) -> dict:
+        """The committed state (``run``, ``rng``, ``ledger``), read in one transaction and digest-checked:
+        for an auditor (privbandit.audit.deployment). Curator's view: it holds every noisy value drawn."""
+        conn = self._conn_checked()
+        conn.execute("BEGIN")
+        try:
+            return self._state()[1]
+        finally:
+            conn.execute("COMMIT")
+
     def decisions(self) -> list[dict[str, Any]]:
         """Every decision with its reward (None while pending), in order: the deployment's log."""
         try:

@@ -376,3 +376,17 @@ def test_worst_record_query_on_marked_positions_equals_every_record():
     old.__setstate__(state)
     np.testing.assert_array_equal(old.realized_epsilon(1e-6), fast)
     assert np.all(old._marked[: led._top] <= led._marked[: led._top])
+
+
+def test_noted_rounds_returns_every_tag_in_order():
+    from privbandit.ledger import Ledger
+
+    book = Ledger(2, 3, tight=True)
+    assert all(a.size == 0 for a in book.noted_rounds())
+    book.note_rounds(np.array([0, 0]), np.array([0, 2]), np.array([0, 0]), 1)
+    book.note_rounds(np.array([1]), np.array([1]), np.array([4]), 7)
+    rep, st, pos, t = book.noted_rounds()
+    assert rep.tolist() == [0, 0, 1] and st.tolist() == [0, 2, 1] and pos.tolist() == [0, 0, 4]
+    assert t.tolist() == [1, 1, 7]
+    with pytest.raises(ValueError, match="tight"):
+        Ledger(1, 2).noted_rounds()

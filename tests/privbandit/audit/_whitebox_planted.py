@@ -409,3 +409,60 @@ class IntervalPeeksFirstAfter(DPUCBInt):
 
         run.update, run.select = upd, sel
         return run
+
+
+# --- round 10: the adversarial private policies -----------------------------------------------------------
+from privbandit.policies import BatchedPrivateEXP3, PrivateEXP3  # noqa: E402
+
+
+class Exp3RawReward(DPEXP3Lap):
+    """decisions: EXP3 learns from the raw reward; the noisy release is made and reported, then unused."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def update(t, arms, rewards):
+            rows = run.core.rows
+            lo = run.pulls[rows, arms]
+            run.noise.release_records(rewards, run.scale, rows, arms, lo)
+            run.pulls[rows, arms] = lo + 1
+            run.core.learn(arms, rewards)
+
+        run.update = update
+        return run
+
+
+class Exp3NoiseAfterImportance(PrivateEXP3):
+    """sensitivity: Lap(1/eps) on the importance-weighted loss (1 - r)/p (sensitivity 1/p), reported as 1."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def update(t, arms, rewards):
+            core = run.core
+            lo = run.pulls[core.rows, arms]
+            noisy = run.noise.release_records((1.0 - rewards) / core.p_played, run.scale, core.rows, arms, lo)
+            run.pulls[core.rows, arms] = lo + 1
+            core.log_w[core.rows, arms] -= core.eta * noisy
+
+        run.update = update
+        return run
+
+
+class Exp3BatchAverageScale(BatchedPrivateEXP3):
+    """noise_report: the batch's loss *sum* gets the average's noise Lap(1/(eps tau)); the ledger hears 1/eps."""
+
+    def __init__(self, epsilon=1.0, tau=4, exact=False):
+        super().__init__(epsilon, tau, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        noise, tau = run.noise, run.tau
+
+        def release(statistic, scale, sensitivity, replicate, stream, lo, hi, node=None):
+            noisy = noise.sampler.laplace_release(np.asarray(statistic, dtype=float), np.asarray(scale, float) / tau)
+            noise.ledger.record_laplace(replicate, stream, lo, hi, scale, sensitivity, mechanism=noise.name, node=node)
+            return noisy
+
+        noise.release = release
+        return run

@@ -93,6 +93,19 @@ def test_audit_command_runs_graph_policies_edgeless(capsys):
     rc = _run(["lazy_dp_ts_n", "--tier", "smoke"])
     out = capsys.readouterr().out
     assert rc == 0 and "edgeless feedback graph" in out.splitlines()[-1]
+    # side observations are audited by the graph white-box audits (feedback graph, starving sequence)
+    assert "White-box audit with side observations (feedback graph" in out
+    assert "White-box audit with side observations (starving graph sequence, K=4" in out
+
+
+def test_audit_command_catches_a_side_observation_bug(capsys, monkeypatch):
+    from privbandit.policies import REGISTRY
+    from _graph_planted import RoundsPulledOnly
+
+    monkeypatch.setitem(REGISTRY, "rounds_pulled_only", RoundsPulledOnly)
+    rc = _run(["rounds_pulled_only", "--tier", "smoke"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "white-box (graph) round_records" in out.splitlines()[-1]
 
 
 def test_audit_command_says_when_the_black_box_horizon_sees_no_release(capsys):

@@ -140,3 +140,14 @@ def test_contexts_past_the_bound_are_audited_through_the_clipping(monkeypatch):
 def test_a_policy_that_rejects_long_contexts_gets_contexts_inside_the_ball():
     res = contextual_whitebox_audit(PrivateLinTS(dim=D, contexts="reject"), T, 3, R, seed=1)
     assert res.verdict == "CONSISTENT" and not res.findings, res.summary()
+
+
+def test_audit_command_writes_a_contextual_summary(tmp_path, capsys):
+    # regression (session 8): the contextual summary.json once referenced the graph audits' results
+    import json
+
+    pytest.importorskip("matplotlib")
+    rc = _cli(["private_lin_ucb", "--param", "dim=3", "--tier", "smoke", "--horizon", "64", "--out", str(tmp_path)])
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert rc == 0 and summary["contextual"] and summary["whitebox_graph"] is None

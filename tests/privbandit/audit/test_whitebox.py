@@ -12,7 +12,8 @@ from privbandit.audit.whitebox import (MIN_GROUP, neighbour_tapes, probe_horizon
                                        _law_distance)
 from privbandit.policies import DPSE, AnytimeLazyUCB, DPUCBInt, GaussianTS, PrivateUCB
 
-from _whitebox_planted import (FrozenNoise, HandNoiseHalved, NewestRecordOnly, OverDeclaredScale, PeeksAtMean, ReReleases,
+from _whitebox_planted import (Exp3BatchAverageScale, Exp3NoiseAfterImportance, Exp3RawReward, FrozenNoise,
+                               HandNoiseHalved, NewestRecordOnly, OverDeclaredScale, PeeksAtMean, ReReleases,
                                SilentPosterior, TripledRewards)
 
 CASES = [
@@ -35,6 +36,24 @@ def test_each_check_catches_its_planted_bug_and_passes_the_clean_twin(bug, clean
     twin = whitebox_audit(clean, horizon, 2, reps, seed=0)
     assert twin.verdict == "CONSISTENT" and not twin.findings, twin.summary()
     assert twin.releases > 0
+
+
+ROUND10 = [
+    # round 10 (adversarial private policies): (bug, clean twin, check)
+    (Exp3RawReward(), "dp_exp3_lap", "decisions"),
+    (Exp3NoiseAfterImportance(), "private_exp3", "sensitivity"),
+    (Exp3BatchAverageScale(), "batched_private_exp3", "noise_report"),
+]
+
+
+@pytest.mark.parametrize("bug, clean, check", ROUND10, ids=[c[2] + ":" + type(c[0]).__name__ for c in ROUND10])
+def test_round10_adversarial_bugs_are_caught(bug, clean, check):
+    from privbandit.policies import make_policy
+
+    res = whitebox_audit(bug, 60, 2, 64, seed=0, law=False)
+    assert res.verdict == "VIOLATION" and check in res.checks, res.summary()
+    twin = make_policy(clean, **({"tau": 4} if clean == "batched_private_exp3" else {}))
+    assert whitebox_audit(twin, 60, 2, 64, seed=0, law=False).verdict == "CONSISTENT"
 
 
 def test_three_arms_and_exact_mode_pass_clean():
