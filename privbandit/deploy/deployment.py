@@ -249,7 +249,7 @@ class Deployment:
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
         run = pol.start(n_arms, 1, p.horizon, rng, ledger=ledger)
-        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger})
+        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger, "counters": (0, None)})
         at_stop = odo.certificate(p.stop_round)
         config = {
             "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
@@ -336,9 +336,20 @@ class Deployment:
 
     def _state(self) -> tuple[dict, dict]:
         info = self._info()
-        return info, self._load(info)
+        state = self._load(info)
+        # The state row's counters decide the odometer (rounds opened) and the open round; the digest
+        # covers the snapshot only, so the snapshot carries its own copy of them and they must agree.
+        # A store written before the snapshot held them (no "counters") is read as it is; its next
+        # write adds them.
+        counters = state.get("counters")
+        if counters is not None and tuple(counters) != (info["rounds"], info["open_decision"]):
+            raise StoreError(f"{self.path}: corrupt deployment store (the state row says {info['rounds']} policy "
+                             f"rounds, open decision {info['open_decision']}; its snapshot says {counters[0]}, "
+                             f"{counters[1]}): it was modified outside privbandit")
+        return info, state
 
     def _write(self, info: dict, state: dict, rounds: int, open_decision) -> str:
+        state["counters"] = (rounds, open_decision)
         blob, digest = _store.dump_state(state)
         version = info["version"] + 1
         self._conn.execute("UPDATE state SET version = ?, rounds = ?, open_decision = ?, blob = ?, digest = ? "

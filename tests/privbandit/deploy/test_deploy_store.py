@@ -184,3 +184,41 @@ def test_untracked_realized_spend(tmp_path):
         status = dep.status()
     assert status["realized_epsilon"] is None and status["certified_closed_form_epsilon"] is None
     assert sum(status["releases_per_arm"]) > 0 and status["spent_epsilon"] > 0
+
+
+@pytest.mark.parametrize("sql", ["UPDATE state SET rounds = rounds - 1", "UPDATE state SET rounds = 0",
+                                 "UPDATE state SET open_decision = NULL", "UPDATE state SET open_decision = 1"])
+def test_tampered_round_counters_are_detected(dep, sql):
+    """The state row's counters drive the odometer and the privacy filter (rounds opened so far) but
+    lie outside the snapshot's digest: the snapshot carries its own copy, so a counter changed behind
+    the deployment's back (one round fewer: one round more of budget) is refused, not trusted."""
+    for _ in range(3):
+        d = dep.select()
+        dep.update(d.decision, 1.0)
+    dep.select()  # a round left open (decision 4)
+    dep.close()
+    _tamper(dep.path, sql)
+    with pytest.raises(StoreError, match="modified outside privbandit"):
+        Deployment.open(dep.path)
+
+
+def test_store_without_snapshot_counters_still_opens_and_gains_them(dep):
+    """A store written before snapshots carried their counters (no "counters" key) opens as it did;
+    its next write adds them, and a counter tampered with after that is detected."""
+    d = dep.select()
+    dep.update(d.decision, 0.0)
+    dep.close()
+    conn = sqlite3.connect(dep.path)
+    (blob,) = conn.execute("SELECT blob FROM state").fetchone()
+    state = pickle.loads(zlib.decompress(blob))
+    del state["counters"]
+    old = zlib.compress(pickle.dumps(state), 1)
+    conn.execute("UPDATE state SET blob = ?, digest = ?", (old, hashlib.sha256(old).hexdigest()))
+    conn.commit()
+    conn.close()
+    with Deployment.open(dep.path) as again:
+        assert again.status()["policy_rounds"] == 1
+        again.select()
+    _tamper(dep.path, "UPDATE state SET rounds = 1")
+    with pytest.raises(StoreError, match="modified outside privbandit"):
+        Deployment.open(dep.path)
