@@ -1454,7 +1454,11 @@ class Exp3BatchAvgScaleOnSum(BatchedPrivateEXP3):
                 record.record_laplace(replicate, stream, lo, hi, scale, sensitivity, mechanism=noise.name, node=node)
             return noisy
 
-        noise.release = release
+        def release_records(values, scale, replicate, stream, position, end=None):  # the run's path (session 8)
+            return release(values, scale, 1.0, replicate, stream, position,
+                           np.asarray(position) + 1 if end is None else end)
+
+        noise.release, noise.release_records = release, release_records
         return run
 
 
@@ -1478,7 +1482,11 @@ class Exp3BatchNoiseReused(BatchedPrivateEXP3):
                 kept["z"] = fresh - statistic
             return statistic + kept["z"]
 
-        noise.release = rel
+        def rel_records(values, scale, replicate, stream, position, end=None):  # the run's path (session 8)
+            return rel(values, scale, 1.0, replicate, stream, position,
+                       np.asarray(position) + 1 if end is None else end)
+
+        noise.release, noise.release_records = rel, rel_records
         return run
 
 

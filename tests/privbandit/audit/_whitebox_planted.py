@@ -464,5 +464,9 @@ class Exp3BatchAverageScale(BatchedPrivateEXP3):
             noise.ledger.record_laplace(replicate, stream, lo, hi, scale, sensitivity, mechanism=noise.name, node=node)
             return noisy
 
-        noise.release = release
+        def release_records(values, scale, replicate, stream, position, end=None):  # the run's path (session 8)
+            return release(values, scale, 1.0, replicate, stream, position,
+                           np.asarray(position) + 1 if end is None else end)
+
+        noise.release, noise.release_records = release, release_records
         return run
