@@ -28,6 +28,7 @@ import numpy as np
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
 from privbandit.policies import REGISTRY, Policy
+from privbandit.policies.base import HORIZON_MAX as _policy_horizon_max
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
 from privbandit.seeding import check_seed
 
@@ -64,12 +65,13 @@ def _schedule(pol: Policy, horizon: int, n_arms: int, structure: Mapping[str, An
                          "give a smaller horizon") from None
 
 
-HORIZON_MAX = 10**30
-"""The longest horizon the budget helpers certify. 10^30 rounds is more than 10^12 rounds per second
-for the age of the universe (4.4e17 s), so no deployment is refused; beyond it the schedules' closed
-forms leave the floats (a 400-digit horizon: OverflowError converting it, DP-UCB-Int's grouped
-events a ZeroDivisionError) or their grouping slows to ~30 s per certificate at 1e308, which made
-``invert`` (dozens of certificates) hang."""
+HORIZON_MAX = _policy_horizon_max
+"""The longest horizon the budget helpers certify (the policies' own ceiling,
+``privbandit.policies.base.HORIZON_MAX``). 10^30 rounds is more than 10^12 rounds per second for the
+age of the universe (4.4e17 s), so no deployment is refused; beyond it the schedules' closed forms
+leave the floats (a 400-digit horizon: OverflowError converting it, DP-UCB-Int's grouped events a
+ZeroDivisionError) or their grouping slows to ~30 s per certificate at 1e308, which made ``invert``
+(dozens of certificates) hang."""
 
 
 def _horizon(horizon, n_arms: int, name: str = "horizon") -> int:

@@ -139,8 +139,41 @@ class PolicyRun(abc.ABC):
         self.update(t, feedback.arms, feedback.rewards)
 
 
+HORIZON_MAX = 10**30
+"""The longest horizon a schedule is laid out for (privbandit.budget certifies up to it too): more than
+10^12 rounds a second for the age of the universe; beyond it some schedules' closed forms leave the
+floats (a 400-digit horizon raised OverflowError converting it to float)."""
+
+
+def _bounded_horizon(privacy_schedule):
+    """``privacy_schedule`` refusing, with a ValueError naming ``horizon``, a horizon beyond
+    :data:`HORIZON_MAX` (every other value passes through to the policy's own handling)."""
+
+    @functools.wraps(privacy_schedule)
+    def bounded(self, horizon, *args, **kwargs):
+        if isinstance(horizon, (int, float, np.integer, np.floating)) and not isinstance(horizon, bool) \
+                and horizon > HORIZON_MAX:
+            shown = repr(horizon) if not isinstance(horizon, int) or horizon < 10**40 else \
+                f"a whole number of about 10^{int(horizon.bit_length() * 0.30103)}"
+            raise ValueError(f"horizon must be a whole number in [1, {HORIZON_MAX:.0e}], got {shown}")
+        return privacy_schedule(self, horizon, *args, **kwargs)
+
+    bounded.bounds_horizon = True
+    return bounded
+
+
 class Policy(abc.ABC):
-    """A bandit algorithm's configuration; subclasses document their source (paper, algorithm, eq.)."""
+    """A bandit algorithm's configuration; subclasses document their source (paper, algorithm, eq.).
+
+    Every subclass's ``privacy_schedule`` refuses horizons beyond :data:`HORIZON_MAX` (wrapped in by
+    ``__init_subclass__``), so the public method fails with a named ValueError, never an overflow.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        schedule = cls.__dict__.get("privacy_schedule")
+        if schedule is not None and not getattr(schedule, "bounds_horizon", False):
+            cls.privacy_schedule = _bounded_horizon(schedule)
 
     name: ClassVar[str] = "policy"
     private: ClassVar[bool] = False
@@ -155,6 +188,7 @@ class Policy(abc.ABC):
               ledger=None) -> PolicyRun:
         """A fresh run; ``ledger`` (a ``privbandit.ledger.Ledger`` or None) receives every noise draw."""
 
+    @_bounded_horizon
     def privacy_schedule(self, horizon: int, n_arms: int) -> PrivacySchedule:
         """The worst-case per-record releases over ``horizon`` rounds; non-private by default.
 

@@ -551,3 +551,29 @@ def test_a_clipped_gaussian_far_outside_the_unit_interval_is_quiet():
         env = ClippedGaussian([-1e300, 1e300], scale=1e100)
         res = simulate(DPUCB(epsilon=1.0), env, 40, 2, seed=0, progress=False)
     assert env.means.tolist() == [0.0, 1.0] and np.all(np.isfinite(res.regret_mean))
+
+
+def test_every_policys_privacy_schedule_refuses_horizons_beyond_the_ceiling():
+    """Policy.privacy_schedule called directly (not through budget or simulate, which cap the horizon
+    first): beyond HORIZON_MAX a named ValueError for every registered policy -- 10**400 raised
+    OverflowError in four of them (dp_se, exp3, exp3_tau, joint_dp_lin_ucb) -- and below it the
+    schedule as before."""
+    import inspect
+    import warnings
+
+    from privbandit.policies import REGISTRY
+    from privbandit.policies.base import HORIZON_MAX
+
+    for name, cls in sorted(REGISTRY.items()):
+        try:
+            policy = cls()
+        except TypeError:
+            policy = cls(epsilon=1.0)
+        for horizon in (10**400, HORIZON_MAX + 1, 1e31, float("inf")):
+            with pytest.raises(ValueError, match="horizon must be a whole number in"):
+                policy.privacy_schedule(horizon, 5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            policy.privacy_schedule(1000, 5)
+        # the wrapper keeps the signature schedule_for reads (its relation keyword, where there is one)
+        assert list(inspect.signature(policy.privacy_schedule).parameters)[:2] == ["horizon", "n_arms"]
