@@ -43,7 +43,8 @@ import time
 
 import numpy as np
 
-from privbandit.audit.whitebox import Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck
+from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck,
+                                       check_audit_arguments)
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.feedback import Offer
 from privbandit.ledger import Ledger
@@ -160,18 +161,10 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     neighbours to audit (default :func:`audit_relation`, the widest the policy certifies; a relation it
     does not certify is refused). ``law=False`` keeps the exact checks only (the long, thin run).
     ``rounds``: the changed round of each replicate (default log-uniform)."""
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
-    if not policy.private:
-        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
+    horizon, n_arms, replicates = check_audit_arguments(
+        policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_contextual(policy):
         raise ValueError(f"{policy!r} does not take contexts: use privbandit.audit.whitebox_audit")
-    for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)):
-        if isinstance(v, bool) or int(v) != v or v < lo:
-            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
     widest = audit_relation(policy, horizon, n_arms)
     if relation is None:
         relation = widest

@@ -47,7 +47,8 @@ import numpy as np
 from accountants import GDPAccountant, PureAccountant
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.tracing import ReleaseTracer
-from privbandit.audit.whitebox import Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck
+from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck,
+                                       check_audit_arguments)
 from privbandit.feedback import Feedback, Offer
 from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy, schedule_for
@@ -267,18 +268,10 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
     costs what the per-stream schedule's worst case charges: a round certificate that forgets to
     compose over the streams (certified at max degree K - 1 here) is exceeded. The noise law is not
     tested on this run (its groups would repeat the main run's)."""
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
-    if not policy.private:
-        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
+    horizon, n_arms, replicates = check_audit_arguments(
+        policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_graph_policy(policy):
         raise ValueError(f"{policy!r} does not learn from a feedback graph: use privbandit.audit.whitebox_audit")
-    for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)):
-        if isinstance(v, bool) or int(v) != v or v < lo:
-            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
     started = time.perf_counter()
     graph = audit_graph(n_arms)
     if starve:

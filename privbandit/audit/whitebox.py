@@ -84,6 +84,7 @@ import time
 import numpy as np
 from scipy import stats as sps
 
+from accountants import _validate
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.ledger import Ledger
@@ -500,6 +501,30 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
     return np.concatenate([base, occ[:, None]], axis=1)
 
 
+
+def check_audit_arguments(policy, counts, alpha) -> tuple[int, ...]:
+    """The shared argument check of the white-box audits (K-armed, graph, contextual): ``policy`` a
+    private :class:`Policy`; ``counts`` (name, value, least) triples, each a whole number >= least,
+    returned as ints; ``alpha`` a real number in (0, 1). Every bad value -- a bool, None, text, inf,
+    NaN, a fraction -- is a ValueError naming the parameter and its range (``int(inf)`` raised
+    OverflowError, ``int(None)`` TypeError)."""
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
+    if not policy.private:
+        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
+    out = []
+    for name, v, lo in counts:
+        try:
+            n = _validate.count(name, v)
+        except ValueError:
+            n = -1
+        if n < lo:
+            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
+        out.append(n)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    return tuple(out)
+
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0) -> WhiteBoxResult:
@@ -519,20 +544,12 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
     holds as before."""
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
-    if not policy.private:
-        raise ValueError(f"{policy!r} is not private: there is no privacy contract to check")
-    for name, v, lo in (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
-                        ("window", window, 1), ("schedule_records", schedule_records, 0)):
-        if isinstance(v, bool) or int(v) != v or v < lo:
-            raise ValueError(f"{name} must be a whole number in [{lo}, inf), got {v!r}")
+    horizon, n_arms, replicates, window, schedule_records = check_audit_arguments(
+        policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
+                 ("window", window, 1), ("schedule_records", schedule_records, 0)), alpha)
     if schedule_records % 4:
         raise ValueError(f"schedule_records must be a multiple of 4 (every tape kind per group), got {schedule_records!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     started = time.perf_counter()
-    horizon, n_arms, replicates = int(horizon), int(n_arms), int(replicates)
     seq = np.random.SeedSequence(seed)
     tape_seq, run_seq = seq.spawn(2)
     # the changed pull: anywhere in the pre-pulls (if any) and the first ``window`` pulls after them

@@ -577,3 +577,23 @@ def test_every_policys_privacy_schedule_refuses_horizons_beyond_the_ceiling():
             policy.privacy_schedule(1000, 5)
         # the wrapper keeps the signature schedule_for reads (its relation keyword, where there is one)
         assert list(inspect.signature(policy.privacy_schedule).parameters)[:2] == ["horizon", "n_arms"]
+
+
+@pytest.mark.parametrize("kw", [{"horizon": float("inf")}, {"horizon": float("nan")}, {"replicates": None},
+                                {"n_arms": "3"}, {"horizon": 2.5}, {"alpha": None}, {"alpha": "0.1"},
+                                {"alpha": float("nan")}, {"replicates": True}])
+def test_white_box_audits_name_bad_arguments(kw):
+    """whitebox_audit and the graph and contextual audits share one argument check: int(inf) raised
+    OverflowError, int(None) and None < 1 TypeError, NaN an unnamed 'cannot convert' message."""
+    from privbandit.audit import whitebox_audit
+    from privbandit.audit.contextual import contextual_whitebox_audit
+    from privbandit.audit.graph import graph_whitebox_audit
+    from privbandit.policies import DPUCB, DPUCBN, PrivateLinUCB
+
+    name = next(iter(kw))
+    for audit, policy in ((whitebox_audit, DPUCB()), (graph_whitebox_audit, DPUCBN()),
+                          (contextual_whitebox_audit, PrivateLinUCB())):
+        args = dict(horizon=50, n_arms=2, replicates=8)
+        args.update(kw)
+        with pytest.raises(ValueError, match=f"^{name} must"):
+            audit(policy, **args)
