@@ -139,7 +139,7 @@ def _clip(x: np.ndarray, t: int, strict: bool, what: str) -> np.ndarray:
         bad = (x < 0) | (x > 1) | np.isnan(x)
         if bad.any():
             where = t + int(np.argwhere(bad)[0][0]) if x.ndim == 2 else t
-            raise ValueError(f"{what} {x[bad][0]!r} in round {where} lies outside [0, 1] (strict_rewards=True)")
+            raise ValueError(f"{what} {float(x[bad][0])!r} in round {where} lies outside [0, 1] (strict_rewards=True)")
         return x
     return np.clip(x, 0.0, 1.0)
 

@@ -38,11 +38,17 @@ class RewardTable(Environment):
         if np.any(~np.isfinite(table)):
             raise ValueError("table must contain only finite rewards")
         self.table = table
-        # A table already in [0, 1] needs no per-round clipping: the engine then skips np.clip and the
-        # policy's NaN check (the table is finite). -0.0 is excluded because np.clip turns it into
-        # +0.0, so only values that clipping returns unchanged, bit for bit, take this path.
-        self.rewards_in_unit_interval = bool(np.all((table >= 0.0) & (table <= 1.0)) and not np.any(np.signbit(table)))
         self._best_arm = int(np.argmax(np.clip(table, 0, 1).sum(axis=0)))
+
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """Whether every value already lies in [0, 1]: the engine then skips its per-round np.clip and
+        the policy's NaN check (the table is finite). -0.0 is excluded because np.clip turns it into
+        +0.0, so only values that clipping returns unchanged, bit for bit, take this path. Evaluated at
+        each look (once per run: O(T K)), so a table changed after construction is judged as it is
+        then, never by a stale flag that would let an out-of-range reward past the clipping."""
+        table = self.table
+        return bool(np.all((table >= 0.0) & (table <= 1.0)) and not np.any(np.signbit(table)))
 
     @property
     def n_arms(self) -> int:

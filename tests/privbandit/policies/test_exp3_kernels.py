@@ -139,8 +139,10 @@ def test_reward_table_in_the_unit_interval_skips_clipping_with_the_same_results(
     assert env.rewards_in_unit_interval
     assert not RewardTable([[0.5, 1.5], [0.0, 1.0]]).rewards_in_unit_interval
     assert not RewardTable([[0.5, -0.0], [0.0, 1.0]]).rewards_in_unit_interval  # clipping makes -0.0 +0.0
-    clipped = RewardTable(env.table)
-    clipped.rewards_in_unit_interval = False  # the engine's per-round np.clip and NaN check
+    class Clipped(RewardTable):  # the engine's per-round np.clip and NaN check, on the same table
+        rewards_in_unit_interval = False
+
+    clipped = Clipped(env.table)
     for policy in (EXP3(), DPEXP3Lap(1.0), BatchedPrivateEXP3(0.5)):
         a = simulate(policy, env, 600, 6, seed=9, keep_arms=True, progress=False)
         b = simulate(policy, clipped, 600, 6, seed=9, keep_arms=True, progress=False)
@@ -150,3 +152,8 @@ def test_reward_table_in_the_unit_interval_skips_clipping_with_the_same_results(
             assert np.array_equal(a.realized_epsilon, b.realized_epsilon, equal_nan=True)
         else:
             assert a.realized_epsilon is None and b.realized_epsilon is None
+    # a table changed after construction is judged as it is: a reward of 5 is clipped, not let through
+    env.table[0, :] = 5.0
+    assert not env.rewards_in_unit_interval
+    with pytest.raises(ValueError, match="reward 5.0 in round 1 lies outside"):
+        simulate(DPEXP3Lap(1.0), env, 600, 2, seed=9, progress=False, strict_rewards=True)
