@@ -76,13 +76,16 @@ def deployment_audit(path) -> DeploymentAuditResult:
     from privbandit.policies import make_policy
 
     with Deployment.open(path) as dep:
-        config = dict(dep.config)
-        log = dep.decisions()
-        state = dep.snapshot()
-        status_rounds = int(dep._info()["rounds"])
+        history = dep.history()  # one read transaction: log, counters and snapshot agree
+    config, log, state = history["config"], history["decisions"], history["snapshot"]
+    status_rounds = int(history["rounds"])
+    k = int(config["n_arms"])
+    for d in log:  # per-arm release counts as logged; a malformed cell is a damaged store, not a verdict
+        d["releases"] = _release_counts(path, d["releases"], k)
+        d["update_releases"] = None if d["update_releases"] is None else _release_counts(path, d["update_releases"], k)
     findings: list[DeploymentFinding] = []
     policy = make_policy(config["policy"], **config["params"])
-    k, horizon, delta = int(config["n_arms"]), int(config["horizon"]), float(config["delta"])
+    horizon, delta = int(config["horizon"]), float(config["delta"])
     budget = float(config["budget_epsilon"])
     odo = Odometer(policy, horizon, k, delta)
     stop = odo.stop_round(budget)
@@ -112,16 +115,16 @@ def deployment_audit(path) -> DeploymentAuditResult:
     ledger = state["ledger"]
     logged = np.zeros(k, dtype=np.int64)
     for d in log:
-        rel = np.asarray(d["releases"], dtype=np.int64)
+        rel = d["releases"]
         if d["kind"] != "policy" and rel.any():
             findings.append(DeploymentFinding("releases", (
                 f"decision {d['decision']} ({d['kind']}) made {int(rel.sum())} releases: only a policy round may draw "
                 "noise")))
             break
     for d in log:
-        logged += np.asarray(d["releases"], dtype=np.int64)
-    for u in _update_releases(dep_path=path):
-        logged += u
+        logged += d["releases"]
+        if d["update_releases"] is not None:
+            logged += d["update_releases"]
     drawn = np.asarray(ledger.draws[0], dtype=np.int64)
     if not np.array_equal(drawn, logged):
         findings.append(DeploymentFinding("releases", (
@@ -142,21 +145,15 @@ def deployment_audit(path) -> DeploymentAuditResult:
     return DeploymentAuditResult(str(path), config["policy"], n, stop, findings)
 
 
-def _update_releases(dep_path) -> list[np.ndarray]:
-    """Per update row, the releases the call recorded (an update may release, e.g. a batch closing)."""
-    import sqlite3
+def _release_counts(path, cell, k: int) -> np.ndarray:
+    """A logged ``releases`` cell as K non-negative whole counts (StoreError otherwise)."""
+    from privbandit.deploy.store import StoreError
 
-    from privbandit.deploy import store as _store
-
-    conn = _store.connect(str(dep_path), create=False)
-    try:
-        import json
-
-        return [np.asarray(json.loads(r[0]), dtype=np.int64) for r in conn.execute("SELECT releases FROM updates")]
-    except sqlite3.DatabaseError:
-        return []
-    finally:
-        conn.close()
+    if (isinstance(cell, list) and len(cell) == k
+            and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in cell)):
+        return np.asarray(cell, dtype=np.int64)
+    raise StoreError(f"{path}: corrupt deployment store (a releases cell holds {str(cell)[:80]!r}, "
+                     f"not {k} release counts)")
 
 
 def _replay(policy, config: dict, policy_rows: list[dict], state: dict, k: int, horizon: int) -> list[DeploymentFinding]:

@@ -1,4 +1,4 @@
-"""``privbandit deploy``: init / select / update / status / replay on a deployment store.
+"""``privbandit deploy``: init / select / update / status / replay / audit on a deployment store.
 
 Every subcommand prints one JSON object on stdout. Bad input (an unknown option, a malformed
 number, a reward out of range under ``--strict-rewards``, a missing, corrupt or foreign store) prints
@@ -104,6 +104,18 @@ def _replay(args) -> int:
     return 0
 
 
+def _audit(args) -> int:
+    """The deployment audit (privbandit.audit.deployment, docs/audit.md "Round 10") of the store: exit 0
+    CONSISTENT, 1 VIOLATION, as ``privbandit audit``."""
+    from privbandit.audit.deployment import deployment_audit
+
+    res = deployment_audit(args.store)
+    _print({"store": args.store, "policy": res.policy, "verdict": res.verdict, "policy_rounds": res.rounds,
+            "stop_round": res.stop_round, "checks": res.checks,
+            "findings": [{"check": f.check, "detail": f.detail} for f in res.findings]})
+    return 0 if res.verdict == "CONSISTENT" else 1
+
+
 def run(args) -> int:
     """Dispatch a parsed ``deploy`` command, turning errors into one line and an exit code."""
     from privbandit.deploy import BudgetExhausted, StoreError
@@ -124,10 +136,10 @@ def run(args) -> int:
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``deploy`` (and its subcommands) on an ``argparse`` subparsers object."""
     p = subparsers.add_parser("deploy", help="run a private policy online from a crash-safe SQLite store "
-                                             "(init, select, update, status, replay)")
+                                             "(init, select, update, status, replay, audit)")
     p.error = types.MethodType(_OneLineParser.error, p)  # `privbandit deploy` alone: one line too
     sub = p.add_subparsers(dest="deploy_command", required=True, parser_class=_OneLineParser,
-                           metavar="{init,select,update,status,replay}")
+                           metavar="{init,select,update,status,replay,audit}")
 
     init = sub.add_parser("init", help="create a deployment store")
     init.add_argument("store")
@@ -169,6 +181,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     rep.add_argument("store")
     rep.add_argument("log", metavar="LOG.csv")
     rep.set_defaults(deploy_func=_replay)
+
+    aud = sub.add_parser("audit", help="audit the store: filter, rounds, releases, replay from the seed, realized <= "
+                                       "certified (JSON; exit 0 CONSISTENT, 1 VIOLATION)")
+    aud.add_argument("store")
+    aud.set_defaults(deploy_func=_audit)
 
     p.set_defaults(func=run)
     return p

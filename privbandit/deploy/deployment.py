@@ -547,14 +547,36 @@ class Deployment:
             conn.execute("COMMIT")
 
     def decisions(self) -> list[dict[str, Any]]:
-        """Every decision with its reward (None while pending), in order: the deployment's log."""
+        """Every decision with its reward (None while pending), in order: the deployment's log.
+
+        ``releases`` are the releases per arm the decision's ``select`` made, ``update_releases`` those
+        its ``update`` made (None while pending; e.g. a batch closing on that reward)."""
         try:
             rows = self._conn_checked().execute(
-                "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied "
-                "FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
+                "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied, "
+                "u.releases FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
         except sqlite3.DatabaseError as exc:
             raise _corrupt(self.path, exc) from None
-        rows = [self._cells(row, "NnAKJTrrn") for row in rows]
+        rows = [self._cells(row, "NnAKJTrrnj") for row in rows]
         return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": rs, "state_digest": sd,
-                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap)}
-                for d, t, a, k, rs, sd, r, raw, ap in rows]
+                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap), "update_releases": ru}
+                for d, t, a, k, rs, sd, r, raw, ap, ru in rows]
+
+    def history(self) -> dict[str, Any]:
+        """The store as one consistent read, for an auditor (privbandit.audit.deployment): the
+        configuration, the state row's counters (``rounds`` policy rounds opened, ``open_decision``),
+        the log (:meth:`decisions`) and the committed snapshot (:meth:`snapshot`), all inside one read
+        transaction, so a service writing concurrently cannot interleave a call between them.
+        Curator's view: the snapshot holds every noisy value drawn."""
+        conn = self._conn_checked()
+        conn.execute("BEGIN")
+        try:
+            info, state = self._state()
+            log = self.decisions()
+        except sqlite3.DatabaseError as exc:
+            self._cache = None
+            raise _corrupt(self.path, exc) from None
+        finally:
+            conn.execute("COMMIT")
+        return {"config": dict(self.config), "rounds": info["rounds"], "open_decision": info["open_decision"],
+                "decisions": log, "snapshot": state}
