@@ -87,8 +87,8 @@ def check_memory(horizon: int, replicates: int, what: str = "replicates") -> Non
     if need > physical:
         largest = physical // (_BYTES_PER_CELL * int(replicates))
         # exact integers throughout: a 400-digit horizon (the command line reads numbers exactly) made
-        # need / 2**30 an OverflowError; shown by magnitude beyond 2^1000 (str() stops at 4300 digits)
-        shown = (lambda n: f"{n}" if n.bit_length() < 100 else f"about 2^{n.bit_length() - 1}")  # noqa: E731
+        # need / 2**30 an OverflowError; shown by magnitude beyond 10^40 (str() stops at 4300 digits)
+        shown = _accountant_validate.shown
         gib = f"{need / 2**30:.3g}" if need.bit_length() < 1000 else f"about 2^{need.bit_length() - 31}"
         if largest < 2:  # no horizon fits: it is the replicates that must come down
             raise ValueError(f"{what} = {shown(int(replicates))} needs more than this machine's "
@@ -110,16 +110,16 @@ def _validate(policy, env, horizon, replicates, delta):
     # floats (an OverflowError) before it could name them
     if not env.n_arms <= horizon < 2**63:
         raise ValueError(f"horizon must be a whole number >= the number of arms ({env.n_arms}) and below 2^63, "
-                         f"got {horizon if horizon < 2**63 else f'about 2^{horizon.bit_length() - 1}'}")
+                         f"got {_accountant_validate.shown(horizon)}")
     rounds = getattr(env, "rounds", None)  # a fixed table: checked now, not at its first missing round
     if isinstance(rounds, int) and horizon > rounds:
         raise ValueError(f"horizon must be at most the {rounds} rounds of the {env.name} environment, got {horizon}")
     replicates = _count("replicates", replicates)
     if not 1 <= replicates < 2**63:
         raise ValueError(f"replicates must be a whole number in [1, 2^63), "
-                         f"got {replicates if replicates < 2**63 else f'about 2^{replicates.bit_length() - 1}'}")
+                         f"got {_accountant_validate.shown(replicates)}")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        raise ValueError(f"delta must lie in (0, 1), got {_accountant_validate.shown(delta)}")
     # the accountants need a normal float (checked here, before the run, not at its first query)
     _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)

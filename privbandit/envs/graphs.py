@@ -26,6 +26,7 @@ import dataclasses
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.mechanisms._base import whole
 
 
@@ -130,7 +131,7 @@ def _integral(value) -> bool:
 
 def _check_p(name: str, p) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0 <= p <= 1:
-        raise ValueError(f"{name} must lie in [0, 1], got {p!r}")
+        raise ValueError(f"{name} must lie in [0, 1], got {shown(p)}")
     return float(p)
 
 
@@ -159,7 +160,7 @@ class BarabasiAlbert(GraphModel):
     def __post_init__(self):
         whole("n", self.n, 2)
         if not _integral(self.m) or not 1 <= self.m < self.n:
-            raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {self.m!r}")
+            raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {shown(self.m)}")
 
     def sample(self, rng):
         edges = _networkx().barabasi_albert_graph(self.n, self.m, seed=_seed(rng)).edges
@@ -179,7 +180,7 @@ class PlantedPartition(GraphModel):
         whole("n", self.n, 2)
         if not _integral(self.groups) or not 1 <= self.groups <= self.n \
                 or self.n % self.groups:
-            raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {self.groups!r}")
+            raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.groups)}")
         object.__setattr__(self, "p_in", _check_p("p_in", self.p_in))
         object.__setattr__(self, "p_out", _check_p("p_out", self.p_out))
 
@@ -205,7 +206,7 @@ class DisjointCliques(GraphModel):
         whole("n", self.n, 2)
         if not _integral(self.size) or not 1 <= self.size <= self.n \
                 or self.n % self.size:
-            raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {self.size!r}")
+            raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.size)}")
 
     def sample(self, rng):
         # a random assignment of arms to cliques (so arm indices carry no information about cliques)
