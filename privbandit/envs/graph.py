@@ -81,6 +81,8 @@ class GraphFeedback(StationaryEnvironment):
 class GraphFeedbackRun(EnvironmentRun):
     """One run: the graph of each round and the revealed entries of the played arms' neighbourhoods."""
 
+    reveals_within_structure = True  # a row of a checked graph whose max degree (or model bound) is declared
+
     def __init__(self, env: GraphFeedback, replicates: int, rng: np.random.Generator) -> None:
         self.env, self.rng = env, rng
         self.rows = np.arange(replicates)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from accountants import _validate
@@ -107,3 +108,124 @@ def test_probability_options_refuse_subnormals_as_the_accountants_do():
     for argv in (["audit", "dp_ts", "--alpha", "1e-320"], ["certify", "--delta", "5e-324"],
                  ["deploy", "init", "s.db", "--policy", "dp_ts", "--n-arms", "3", "--budget", "1", "--delta", "1e-310"]):
         assert "must lie in [2.2250738585072014e-308, 1)" in _one_line_error(argv)
+
+
+# ---------------------------------------------------------------- feedback graphs
+def test_max_degree_reads_any_graph_through_check_adjacency():
+    from privbandit.envs.graphs import max_degree
+
+    path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=bool)  # an open adjacency: no diagonal
+    assert max_degree(path) == 2  # was 1: row sums one short, a "round" certificate over 2 streams, not 3
+    assert max_degree(path | np.eye(3, dtype=bool)) == 2  # a self-loop on every arm changes nothing
+    with pytest.raises(ValueError, match="entries must be 0/1 or bool, got dtype float64 with entry 0.5"):
+        max_degree(np.array([[1, 0.5], [0.5, 1]]))  # was 0: weights summed
+    assert budget.epsilon("lazy_dp_ts_n", 100, 1e-6, 3, structure={"graph": path}, relation="round").value == \
+        budget.epsilon("lazy_dp_ts_n", 100, 1e-6, 3, structure={"max_degree": 2}, relation="round").value
+
+
+def test_networkx_graphs_are_refused_unless_plain_undirected_on_whole_number_nodes():
+    nx = pytest.importorskip("networkx")
+    from privbandit.envs.graphs import check_adjacency
+
+    loops = nx.Graph([(0, 0), (0, 1), (1, 2)])
+    assert check_adjacency(loops).sum() == 7  # the self-loop is the diagonal every arm has anyway
+    assert check_adjacency(nx.MultiGraph([(0, 1), (0, 1), (1, 2)])).sum() == 7  # was a reshape error
+    for graph, message in [(nx.DiGraph([(0, 1), (1, 2)]), "must be undirected"),  # was silently symmetrised
+                           (nx.Graph([(0.0, 1.0), (1.0, 2.0)]), "whole-number nodes 0..K-1, got \\[0.0, 1.0, 2.0\\]"),
+                           (nx.Graph([(False, True), (True, 2)]), "whole-number nodes"),
+                           (nx.Graph([(0, 1, {"weight": 0.3}), (1, 2, {"weight": 1})]), "unweighted")]:
+        with pytest.raises(ValueError, match=message):
+            check_adjacency(graph)
+    with pytest.raises(ValueError, match=r"square \(K, K\) adjacency matrix"):
+        check_adjacency([[1, 0], [1]])  # ragged: was numpy's "inhomogeneous shape"
+
+
+def _graph_run(name):
+    from privbandit.envs.graphs import check_adjacency
+    from privbandit.feedback import Offer
+
+    policy = make_policy(name) if name in ("ucb_n", "ts_n", "gaussian_ts_n") else make_policy(name, epsilon=1.0)
+    run = policy.start(3, 1, 50, np.random.default_rng(0))
+    arms = run.select(1, Offer(graph=check_adjacency(np.ones((3, 3)))))
+    return run, arms
+
+
+@pytest.mark.parametrize("name", ["gaussian_ts_n", "dp_ucb_n", "lazy_dp_ts_n", "ucb_n", "ts_n"])
+def test_a_side_observation_mask_must_be_bool_and_reveal_the_played_arm(name):
+    from privbandit.feedback import Feedback
+
+    run, arms = _graph_run(name)
+    values = np.full((1, 3), 0.5)
+    # a weight 0.5 made Gaussian-TS-N's count k = 0.5 for one record: noise c / 1.5 where the
+    # certificate assumes c / 2 (mu 1/sqrt(1.5 c) > 1/sqrt(2 c)); a 2 (a self-loop counted twice) k = 2
+    for mask in (np.array([[0.5, 0.5, 0.5]]), np.array([[2, 1, 1]])):
+        with pytest.raises(ValueError, match="feedback.observed must be a bool mask"):
+            run.observe(1, Feedback(arms, np.array([0.5]), mask, values))
+    unplayed = np.ones((1, 3), dtype=bool)
+    unplayed[0, arms[0]] = False
+    with pytest.raises(ValueError, match="must reveal every played arm's own entry"):
+        Feedback(arms, np.array([0.5]), unplayed, values)
+    with pytest.raises(ValueError, match="offer.graph must hold closed neighbourhoods"):
+        from privbandit.feedback import Offer
+
+        run.select(2, Offer(graph=np.zeros((3, 3), dtype=bool)))
+
+
+def test_an_environment_revealing_beyond_its_declared_degree_is_stopped():
+    from privbandit.envs.base import EnvironmentRun, StationaryEnvironment
+    from privbandit.feedback import Feedback, Offer
+
+    class Liar(StationaryEnvironment):  # declares degree 0 (bandit feedback) but reveals every arm
+        name = "liar"
+        offers = frozenset({"graph"})
+
+        def structure(self):
+            return {"max_degree": 0}
+
+        def start(self, replicates, rng):
+            env = self
+
+            class Run(EnvironmentRun):
+                def rewards(self, t, arms):
+                    return np.full(arms.shape, 0.5)
+
+                def offer(self, t):
+                    return Offer(graph=np.ones((env.n_arms, env.n_arms), dtype=bool))
+
+                def feedback(self, t, arms):
+                    return Feedback(arms, self.rewards(t, arms), np.ones((arms.size, env.n_arms), bool),
+                                    np.full((arms.size, env.n_arms), 0.5))
+
+            return Run()
+
+    with pytest.raises(ValueError, match=r"revealed 3 entries in round 1, more than the max_degree \+ 1 = 1"):
+        simulate(make_policy("lazy_dp_ts_n", epsilon=1.0), Liar([0.5, 0.4, 0.3]), 10, 2, relation="round",
+                 progress=False)
+
+
+# ---------------------------------------------------------------- arms returned to the engine
+@pytest.mark.parametrize("arms,message", [
+    (lambda r: np.full(r, -1), "must return arms in \\[0, 2\\], got arm -1"),  # was numpy's "no negative elements"
+    (lambda r: np.full(r, 3), "must return arms in \\[0, 2\\], got arm 3"),  # was an IndexError
+    (lambda r: np.full(r, 1.0), "integer array of shape \\(2,\\) .* got float64 \\(2,\\)"),
+    (lambda r: np.zeros((r, 1), dtype=int), "got int64 \\(2, 1\\)"),
+    (lambda r: None, "got NoneType"),
+])
+def test_bad_arms_from_a_policy_run_are_named(arms, message):
+    from privbandit.policies.base import Policy, PolicyRun
+
+    class Bad(Policy):
+        name = "bad"
+
+        def start(self, n_arms, replicates, horizon, rng, ledger=None):
+            class Run(PolicyRun):
+                def select(self, t):
+                    return arms(replicates)
+
+                def update(self, t, arms, rewards):
+                    pass
+
+            return Run()
+
+    with pytest.raises(ValueError, match=message):
+        simulate(Bad(), Bernoulli([0.5, 0.4, 0.3]), 6, 2, progress=False)
