@@ -32,7 +32,7 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
         sign = "-" if n < 0 else ""
         return f"a whole number of about {sign}10^{int(math.log10(abs(n)))}"
     try:
-        text = value if isinstance(value, str) and not quote else repr(value)
+        text = value if isinstance(value, str) and not quote else " ".join(repr(value).split())  # (an array's repr spans lines)
     except Exception:  # a hostile __repr__, or an object holding an int beyond 4300 digits
         return f"a {type(value).__name__}"
     if len(text) <= limit:

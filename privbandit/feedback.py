@@ -19,6 +19,8 @@ import dataclasses
 
 import numpy as np
 
+from accountants._validate import shown
+
 #: What an environment can offer before the choice and a policy can require.
 CAPABILITIES: frozenset[str] = frozenset({"contexts", "graph"})
 
@@ -32,7 +34,7 @@ RELATIONS: tuple[str, ...] = ("entry", "round")
 def check_relation(relation) -> str:
     """``relation`` if it is one of :data:`RELATIONS`, else ValueError naming the valid values."""
     if not isinstance(relation, str) or relation not in RELATIONS:  # (an array is no relation either)
-        raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {relation!r}")
+        raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {shown(relation)}")
     return relation
 
 

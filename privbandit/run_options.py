@@ -35,7 +35,7 @@ def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep
             raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {shown(checkpoints)}")
         for c in raw.tolist():
             # (an int beyond the floats is whole -- and out of range -- without float(c) overflowing)
-            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.number))
+            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.integer, np.floating))
                      and (isinstance(c, (numbers.Integral, np.integer)) or (math.isfinite(float(c)) and float(c) == int(c))))
             if not whole or not 1 <= int(c) <= horizon:
                 raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {shown(c)}")

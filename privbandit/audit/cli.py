@@ -133,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
     horizon = int(args.horizon) if args.horizon is not None else k * prepulls + 20
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
-    if args.one_run < 0 or args.one_run_runs < 1:
-        raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
     if contextual:  # contexts in every select: the contextual white-box audit and ledger audits
         return _run_contextual(args, policy, tier, k, started)
     # the black-box audits hold (runs per chunk) x horizon actions, 1 byte each; the ledger audits

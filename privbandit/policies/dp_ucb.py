@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 from scipy import special
 
+from accountants import _validate
 from accountants._validate import shown
 from accountants import best_epsilon
 from accountants.best import Certificate, default_accountants
@@ -492,9 +493,10 @@ class DPUCBInt(Policy):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
             raise ValueError(f"v must be a real number in (1, 2), got {shown(v)}")
         self.v = float(v)
-        if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not (math.isfinite(decay) and decay >= 0):
-            raise ValueError(f"decay must be a real number in [0, inf), got {shown(decay)}")
-        self.decay = float(decay)
+        try:  # (math.isfinite of an int beyond the floats was an OverflowError)
+            self.decay = _validate.nonnegative("decay", decay)
+        except ValueError:
+            raise ValueError(f"decay must be a real number in [0, inf), got {shown(decay)}") from None
         self.exact = check_flag("exact", exact)
         self.delta = check_unit("delta", delta)
         self.epsilon = self.rate = None

@@ -114,7 +114,7 @@ class GaussianTS(Policy):
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
         if horizon < n_arms * self.b:
-            raise ValueError(f"horizon must be >= n_arms * b = {n_arms * self.b} (the pre-pull phase), got {horizon}")
+            raise ValueError(f"horizon must be >= n_arms * b = {shown(n_arms * self.b)} (the pre-pull phase), got {shown(horizon)}")
         return _GaussianTSRun(self, n_arms, replicates, horizon, rng, ledger)
 
     def privacy_schedule(self, horizon, n_arms):

@@ -229,3 +229,30 @@ def test_bad_arms_from_a_policy_run_are_named(arms, message):
 
     with pytest.raises(ValueError, match=message):
         simulate(Bad(), Bernoulli([0.5, 0.4, 0.3]), 6, 2, progress=False)
+
+
+# ---------------------------------------------------------------- the Python surface, fuzzed
+@pytest.mark.parametrize("make,message", [
+    (lambda: make_policy("dp_ucb_int", decay=HUGE), "decay must be a real number in \\[0, inf\\), got a whole number"),
+    (lambda: make_policy("anytime_lazy_ucb", alpha=HUGE), "alpha must be a real number in \\(3, inf\\), got a whole number"),
+])
+def test_constructor_numbers_beyond_the_floats_are_named(make, message):
+    with pytest.raises(ValueError, match=message):  # were OverflowErrors from math.isfinite
+        make()
+
+
+def test_complex_checkpoints_are_refused_not_cast():
+    with pytest.raises(ValueError, match="checkpoints must be whole numbers"):
+        simulate(UCB1(), Bernoulli([0.5, 0.4]), 10, 1, checkpoints=[np.complex64(5)], progress=False)
+
+
+def test_contexts_are_real_numbers_and_clip_onto_the_ball_even_past_1e154():
+    from privbandit.contextual.linalg import bound_contexts, check_contexts
+
+    for bad in (np.full((1, 2, 3), 0.1 + 0j), np.full((1, 2, 3), "0.5"), np.ones((1, 2, 3), dtype=bool)):
+        with pytest.raises(ValueError, match="contexts must be an array of real numbers"):
+            check_contexts(bad, 3)  # were cast (a ComplexWarning) or read as numbers
+    huge = np.array([[[1e200, 1e200, 0.0], [0.3, 0.4, 0.0]]])
+    clipped = bound_contexts(check_contexts(huge, 3), 1.0, "clip")
+    # the sum of squares overflowed to inf and the "projection" made the context 0
+    assert np.allclose(clipped[0, 0], [2**-0.5, 2**-0.5, 0.0]) and np.allclose(clipped[0, 1], [0.3, 0.4, 0.0])
