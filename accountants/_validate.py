@@ -12,15 +12,42 @@ import sys
 
 import numpy as np
 
+#: longest a value is quoted in an error message; a longer one is shortened (see :func:`shown`)
+SHOWN_MAX = 60
+
+
+def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
+    """``repr(value)`` for an error message, at most about ``limit`` characters.
+
+    A whole number of more than 40 digits is shown by its magnitude ("a whole number of about
+    10^400"; its digits are never built -- ``repr`` of an int beyond 4300 digits raises a ValueError
+    of its own), a long text or array by its start and its length. Every validator quotes the caller's
+    value through this, so a 4300-digit horizon or a 5000-character string is never echoed in full.
+    ``quote=False`` shows a string as it is (the command line's own text) rather than its repr.
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        n = int(value)
+        if abs(n) < 10**40:
+            return repr(n) if type(value) is int else repr(value)
+        sign = "-" if n < 0 else ""
+        return f"a whole number of about {sign}10^{int(math.log10(abs(n)))}"
+    try:
+        text = value if isinstance(value, str) and not quote else " ".join(repr(value).split())  # (an array's repr spans lines)
+    except Exception:  # a hostile __repr__, or an object holding an int beyond 4300 digits
+        return f"a {type(value).__name__}"
+    if len(text) <= limit:
+        return text
+    return f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
+
 
 def _as_float(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
+        raise ValueError(f"{name} must be a real number, got {shown(value)}")
     try:
         x = float(value)
     except OverflowError:  # a Python int beyond 1.8e308: no float holds it (was an OverflowError)
         raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308), "
-                         f"got a whole number of {int(value).bit_length()} bits") from None
+                         f"got {shown(value)}") from None
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
     return x
@@ -82,9 +109,7 @@ def real_array(name: str, value: object) -> np.ndarray:
             raise TypeError("mixed")
         return raw.astype(float)
     except (TypeError, ValueError, OverflowError):
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        raise ValueError(f"{name} must be an array of real numbers, got {shown}") from None
+        raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}") from None
 
 
 def count(name: str, value: object) -> int:
@@ -93,8 +118,8 @@ def count(name: str, value: object) -> int:
         if isinstance(value, (float, np.floating)) and float(value).is_integer():
             value = int(value)
         else:
-            raise ValueError(f"{name} must be a whole number in [0, inf), got {value!r}")
+            raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(value)}")
     n = int(value)
     if n < 0:
-        raise ValueError(f"{name} must be a whole number in [0, inf), got {n}")
+        raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(n)}")
     return n

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from accountants._validate import shown
 from accountants import _validate
 from accountants._sums import ROUND_UP, CompensatedSum
 from accountants.base import Accountant
@@ -30,7 +31,7 @@ def advanced_composition_epsilon(epsilons: Iterable[float], delta_prime: float) 
     """
     delta_prime = _validate.probability("delta_prime", delta_prime)
     if isinstance(epsilons, (str, bytes)) or not hasattr(epsilons, "__iter__"):
-        raise ValueError(f"epsilons must be a sequence of per-release epsilons, got {epsilons!r}")
+        raise ValueError(f"epsilons must be a sequence of per-release epsilons, got {shown(epsilons)}")
     s2, s3 = CompensatedSum(), CompensatedSum()
     for i, e in enumerate(epsilons):
         e = _validate.nonnegative(f"epsilons[{i}]", e)

@@ -19,6 +19,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
+from accountants._validate import shown
 from accountants import _validate
 from accountants.base import Accountant, UnsupportedEventError
 from accountants.events import Composed, Event
@@ -43,7 +44,7 @@ class Certificate:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+            raise ValueError(f"kind must be one of {KINDS}, got {shown(self.kind)}")
 
     @property
     def epsilon(self) -> float:
@@ -95,11 +96,11 @@ def _as_event(events: Event | Sequence[Event]) -> Event:
     if isinstance(events, Event):
         return events
     if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
-        raise ValueError(f"events must be an Event or a sequence of Events, got {events!r}")
+        raise ValueError(f"events must be an Event or a sequence of Events, got {shown(events)}")
     items = tuple(events)
     for i, item in enumerate(items):
         if not isinstance(item, Event):
-            raise ValueError(f"events[{i}] must be an Event (e.g. Laplace(scale=...)), got {item!r}")
+            raise ValueError(f"events[{i}] must be an Event (e.g. Laplace(scale=...)), got {shown(item)}")
     return Composed(items)
 
 
@@ -175,7 +176,7 @@ def _factories(accountants) -> list:
     list used to mean "all of them" silently, and a string failed with "'str' object is not callable"."""
     if isinstance(accountants, (str, bytes)) or not isinstance(accountants, Sequence):
         raise ValueError(f"accountants must be a sequence of accountant classes (e.g. [PureAccountant]) or None "
-                         f"for all of them, got {accountants!r}")
+                         f"for all of them, got {shown(accountants)}")
     factories = list(accountants)
     if not factories:
         raise ValueError("accountants must hold at least one accountant class (None: all of them), got an empty sequence")

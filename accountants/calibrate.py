@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize
 
+from accountants._validate import shown
 from accountants import _validate
 
 
@@ -41,13 +42,13 @@ def calibrate(certificate: Callable[[float], float], target: float, lower: float
     private end of the range misses the target.
     """
     if not callable(certificate):
-        raise ValueError(f"certificate must be a callable p -> certified value, got {certificate!r}")
+        raise ValueError(f"certificate must be a callable p -> certified value, got {shown(certificate)}")
     target = _validate.positive("target", target)
     _validate.finite("lower", lower)  # checked, kept as given (a whole-number search uses them as ints)
     _validate.finite("upper", upper)
     for name, flag in (("increasing", increasing), ("integer", integer)):
         if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False, got {flag!r}")
+            raise ValueError(f"{name} must be True or False, got {shown(flag)}")
     xtol = _validate.positive("xtol", xtol)
     if not lower < upper:
         raise ValueError(f"lower must be < upper, got [{lower}, {upper}]")

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import _validate, gdp_conversion, rdp_curves
 
 
@@ -137,7 +138,7 @@ class Gaussian(LeafEvent):
 def _whole_multiple(name: str, value: float, grid: float) -> int:
     units = value / grid
     if not (units >= 1 and float(units).is_integer()):
-        raise ValueError(f"{name} must be a whole multiple (>= 1) of grid={grid!r}, got {value!r}")
+        raise ValueError(f"{name} must be a whole multiple (>= 1) of grid={grid!r}, got {shown(value)}")
     return int(units)
 
 

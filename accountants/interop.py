@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from accountants._validate import shown
 from accountants.events import NO_EVENT, Composed, Event, Gaussian, Laplace, LeafEvent, PureDP, SelfComposed, ZCDP
 
 
@@ -55,7 +56,7 @@ def _rr_epsilon(p: float) -> float:
 
 def _check_event(event) -> None:
     if not isinstance(event, Event):
-        raise ValueError(f"event must be an Event (e.g. Laplace(scale=...)), got {event!r}")
+        raise ValueError(f"event must be an Event (e.g. Laplace(scale=...)), got {shown(event)}")
 
 
 def neighboring_relation(event: Event):
@@ -88,14 +89,14 @@ def dp_accounting_accountant(event: Event, kind: str = "pld", *, max_sequential:
 
     _check_event(event)
     if not isinstance(kind, str):
-        raise ValueError(f"kind must be 'pld' or 'rdp', got {kind!r}")
+        raise ValueError(f"kind must be 'pld' or 'rdp', got {shown(kind)}")
     relation = neighboring_relation(event)
     if kind == "pld":
         acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=relation, **kwargs)
     elif kind == "rdp":
         acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation, **kwargs)
     else:
-        raise ValueError(f"kind must be 'pld' or 'rdp', got {kind!r}")
+        raise ValueError(f"kind must be 'pld' or 'rdp', got {shown(kind)}")
     if kind == "pld" and relation == dp_accounting.NeighboringRelation.REPLACE_ONE:
         grouped = event.grouped()
         total = sum(grouped.values())
@@ -132,7 +133,7 @@ def from_dp_accounting(dp_event) -> Event:
                 "(only binary randomized response maps to PureDP)")
         p = dp_event.noise_parameter
         if not 0 < p <= 1:
-            raise ValueError(f"RandomizedResponseDpEvent noise_parameter must lie in (0, 1], got {p!r}")
+            raise ValueError(f"RandomizedResponseDpEvent noise_parameter must lie in (0, 1], got {shown(p)}")
         # outputs the true bit w.p. 1 - p/2: eps = log((1 - p/2) / (p/2)) = log(2/p - 1)
         eps = _rr_epsilon(p) if p < 1 else 0.0
         if eps <= 0:

@@ -44,6 +44,7 @@ import warnings
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import _validate, fastpld
 from accountants.base import Accountant
 from accountants.events import GDP, ApproxDP, DiscreteLaplace, Gaussian, Laplace, LeafEvent, PureDP
@@ -83,7 +84,7 @@ class PLDAccountant(Accountant):
             value_discretization_interval = _validate.positive(
                 "value_discretization_interval", value_discretization_interval)
         if not isinstance(pessimistic, bool):
-            raise ValueError(f"pessimistic must be a bool, got {pessimistic!r}")
+            raise ValueError(f"pessimistic must be a bool, got {shown(pessimistic)}")
         self.value_discretization_interval = value_discretization_interval
         self.pessimistic = pessimistic
         self.max_bins = _validate.count("max_bins", max_bins)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
 from privbandit.policies import REGISTRY, Policy
@@ -57,7 +58,7 @@ def _schedule(pol: Policy, horizon: int, n_arms: int, structure: Mapping[str, An
     from privbandit.policies.base import schedule_for
 
     if structure is not None and not isinstance(structure, Mapping):
-        raise ValueError(f"structure must be a mapping of schedule keywords (e.g. {{'max_degree': 3}}), got {structure!r}")
+        raise ValueError(f"structure must be a mapping of schedule keywords (e.g. {{'max_degree': 3}}), got {shown(structure)}")
     try:
         return schedule_for(pol, horizon, n_arms, dict(structure or {}), relation)
     except MemoryError:  # a horizon too long to lay out is a ValueError naming it, not a MemoryError
@@ -79,11 +80,10 @@ def _horizon(horizon, n_arms: int, name: str = "horizon") -> int:
     try:
         h = _validate.count(name, horizon)
     except ValueError:
-        raise ValueError(f"{valid}, got {horizon!r}") from None
+        raise ValueError(f"{valid}, got {_validate.shown(horizon)}") from None
     if not n_arms <= h <= HORIZON_MAX:
-        # (a many-digit int neither converts to float nor, past 4300 digits, to str: show its size)
-        shown = repr(h) if h < 10**40 else f"a whole number of about 10^{int(h.bit_length() * math.log10(2))}"
-        raise ValueError(f"{valid}, got {shown}")
+        # (a many-digit int neither converts to float nor, past 4300 digits, to str: shown gives its size)
+        raise ValueError(f"{valid}, got {_validate.shown(h)}")
     return h
 
 
@@ -93,7 +93,10 @@ def _arms(n_arms) -> int:
     except ValueError:
         k = -1
     if k < 2:
-        raise ValueError(f"n_arms must be a whole number in [2, inf), got {n_arms!r}")
+        raise ValueError(f"n_arms must be a whole number in [2, inf), got {shown(n_arms)}")
+    if k > HORIZON_MAX:  # no horizon (at least one round per arm) could be certified
+        raise ValueError(f"n_arms must be at most the longest horizon certified, {HORIZON_MAX:.0e} (a horizon "
+                         f"has at least one round per arm), got {shown(n_arms)}")
     return k
 
 
@@ -104,7 +107,7 @@ def _delta(delta) -> float:
 def _flag(name: str, value) -> bool:
     """True or False exactly: ``target_mu=1`` or ``integer="yes"`` are not read by truthiness."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {shown(value)}")
     return bool(value)
 
 
@@ -170,18 +173,18 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     except ValueError:
         max_evaluations = 0
     if max_evaluations < 1:
-        raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {raw_evaluations!r}")
+        raise ValueError(f"max_evaluations must be a whole number in [1, inf), got {shown(raw_evaluations)}")
     # bools are not round counts: np.asarray([True, 5]) would silently read True as 1
     if isinstance(horizons, (bool, np.bool_)) or (isinstance(horizons, (list, tuple))
                                                  and any(isinstance(h, (bool, np.bool_)) for h in horizons)):
-        raise ValueError(f"horizons must be whole numbers in [0, inf), not bools; got {horizons!r}")
+        raise ValueError(f"horizons must be whole numbers in [0, inf), not bools; got {shown(horizons)}")
     raw = np.asarray(horizons)
     if raw.ndim != 1:  # a bare number is not a sequence (it returned a 0-d result)
-        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {horizons!r}")
+        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {shown(horizons)}")
     if raw.size == 0:
         return np.empty(0)
     if raw.dtype.kind not in "iuf":
-        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {horizons!r}")
+        raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {shown(horizons)}")
     as_float = raw.astype(float)
     bad = ~np.isfinite(as_float) | (as_float < 0) | (as_float != np.round(as_float))
     if bad.any():
@@ -260,7 +263,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     else:
         cls = policy
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise ValueError(f"policy must be a registered name or a Policy class, got {policy!r}")
+        raise ValueError(f"policy must be a registered name or a Policy class, got {shown(policy)}")
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
     target = _validate.positive("target", target)
@@ -275,7 +278,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     accepted = _constructor_parameters(cls)
     if not isinstance(solve_for, str) or solve_for not in accepted:
         raise ValueError(f"solve_for must name a parameter of {cls.__name__}: one of {', '.join(accepted)}; "
-                         f"got {solve_for!r}")
+                         f"got {shown(solve_for)}")
     unknown = sorted(set(fixed) - set(accepted))
     if unknown:
         raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for {cls.__name__}; "
@@ -285,9 +288,9 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     try:
         lo, hi = (_validate._as_float("bounds", b) for b in bounds)
     except (TypeError, ValueError):
-        raise ValueError(f"bounds must be two finite real numbers (lower, upper), got {bounds!r}") from None
+        raise ValueError(f"bounds must be two finite real numbers (lower, upper), got {shown(bounds)}") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"bounds must be two finite numbers with lower < upper, got {bounds!r}")
+        raise ValueError(f"bounds must be two finite numbers with lower < upper, got {shown(bounds)}")
 
     def make(value: float) -> Policy:
         return cls(**(fixed | {solve_for: int(round(value)) if integer else value}))
@@ -358,7 +361,7 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         mu_target = gdp_conversion.mu_for_epsilon_delta(target, _delta(delta))
     if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
         # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
-        raise ValueError(f"bs must be a sequence of whole numbers, got {bs!r}")
+        raise ValueError(f"bs must be a sequence of whole numbers, got {shown(bs)}")
     bs = list(bs)
     if not bs:
         raise ValueError("bs must hold at least one b")
@@ -368,7 +371,7 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             b = _validate.count("b", b)
         except ValueError:
             raise ValueError(f"bs must hold whole numbers in [0, horizon / n_arms = {horizon // n_arms}], "
-                             f"got {b!r}") from None
+                             f"got {shown(b)}") from None
         if n_arms * b > horizon:
             raise ValueError(f"b must lie in [0, horizon / n_arms = {horizon // n_arms}], got {b}")
         sched = GaussianTS(b=b).privacy_schedule(horizon, n_arms)
@@ -421,7 +424,7 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
     if not target_mu:
         delta = _delta(delta)
     if isinstance(candidates, (str, bytes, Policy, np.ndarray)) or not hasattr(candidates, "__iter__"):
-        raise ValueError(f"candidates must be a sequence of configured policies, got {candidates!r}")
+        raise ValueError(f"candidates must be a sequence of configured policies, got {shown(candidates)}")
     candidates = list(candidates)
     if not candidates:
         raise ValueError("candidates must hold at least one policy")
@@ -429,7 +432,7 @@ def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delt
     if wrong:
         raise ValueError(f"candidates must be configured policies (e.g. PrivateUCB(epsilon=1.0)), got {wrong[0]!r}")
     if not isinstance(env, Environment):
-        raise ValueError(f"env must be a simulated environment (e.g. Bernoulli([...])), got {env!r}")
+        raise ValueError(f"env must be a simulated environment (e.g. Bernoulli([...])), got {shown(env)}")
     horizon = _horizon(horizon, env.n_arms)
     seeds = np.random.SeedSequence(check_seed("seed", seed)).spawn(len(candidates))
     rows, best = [], None

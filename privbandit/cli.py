@@ -410,9 +410,15 @@ def _add_certify(sub) -> None:
     cert.set_defaults(func=_certify)
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+def _one_line(exc: BaseException | str) -> str:
+    """An error message as one line, every word of it at most ~80 characters: a newline in a quoted
+    argument becomes a space, and a word longer than that (a 5000-digit number or text quoted by
+    argparse's "invalid choice" or by a message deep in the package) is shortened to its start and
+    its length (``accountants._validate.shown``), so no error echoes thousands of characters."""
+    from accountants._validate import shown
+
+    words = [w if len(w) <= 80 else shown(w, quote=False) for w in str(exc).split()]
+    return " ".join(words) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,10 @@ import argparse
 import decimal
 import math
 import os
+import sys
 from pathlib import Path
+
+from accountants import _validate
 
 #: which optional extra (pyproject.toml) provides each importable module
 EXTRAS = {"matplotlib": "plot", "pandas": "frames", "pyarrow": "frames", "dask": "dask",
@@ -28,13 +31,17 @@ EXTRAS = {"matplotlib": "plot", "pandas": "frames", "pyarrow": "frames", "dask":
 def _interval(lo, hi, lo_open: bool, hi_open: bool) -> str:
     left = "(" if lo_open or lo == -math.inf else "["
     right = ")" if hi_open or hi == math.inf else "]"
-    fmt = lambda x: "inf" if x == math.inf else ("-inf" if x == -math.inf else f"{x:g}")  # noqa: E731
+    def fmt(x) -> str:  # short where exact ("1e+30"), else every digit (the least normal float)
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:g}" if float(f"{x:g}") == x else repr(float(x))
     return f"{left}{fmt(lo)}, {fmt(hi)}{right}"
 
 
 def _shown(text: str) -> str:
-    """The user's text in a message, shortened: a 5000-digit number is not echoed in full."""
-    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    """The user's text in a message, shortened (``accountants._validate.shown``: a 5000-digit number
+    is not echoed in full)."""
+    return _validate.shown(text, quote=False)
 
 
 def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, hi_open: bool = False):
@@ -45,10 +52,10 @@ def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, 
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a real number in {_interval(lo, hi, lo_open, hi_open)}, "
-                                             f"got {text!r}") from None
+                                             f"got {_validate.shown(text)}") from None
         ok = math.isfinite(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
         if not ok:
-            raise argparse.ArgumentTypeError(f"must lie in {_interval(lo, hi, lo_open, hi_open)}, got {text}")
+            raise argparse.ArgumentTypeError(f"must lie in {_interval(lo, hi, lo_open, hi_open)}, got {_shown(text)}")
         return value
 
     parse.__name__ = "real number"
@@ -69,7 +76,7 @@ def whole(lo: int = 0, hi: float = math.inf):
             exact = None
         if exact is None or not exact.is_finite() or exact != exact.to_integral_value():
             raise argparse.ArgumentTypeError(f"expected a whole number in {_interval(lo, hi, False, False)}, "
-                                             f"got {text!r}")
+                                             f"got {_validate.shown(text)}")
         if exact.adjusted() >= 4300 or not lo <= exact <= (decimal.Decimal(hi) if math.isfinite(hi) else exact):
             raise argparse.ArgumentTypeError(f"must be a whole number in {_interval(lo, hi, False, False)}, "
                                              f"got {_shown(text)}")
@@ -80,7 +87,10 @@ def whole(lo: int = 0, hi: float = math.inf):
 
 
 positive = real(0.0, lo_open=True)
-probability = real(0.0, 1.0, lo_open=True, hi_open=True)
+#: a delta or an error level: (0, 1), and a normal float, as the accountants require
+#: (``accountants._validate.probability``; a subnormal alpha of 1e-320 made the audit's Wilson
+#: interval NaN and printed RuntimeWarnings)
+probability = real(sys.float_info.min, 1.0, hi_open=True)
 
 
 def writable_file(path: str, option: str, suffixes: tuple[str, ...] | None = None) -> Path:

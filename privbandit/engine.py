@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from accountants import _validate as _accountant_validate
-from accountants._validate import count as _count
+from accountants._validate import count as _count, shown
 from privbandit import _engine_kernels
 from privbandit.envs.base import Environment, EnvironmentRun
 from privbandit.feedback import Feedback, check_relation
@@ -87,8 +87,8 @@ def check_memory(horizon: int, replicates: int, what: str = "replicates") -> Non
     if need > physical:
         largest = physical // (_BYTES_PER_CELL * int(replicates))
         # exact integers throughout: a 400-digit horizon (the command line reads numbers exactly) made
-        # need / 2**30 an OverflowError; shown by magnitude beyond 2^1000 (str() stops at 4300 digits)
-        shown = (lambda n: f"{n}" if n.bit_length() < 100 else f"about 2^{n.bit_length() - 1}")  # noqa: E731
+        # need / 2**30 an OverflowError; shown by magnitude beyond 10^40 (str() stops at 4300 digits)
+        shown = _accountant_validate.shown
         gib = f"{need / 2**30:.3g}" if need.bit_length() < 1000 else f"about 2^{need.bit_length() - 31}"
         if largest < 2:  # no horizon fits: it is the replicates that must come down
             raise ValueError(f"{what} = {shown(int(replicates))} needs more than this machine's "
@@ -110,16 +110,16 @@ def _validate(policy, env, horizon, replicates, delta):
     # floats (an OverflowError) before it could name them
     if not env.n_arms <= horizon < 2**63:
         raise ValueError(f"horizon must be a whole number >= the number of arms ({env.n_arms}) and below 2^63, "
-                         f"got {horizon if horizon < 2**63 else f'about 2^{horizon.bit_length() - 1}'}")
+                         f"got {_accountant_validate.shown(horizon)}")
     rounds = getattr(env, "rounds", None)  # a fixed table: checked now, not at its first missing round
     if isinstance(rounds, int) and horizon > rounds:
         raise ValueError(f"horizon must be at most the {rounds} rounds of the {env.name} environment, got {horizon}")
     replicates = _count("replicates", replicates)
     if not 1 <= replicates < 2**63:
         raise ValueError(f"replicates must be a whole number in [1, 2^63), "
-                         f"got {replicates if replicates < 2**63 else f'about 2^{replicates.bit_length() - 1}'}")
+                         f"got {_accountant_validate.shown(replicates)}")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        raise ValueError(f"delta must lie in (0, 1), got {_accountant_validate.shown(delta)}")
     # the accountants need a normal float (checked here, before the run, not at its first query)
     _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)
@@ -158,6 +158,33 @@ def _unchecked(run, name: str):
     wrapper = getattr(type(run), name)
     raw = getattr(wrapper, "__wrapped__", None) if getattr(wrapper, "validates_rewards", False) else None
     return method if raw is None else raw.__get__(run)
+
+
+_NOT_SELECTED = object()  # no round's arms yet (a select that returns None is diagnosed, not this)
+
+
+def _arms_error(arms, replicates: int, n_arms: int, t: int) -> ValueError | None:
+    """A ValueError naming what is wrong with the arms a policy run returned for round ``t``, or None
+    when they are an integer array of shape (replicates,) in [0, n_arms)."""
+    a = np.asarray(arms) if isinstance(arms, (np.ndarray, list, tuple)) else None
+    if a is None or a.shape != (replicates,) or a.dtype.kind not in "iu":
+        got = f"{type(arms).__name__}" if a is None else f"{a.dtype} {a.shape}"
+        return ValueError(f"a policy run's select must return an integer array of shape ({replicates},) of arms "
+                          f"in [0, {n_arms - 1}], got {got} in round {t}")
+    bad = (a < 0) | (a >= n_arms)
+    if bad.any():
+        return ValueError(f"a policy run's select must return arms in [0, {n_arms - 1}], got arm "
+                          f"{shown(int(a[bad][0]))} in round {t}")
+    return None
+
+
+def _check_arms_block(arms: np.ndarray, n_arms: int, first: int) -> None:
+    """ValueError naming the first round of rounds ``first`` .. whose stored arm lies outside
+    [0, n_arms): a negative arm indexes an environment's arrays from the end (numpy), so it can pass
+    a round silently; it is caught here, once per block of rounds, before any result is formed."""
+    if arms.size and (arms.min() < 0 or arms.max() >= n_arms):
+        row = int(np.argwhere((arms < 0) | (arms >= n_arms))[0][0])
+        raise _arms_error(arms[row], arms.shape[1], n_arms, first + row)
 
 
 def _checked_plan(arms, replicates: int, limit: int) -> np.ndarray:
@@ -208,8 +235,10 @@ class _RegretAccumulator:
 
     def flush(self, first: int, arms: np.ndarray, increments: np.ndarray | None) -> None:
         """Rounds ``first`` .. ``first + len(arms) - 1``: ``arms`` (n, R); ``increments`` (n, R) or None
-        (computed here from the environment's expected rewards)."""
+        (computed here from the environment's expected rewards). Arms outside [0, K) are refused
+        first (:func:`_check_arms_block`): the compiled kernel below would index out of bounds."""
         n = arms.shape[0]
+        _check_arms_block(arms, self.env.n_arms, first)
         if increments is None and self._kernel is not None:
             if self._kernel.at(self.replicates)(self._regrets, arms, self.carry, self.pulls, self.mean, self.half,
                                                 first - 1, _Z95, self._root, *self._scratch) == 0:
@@ -299,7 +328,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
 
     n_arms = env.n_arms
     # The schedule first: a policy without a schedule for this structure fails before the run.
-    schedule = schedule_for(policy, horizon, n_arms, env.structure(), relation)
+    structure = env.structure()
+    schedule = schedule_for(policy, horizon, n_arms, structure, relation)
     book = None
     if ledger and policy.private and getattr(policy, "records_releases", True):
         from privbandit.ledger import Ledger
@@ -326,6 +356,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # The original contract (rewards, update) unless the environment offers or observes more.
     plain = not (_overrides(env_run, "offer") or _overrides(env_run, "feedback"))
     with_offer = bool(getattr(policy, "requires", None))
+    # The "round" certificate composes over max_degree + 1 streams: an environment that does not reveal
+    # within its declared degree by construction has every round's reveals counted (O(R K)).
+    reveal_cap = None if env_run.reveals_within_structure or "max_degree" not in (structure or {}) \
+        else int(structure["max_degree"]) + 1
     row, first = 0, 1
     # The rewards fed below are in [0, 1] (guaranteed by the environment, or checked under
     # strict_rewards): the run's own check (policies.base.check_rewards) would be double work. After
@@ -341,64 +375,76 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     select, update = run.select, _unchecked(run, "update")
     regret = env_run.regret if per_round_regret else None
     t = 1
-    while t <= horizon:
-        # A stretch of rounds ends at the next checkpoint, the regret block's end or the progress
-        # bar's next step (a multiple of 1000): its bookkeeping happens once, after its last round.
-        end = min(cp_rounds[next_cp], t + block - row - 1, t + 999 - (t - 1) % 1000)
-        planned = run.plan(t, end - t + 1) if planning else None
-        if planned is not None:
-            arms = _checked_plan(planned, replicates, end - t + 1)
-            n = arms.shape[0]
-            rewards = env_run.rewards_block(t, arms)
-            if must_check:
-                rewards = _clip(rewards, t, strict_rewards, "reward")
-            run.update_block(t, arms, rewards)
-            arms_played[row:row + n] = arms
-            row += n
-            t += n - 1  # the stretch's last round
-        else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
-            if plain:
-                rewards_of = env_run.rewards
-                for t in range(t, end + 1):
-                    arms = select(t)
-                    rewards = rewards_of(t, arms)
-                    if must_check:
-                        rewards = _clip(rewards, t, strict_rewards, "reward")
-                    update(t, arms, rewards)
-                    arms_played[row] = arms
-                    if regret is not None:
-                        increments[row] = regret(t, arms)
-                    row += 1
-            else:
-                for t in range(t, end + 1):
-                    offer = env_run.offer(t)
-                    arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
-                    fb = env_run.feedback(t, arms)
-                    rewards, values = fb.rewards, fb.values
-                    if must_check:
-                        rewards = _clip(rewards, t, strict_rewards, "reward")
-                        if values is not None:
-                            values = _clip(values, t, strict_rewards, "side-observation value")
-                    if fb.observed is None:
-                        update(t, fb.arms, rewards)
-                    else:
-                        run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-                    arms_played[row] = arms
-                    if regret is not None:
-                        increments[row] = regret(t, arms)
-                    row += 1
-        if row == block:
-            acc.flush(first, arms_played, increments)
-            first += row
-            row = 0
-        if t == cp_rounds[next_cp]:
-            if book is not None and t in query:
-                realized[next_cp] = book.realized_epsilon(delta, relation) if relation != "entry" \
-                    else book.realized_epsilon(delta)
-            next_cp += 1
-        if bar is not None and t % 1000 == 0:
-            bar.update(1000)
-        t += 1
+    arms, planned = _NOT_SELECTED, None
+    try:  # (free unless raised) a policy's bad arms surface in numpy's indexing: named below
+        while t <= horizon:
+            # A stretch of rounds ends at the next checkpoint, the regret block's end or the progress
+            # bar's next step (a multiple of 1000): its bookkeeping happens once, after its last round.
+            end = min(cp_rounds[next_cp], t + block - row - 1, t + 999 - (t - 1) % 1000)
+            planned = run.plan(t, end - t + 1) if planning else None
+            if planned is not None:
+                arms = _checked_plan(planned, replicates, end - t + 1)
+                n = arms.shape[0]
+                rewards = env_run.rewards_block(t, arms)
+                if must_check:
+                    rewards = _clip(rewards, t, strict_rewards, "reward")
+                run.update_block(t, arms, rewards)
+                arms_played[row:row + n] = arms
+                row += n
+                t += n - 1  # the stretch's last round
+            else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
+                if plain:
+                    rewards_of = env_run.rewards
+                    for t in range(t, end + 1):
+                        arms = select(t)
+                        rewards = rewards_of(t, arms)
+                        if must_check:
+                            rewards = _clip(rewards, t, strict_rewards, "reward")
+                        update(t, arms, rewards)
+                        arms_played[row] = arms
+                        if regret is not None:
+                            increments[row] = regret(t, arms)
+                        row += 1
+                else:
+                    for t in range(t, end + 1):
+                        offer = env_run.offer(t)
+                        arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
+                        fb = env_run.feedback(t, arms)
+                        rewards, values = fb.rewards, fb.values
+                        if must_check:
+                            rewards = _clip(rewards, t, strict_rewards, "reward")
+                            if values is not None:
+                                values = _clip(values, t, strict_rewards, "side-observation value")
+                        if fb.observed is None:
+                            update(t, fb.arms, rewards)
+                        else:
+                            if reveal_cap is not None and fb.observed.sum(axis=1).max() > reveal_cap:
+                                raise ValueError(f"environment {env.name!r} revealed {int(fb.observed.sum(axis=1).max())} "
+                                                 f"entries in round {t}, more than the max_degree + 1 = {reveal_cap} its "
+                                                 "structure() declares (the certificate composes over that many streams)")
+                            run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
+                        arms_played[row] = arms
+                        if regret is not None:
+                            increments[row] = regret(t, arms)
+                        row += 1
+            if row == block:
+                acc.flush(first, arms_played, increments)
+                first += row
+                row = 0
+            if t == cp_rounds[next_cp]:
+                if book is not None and t in query:
+                    realized[next_cp] = book.realized_epsilon(delta, relation) if relation != "entry" \
+                        else book.realized_epsilon(delta)
+                next_cp += 1
+            if bar is not None and t % 1000 == 0:
+                bar.update(1000)
+            t += 1
+    except (IndexError, TypeError, ValueError) as exc:
+        # (a planned block's form was checked by _checked_plan, its range is checked when stored)
+        error = None if arms is _NOT_SELECTED or planned is not None else _arms_error(arms, replicates, n_arms, t)
+        if error is None:
+            raise
+        raise error from exc
     if row:
         acc.flush(first, arms_played[:row], None if increments is None else increments[:row])
     seconds = time.perf_counter() - started

@@ -19,6 +19,8 @@ import dataclasses
 
 import numpy as np
 
+from accountants._validate import shown
+
 #: What an environment can offer before the choice and a policy can require.
 CAPABILITIES: frozenset[str] = frozenset({"contexts", "graph"})
 
@@ -32,7 +34,7 @@ RELATIONS: tuple[str, ...] = ("entry", "round")
 def check_relation(relation) -> str:
     """``relation`` if it is one of :data:`RELATIONS`, else ValueError naming the valid values."""
     if not isinstance(relation, str) or relation not in RELATIONS:  # (an array is no relation either)
-        raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {relation!r}")
+        raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {shown(relation)}")
     return relation
 
 
@@ -79,6 +81,26 @@ class Feedback:
     rewards: np.ndarray
     observed: np.ndarray | None = None
     values: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        # The mask is what every side-observation policy adds to its counts and inserts into its
+        # mechanisms' streams: an int mask holding 2 (a self-loop counted twice) or a weight 0.5 would
+        # be added as such -- a count k that is not the number of records, and Gaussian-TS-N's noise
+        # c / (k + 1) calibrated for records it never saw. Checked once per round, here, in O(R).
+        if self.observed is None:
+            return
+        observed, arms = self.observed, np.asarray(self.arms)
+        if not isinstance(observed, np.ndarray) or observed.dtype != bool or observed.ndim != 2 \
+                or arms.shape != (observed.shape[0],):
+            got = f"{observed.dtype} {observed.shape}" if isinstance(observed, np.ndarray) else type(observed).__name__
+            raise ValueError(f"feedback.observed must be a bool mask of shape (replicates, n_arms), one row per "
+                             f"played arm (arms of shape {arms.shape}), got {got}")
+        if np.shape(self.values) != observed.shape:
+            raise ValueError(f"feedback.values must have the shape of feedback.observed {observed.shape}, "
+                             f"got {np.shape(self.values)}")
+        if arms.dtype.kind not in "iu" or not observed[np.arange(arms.size), arms].all():
+            raise ValueError("feedback.observed must reveal every played arm's own entry (closed neighbourhoods: "
+                             "playing an arm reveals its reward)")
 
     @property
     def side_observations(self) -> bool:

@@ -64,6 +64,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
 from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event, Gaussian, Laplace,
@@ -241,7 +242,7 @@ CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
 
 def _whole(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
     return int(value)
@@ -274,7 +275,7 @@ class Ledger:
         self.replicates = _whole("replicates", replicates, 1)
         self.streams = _whole("streams", streams, 1)
         if not isinstance(tight, (bool, np.bool_)):
-            raise ValueError(f"tight must be True or False, got {tight!r}")
+            raise ValueError(f"tight must be True or False, got {shown(tight)}")
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
@@ -380,7 +381,7 @@ class Ledger:
 
     def _validate(self, replicate, stream, lo, hi, param, sensitivity, param_name, mechanism, node):
         if not isinstance(mechanism, str) or not mechanism:
-            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+            raise ValueError(f"mechanism must be a non-empty string, got {shown(mechanism)}")
         arrays = [np.asarray(a) for a in (replicate, stream, lo, hi, param, sensitivity)]
         if node is not None:
             arrays.append(np.asarray(node))
@@ -582,9 +583,9 @@ class Ledger:
         (zCDP) releases take the general dense path, which keeps every release.
         """
         if not callable(parameters):
-            raise ValueError(f"parameters must be callable as parameters(k) -> (param, sensitivity), got {parameters!r}")
+            raise ValueError(f"parameters must be callable as parameters(k) -> (param, sensitivity), got {shown(parameters)}")
         if not isinstance(mechanism, str) or not mechanism:
-            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+            raise ValueError(f"mechanism must be a non-empty string, got {shown(mechanism)}")
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
         if self.tight or discrete:
             def record(counts: np.ndarray) -> None:
@@ -1032,10 +1033,10 @@ class Ledger:
         """
         self._settle()
         if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
-            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+            raise ValueError(f"delta must lie in (0, 1), got {shown(delta)}")
         delta = float(delta)
         if not isinstance(relation, str) or relation not in ("entry", "round"):
-            raise ValueError(f"relation must be 'entry' or 'round', got {relation!r}")
+            raise ValueError(f"relation must be 'entry' or 'round', got {shown(relation)}")
         if self.tight:
             out = np.full(self.replicates, np.nan)
             for r in range(self.replicates):

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from accountants._validate import shown
+
 
 @dataclasses.dataclass
 class SimulationResult:
@@ -77,7 +79,7 @@ class SimulationResult:
         # whole numbers only: 1.5 was read as round 2, NaN was an IndexError and "3" a numpy type error
         whole = raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and bool(np.all(np.isfinite(raw) & (raw == np.round(raw)))))
         if not whole or np.any(raw < 1) or np.any(raw > self.horizon):
-            raise ValueError(f"rounds must be whole numbers in [1, {self.horizon}], got {rounds!r}")
+            raise ValueError(f"rounds must be whole numbers in [1, {self.horizon}], got {shown(rounds)}")
         rounds = raw.astype(np.int64)
         return self.certified_epsilon[np.searchsorted(self.checkpoints, rounds, side="left")]
 
@@ -203,9 +205,9 @@ class SimulationResult:
         import matplotlib.pyplot as plt
 
         if not isinstance(privacy, (bool, np.bool_)):  # "no" is truthy: not read as a flag
-            raise ValueError(f"privacy must be True or False, got {privacy!r}")
+            raise ValueError(f"privacy must be True or False, got {shown(privacy)}")
         if ax is not None and not callable(getattr(ax, "plot", None)):
-            raise ValueError(f"ax must be a matplotlib Axes or None, got {ax!r}")
+            raise ValueError(f"ax must be a matplotlib Axes or None, got {shown(ax)}")
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 4))
         rounds = np.arange(1, self.horizon + 1)
@@ -272,10 +274,10 @@ def output_path(path, suffixes: tuple[str, ...], name: str = "path") -> Path:
     import os
 
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise ValueError(f"{name} must be a file name ending in {' or '.join(suffixes)}, got {path!r}")
+        raise ValueError(f"{name} must be a file name ending in {' or '.join(suffixes)}, got {shown(path)}")
     p = Path(path)
     if p.suffix.lower() not in suffixes:
-        raise ValueError(f"{name} must end in {' or '.join(suffixes)}, got {p.name!r}")
+        raise ValueError(f"{name} must end in {' or '.join(suffixes)}, got {shown(p.name)}")
     if p.is_dir():
         raise ValueError(f"{name} {str(p)!r} is a directory; give a file name")
     if not p.parent.is_dir():
@@ -285,7 +287,7 @@ def output_path(path, suffixes: tuple[str, ...], name: str = "path") -> Path:
 
 def check_title(title) -> None:
     if title is not None and not isinstance(title, str):  # (was matplotlib's AttributeError 'expandtabs')
-        raise ValueError(f"title must be a str or None, got {title!r}")
+        raise ValueError(f"title must be a str or None, got {shown(title)}")
 
 
 def _plain_axes(ax) -> None:

@@ -13,15 +13,17 @@ import numbers
 
 import numpy as np
 
+from accountants._validate import shown
+
 
 def _flag(name: str, value) -> None:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {shown(value)}")
 
 
 def _whole(name: str, value, minimum: int) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
 
 
 def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep_arms, progress,
@@ -30,15 +32,15 @@ def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep
     if checkpoints is not None:
         raw = np.asarray(checkpoints, dtype=object).ravel() if not isinstance(checkpoints, (str, bytes)) else None
         if raw is None or np.ndim(checkpoints) > 1:
-            raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {checkpoints!r}")
+            raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {shown(checkpoints)}")
         for c in raw.tolist():
             # (an int beyond the floats is whole -- and out of range -- without float(c) overflowing)
-            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.number))
+            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.integer, np.floating))
                      and (isinstance(c, (numbers.Integral, np.integer)) or (math.isfinite(float(c)) and float(c) == int(c))))
             if not whole or not 1 <= int(c) <= horizon:
-                raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {c!r}")
+                raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {shown(c)}")
     if not (ledger == "tight" if isinstance(ledger, str) else isinstance(ledger, (bool, np.bool_))):
-        raise ValueError(f"ledger must be True, False or 'tight', got {ledger!r}")
+        raise ValueError(f"ledger must be True, False or 'tight', got {shown(ledger)}")
     _flag("strict_rewards", strict_rewards)
     _flag("keep_arms", keep_arms)
     if progress is not None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import shown
+
 
 def check_seed(name: str, seed, *, generator: bool = False):
     """``seed`` unchanged if numpy accepts it as a seed (None, a whole number >= 0, a sequence of
@@ -21,9 +23,9 @@ def check_seed(name: str, seed, *, generator: bool = False):
         what += " or Generator"
     if isinstance(seed, (bool, np.bool_)) or (isinstance(seed, (list, tuple, np.ndarray))
                                              and any(isinstance(s, (bool, np.bool_)) for s in np.ravel(seed).tolist())):
-        raise ValueError(f"{name} must be {what}, got {seed!r}")
+        raise ValueError(f"{name} must be {what}, got {shown(seed)}")
     try:
         np.random.SeedSequence(seed)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be {what}, got {seed!r}") from None
+        raise ValueError(f"{name} must be {what}, got {shown(seed)}") from None
     return seed

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.engine import simulate
 from privbandit.envs.base import Environment
 from privbandit.policies.base import Policy
@@ -35,12 +36,12 @@ def _labelled(items, kind: str, cls) -> list[tuple[str, Any]]:
     # string iterated character by character)
     if isinstance(items, (str, bytes, cls)) or not isinstance(items, (Mapping, Iterable)):
         raise ValueError(f"{kind} must be a sequence of {cls.__name__} objects or a mapping label -> "
-                         f"{cls.__name__}, got {items!r}")
+                         f"{cls.__name__}, got {shown(items)}")
     try:
         pairs = list(items.items()) if isinstance(items, Mapping) else [(repr(x), x) for x in items]
     except TypeError:  # a 0-d numpy array is Iterable by type, not by value
         raise ValueError(f"{kind} must be a sequence of {cls.__name__} objects or a mapping label -> "
-                         f"{cls.__name__}, got {items!r}") from None
+                         f"{cls.__name__}, got {shown(items)}") from None
     if not pairs:
         raise ValueError(f"{kind} must not be empty")
     for label, obj in pairs:
@@ -105,7 +106,7 @@ class SweepResult:
 
         # checked before drawing: columns="3" was a TypeError, 0, -1 or 2.5 were read as 1 or 2
         if isinstance(columns, (bool, np.bool_)) or not isinstance(columns, (int, np.integer)) or columns < 1:
-            raise ValueError(f"columns must be a whole number in [1, inf), got {columns!r}")
+            raise ValueError(f"columns must be a whole number in [1, inf), got {shown(columns)}")
         check_title(title)
         if path is not None:
             path = output_path(path, (".png", ".pdf", ".svg", ".jpg", ".jpeg"))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
+from accountants._validate import shown
 from accountants import gdp_conversion
 from privbandit.audit import stats
 
@@ -41,9 +42,9 @@ class Claim:
         if self.mu is None and self.epsilon is None and self.epsilon_of_delta is None:
             raise ValueError("a Claim needs mu, epsilon or epsilon_of_delta")
         if self.mu is not None and not (self.mu > 0):
-            raise ValueError(f"mu must lie in (0, inf], got {self.mu!r}")
+            raise ValueError(f"mu must lie in (0, inf], got {shown(self.mu)}")
         if self.epsilon is not None and not (self.epsilon > 0):
-            raise ValueError(f"epsilon must lie in (0, inf], got {self.epsilon!r}")
+            raise ValueError(f"epsilon must lie in (0, inf], got {shown(self.epsilon)}")
 
     @classmethod
     def pure(cls, epsilon: float, label: str = "") -> "Claim":
@@ -110,7 +111,7 @@ class EpsAtDelta(Certificate):
 
     def __init__(self, delta: float = 0.0):
         if not (isinstance(delta, (int, float)) and 0.0 <= delta < 1.0):
-            raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+            raise ValueError(f"delta must lie in [0, 1), got {shown(delta)}")
         self.delta = float(delta)
         self.name = f"eps@delta={self.delta:g}"
 

@@ -77,10 +77,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--exact", action="store_true",
                    help="add the exact known answer to the actions audit where one exists (2-arm Gaussian TS, "
                         "at most 22 adaptive rounds): the bounds ladder audit <= exact <= claim")
-    p.add_argument("--one-run", type=int, default=0, metavar="CANARIES",
+    p.add_argument("--one-run", type=whole(0), default=0, metavar="CANARIES",
                    help="also run a one-run canary audit (Steinke, Nasr & Jagielski 2023) with this many "
                         "canaries per run: a smoke test for expensive policies (default: off)")
-    p.add_argument("--one-run-runs", type=int, default=1, metavar="RUNS",
+    p.add_argument("--one-run-runs", type=whole(1), default=1, metavar="RUNS",
                    help="independent runs pooled by the one-run audit, each with fresh canaries (default 1)")
     p.add_argument("--allow-inconclusive", action="store_true",
                    help="exit 0 instead of 3 when the verdict is INCONCLUSIVE (no audit had power)")
@@ -133,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
     horizon = int(args.horizon) if args.horizon is not None else k * prepulls + 20
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
-    if args.one_run < 0 or args.one_run_runs < 1:
-        raise ValueError(f"--one-run must be >= 0 and --one-run-runs >= 1, got {args.one_run} and {args.one_run_runs}")
     if contextual:  # contexts in every select: the contextual white-box audit and ledger audits
         return _run_contextual(args, policy, tier, k, started)
     # the black-box audits hold (runs per chunk) x horizon actions, 1 byte each; the ledger audits

@@ -43,6 +43,7 @@ import time
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck,
                                        check_audit_arguments)
 from privbandit.audit.tracing import ReleaseTracer
@@ -169,7 +170,7 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     if relation is None:
         relation = widest
     elif relation not in ("entry", "round"):
-        raise ValueError(f"relation must be 'entry' or 'round', got {relation!r}")
+        raise ValueError(f"relation must be 'entry' or 'round', got {shown(relation)}")
     elif relation == "round" and widest != "round":
         raise ValueError(f"relation='round': {policy!r} certifies entry-level neighbours only (contexts public)")
     dim = getattr(policy, "dim", None)

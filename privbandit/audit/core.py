@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.audit import certify as _certify
 from privbandit.audit import exact as _exact
 from privbandit.audit import scores as _scores
@@ -47,13 +48,13 @@ class Budget:
     def __post_init__(self):
         if isinstance(self.runs_per_side, bool) or int(self.runs_per_side) != self.runs_per_side \
                 or self.runs_per_side < 1000:
-            raise ValueError(f"runs_per_side must be a whole number in [1000, inf), got {self.runs_per_side!r}")
+            raise ValueError(f"runs_per_side must be a whole number in [1000, inf), got {shown(self.runs_per_side)}")
         if len(self.split) != 3 or any(s < 0 for s in self.split) or not math.isclose(sum(self.split), 1.0) \
                 or self.split[1] <= 0 or self.split[2] <= 0:
             raise ValueError(f"split must be three shares (train, select, test) >= 0 summing to 1 with select, "
-                             f"test > 0, got {self.split!r}")
+                             f"test > 0, got {shown(self.split)}")
         if self.seconds is not None and not (self.seconds > 0):
-            raise ValueError(f"seconds must lie in (0, inf) or be None, got {self.seconds!r}")
+            raise ValueError(f"seconds must lie in (0, inf) or be None, got {shown(self.seconds)}")
 
     def sizes(self, trainable: bool) -> tuple[int, int, int]:
         n = int(self.runs_per_side)
@@ -147,7 +148,7 @@ class AuditResult:
         if fmt == "rows":
             return rows
         if fmt not in ("markdown", "csv"):
-            raise ValueError(f"fmt must be 'markdown', 'csv' or 'rows', got {fmt!r}")
+            raise ValueError(f"fmt must be 'markdown', 'csv' or 'rows', got {shown(fmt)}")
         keys = list(rows[0].keys())
 
         def cell(v):
@@ -286,7 +287,7 @@ class Audit:
         self.pilot_runs = int(pilot_runs)
         self.pilot_scores = list(pilot_scores) if pilot_scores else [s for s in self.scores if not s.trainable]
         if not isinstance(exact, bool):
-            raise ValueError(f"exact must be True or False, got {exact!r}")
+            raise ValueError(f"exact must be True or False, got {shown(exact)}")
         self.exact = exact
 
     # --- constructors -------------------------------------------------------------------------
@@ -319,9 +320,9 @@ class Audit:
         ``claim``: default the policy's own certificate, ``Claim.from_schedule(schedule, horizon)``.
         """
         if observe not in ("actions", "trace"):
-            raise ValueError(f"observe must be 'actions' or 'trace', got {observe!r}")
+            raise ValueError(f"observe must be 'actions' or 'trace', got {shown(observe)}")
         if isinstance(horizon, bool) or int(horizon) != horizon or horizon < n_arms:
-            raise ValueError(f"horizon must be a whole number >= n_arms ({n_arms}), got {horizon!r}")
+            raise ValueError(f"horizon must be a whole number >= n_arms ({n_arms}), got {shown(horizon)}")
         if not getattr(policy, "private", False) and claim is None:
             raise ValueError(f"{policy!r} is not private: pass the claim to test explicitly")
         neighbours = neighbours if neighbours is not None else Neighbours.search()

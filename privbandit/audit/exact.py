@@ -37,6 +37,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
+from accountants._validate import shown
 from privbandit.audit.certify import EpsAtDelta
 from privbandit.audit.runner import PolicySampler
 from privbandit.policies.gaussian_ts import GaussianTS
@@ -153,7 +154,7 @@ def action_distribution(policy: GaussianTS, tape, horizon: int, *,
         def variance(n):
             return c / (n + 1.0)
     elif not callable(variance):
-        raise ValueError(f"variance must be callable as variance(n) -> array, or None, got {variance!r}")
+        raise ValueError(f"variance must be callable as variance(n) -> array, or None, got {shown(variance)}")
     log_p0, log_p1 = _choice_log_probs(tape, b, rounds, variance)
     log_probs, arm1 = _enumerate(log_p0, log_p1, rounds)
     return ActionDistribution(b, c, int(horizon), rounds, log_probs, arm1, time.perf_counter() - started)
@@ -161,7 +162,7 @@ def action_distribution(policy: GaussianTS, tape, horizon: int, *,
 
 def _check_arm(arm) -> int:
     if isinstance(arm, bool) or not isinstance(arm, (int, np.integer)) or arm not in (0, 1):
-        raise ValueError(f"arm must be 0 or 1 (two arms), got {arm!r}")
+        raise ValueError(f"arm must be 0 or 1 (two arms), got {shown(arm)}")
     return int(arm)
 
 
@@ -180,7 +181,7 @@ def _check_inputs(policy, tape, horizon) -> tuple[int, float, np.ndarray, int]:
         raise ValueError("tape must hold finite rewards in [0, 1] (clip it first, as the engine does)")
     b = policy.b
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < max(2 * b, 1):
-        raise ValueError(f"horizon must be a whole number >= max(2b, 1) = {max(2 * b, 1)}, got {horizon!r}")
+        raise ValueError(f"horizon must be a whole number >= max(2b, 1) = {max(2 * b, 1)}, got {shown(horizon)}")
     rounds = int(horizon) - 2 * b
     if rounds > MAX_ADAPTIVE_ROUNDS:
         raise ValueError(f"horizon - 2b (adaptive rounds) must be <= MAX_ADAPTIVE_ROUNDS = {MAX_ADAPTIVE_ROUNDS} "
@@ -298,14 +299,14 @@ class PrivacyProfile:
 
     def delta(self, eps: float) -> float:
         if not (isinstance(eps, (int, float)) and eps >= 0):
-            raise ValueError(f"eps must lie in [0, inf), got {eps!r}")
+            raise ValueError(f"eps must lie in [0, inf), got {shown(eps)}")
         if math.isinf(eps):
             return max(w.infinite_mass for w in self._ways)
         return max(w.delta(float(eps)) for w in self._ways)
 
     def epsilon(self, delta: float) -> float:
         if not (isinstance(delta, (int, float)) and 0.0 <= delta < 1.0):
-            raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+            raise ValueError(f"delta must lie in [0, 1), got {shown(delta)}")
         # each direction is monotone, so the smallest eps for the max is the max of the smallest eps
         return max(w.epsilon(float(delta)) for w in self._ways)
 

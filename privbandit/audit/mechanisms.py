@@ -12,13 +12,14 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.audit.certify import Claim
 from privbandit.mechanisms.sampling import NoiseSampler
 
 
 def _positive(name, value):
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must lie in (0, inf), got {value!r}")
+        raise ValueError(f"{name} must lie in (0, inf), got {shown(value)}")
     return float(value)
 
 

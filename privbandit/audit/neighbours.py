@@ -20,6 +20,8 @@ import itertools
 
 import numpy as np
 
+from accountants._validate import shown
+
 
 @dataclasses.dataclass(frozen=True)
 class NeighbourPair:
@@ -63,7 +65,7 @@ class NeighbourSearch:
             return prepulls
         if isinstance(pos, (int, np.integer)) and not isinstance(pos, bool) and pos >= 0:
             return int(pos)
-        raise ValueError(f"positions must be 'first_prepull', 'first_adaptive' or whole numbers >= 0, got {pos!r}")
+        raise ValueError(f"positions must be 'first_prepull', 'first_adaptive' or whole numbers >= 0, got {shown(pos)}")
 
     def candidates(self, policy, n_arms: int, horizon: int) -> list[NeighbourPair]:
         if self.arm >= n_arms:
@@ -113,15 +115,15 @@ class Neighbours:
                allow_out_of_range: bool = False, pilot_runs: int = 20_000) -> NeighbourSearch:
         """Templates x positions; the audit ranks them with ``pilot_runs`` runs per side each."""
         if isinstance(arm, bool) or int(arm) != arm or arm < 0:
-            raise ValueError(f"arm must be a whole number in [0, inf), got {arm!r}")
+            raise ValueError(f"arm must be a whole number in [0, inf), got {shown(arm)}")
         if len(values) != 2 or values[0] == values[1]:
-            raise ValueError(f"values must be two different rewards (D, D'), got {values!r}")
+            raise ValueError(f"values must be two different rewards (D, D'), got {shown(values)}")
         _in_range(values, allow_out_of_range, "values")
         _in_range(arm_rest, False, "arm_rest")
         _in_range(others, False, "others")
         if not arm_rest or not others or not positions:
             raise ValueError("positions, arm_rest and others must be non-empty")
         if isinstance(pilot_runs, bool) or int(pilot_runs) != pilot_runs or pilot_runs < 100:
-            raise ValueError(f"pilot_runs must be a whole number in [100, inf), got {pilot_runs!r}")
+            raise ValueError(f"pilot_runs must be a whole number in [100, inf), got {shown(pilot_runs)}")
         return NeighbourSearch(int(arm), positions, values, arm_rest, others, bool(allow_out_of_range),
                                int(pilot_runs))

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as _sps
 
+from accountants._validate import shown
 from privbandit.audit import stats as _stats
 from privbandit.audit.certify import Claim
 from privbandit.audit.runner import auto_trace, run_policy
@@ -63,21 +64,21 @@ from privbandit.policies.base import Policy
 def _whole(name: str, value, low: int = 0) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
             or not float(value).is_integer() or value < low:
-        raise ValueError(f"{name} must be a whole number in [{low}, inf), got {value!r}")
+        raise ValueError(f"{name} must be a whole number in [{low}, inf), got {shown(value)}")
     return int(value)
 
 
 def _epsilon(value, name: str = "epsilon") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not (value >= 0) or math.isnan(value):
-        raise ValueError(f"{name} must lie in [0, inf], got {value!r}")
+        raise ValueError(f"{name} must lie in [0, inf], got {shown(value)}")
     return float(value)
 
 
 def _delta(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not (0.0 <= value < 1.0):
-        raise ValueError(f"delta must lie in [0, 1), got {value!r}")
+        raise ValueError(f"delta must lie in [0, 1), got {shown(value)}")
     return float(value)
 
 
@@ -157,7 +158,7 @@ def epsilon_lower_bound(correct: int, guesses: int, *, alpha: float = 0.05, delt
     delta = _delta(delta)
     v, r, m = _check_counts(correct, guesses, canaries, delta)
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
-        raise ValueError(f"tol must lie in (0, 1), got {tol!r}")
+        raise ValueError(f"tol must lie in (0, 1), got {shown(tol)}")
 
     def rejected(eps):
         return p_value(v, r, eps, delta=delta, canaries=m) <= alpha
@@ -350,7 +351,7 @@ def action_guesser(stay_weight: float = 0.25) -> Callable:
     0 (abstain) for canaries not consumed or paid in the last round.
     """
     if not (isinstance(stay_weight, (int, float)) and 0 < stay_weight <= 1):
-        raise ValueError(f"stay_weight must lie in (0, 1], got {stay_weight!r}")
+        raise ValueError(f"stay_weight must lie in (0, 1], got {shown(stay_weight)}")
 
     def guesser(obs: dict) -> np.ndarray:
         actions, rounds, arms = obs["actions"], obs["rounds"], obs["arms"]
@@ -562,7 +563,7 @@ def one_run_audit(policy: Policy, horizon: int, n_arms: int = 2, *, canaries: in
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
     if observe not in ("actions", "trace"):
-        raise ValueError(f"observe must be 'actions' or 'trace', got {observe!r}")
+        raise ValueError(f"observe must be 'actions' or 'trace', got {shown(observe)}")
     runs = _whole("runs", runs, 1)
     if claim is None:
         if not getattr(policy, "private", False):
@@ -614,13 +615,13 @@ def one_run_mechanism_audit(mechanism: Callable, claim: Claim, *, canaries: int 
     """
     started = time.perf_counter()
     if not callable(mechanism):
-        raise ValueError(f"mechanism must be callable as mechanism(x, n, rng), got {mechanism!r}")
+        raise ValueError(f"mechanism must be callable as mechanism(x, n, rng), got {shown(mechanism)}")
     m = _whole("canaries", canaries, 1)
     budgets = _guess_budgets(guesses, m)
     claim_value, delta = _claim_value(claim, delta)
     alpha = _stats._check_alpha(alpha)
     if not (math.isfinite(x) and math.isfinite(x_prime) and x != x_prime):
-        raise ValueError(f"x and x_prime must be distinct finite values, got {x!r} and {x_prime!r}")
+        raise ValueError(f"x and x_prime must be distinct finite values, got {shown(x)} and {x_prime!r}")
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     s_bits, s_mech, s_guess = (np.random.default_rng(s) for s in seq.spawn(3))
     bits = s_bits.integers(0, 2, size=(1, m), dtype=np.int8)

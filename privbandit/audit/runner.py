@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.policies.base import Policy
 
 
@@ -25,7 +26,7 @@ class MechanismSampler:
 
     def __init__(self, mechanism: Callable, x, x_prime, label: str = ""):
         if not callable(mechanism):
-            raise ValueError(f"mechanism must be callable as mechanism(x, n, rng), got {mechanism!r}")
+            raise ValueError(f"mechanism must be callable as mechanism(x, n, rng), got {shown(mechanism)}")
         self.mechanism, self.x, self.x_prime = mechanism, x, x_prime
         self.label = label or f"x={x!r} vs x'={x_prime!r}"
         self.observation = "value"
@@ -50,7 +51,7 @@ def trace_method(path: str) -> Callable:
     """Instrument: record the return value of the run's method at ``path`` (e.g. ``"posterior.release"``)
     every time it is called. Each call's output must have shape (replicates, m)."""
     if not isinstance(path, str) or not path:
-        raise ValueError(f"path must be a dotted attribute path such as 'posterior.release', got {path!r}")
+        raise ValueError(f"path must be a dotted attribute path such as 'posterior.release', got {shown(path)}")
 
     def instrument(run):
         owner_path, _, name = path.rpartition(".")
@@ -83,7 +84,7 @@ def trace_attribute(name: str) -> Callable:
     """Instrument: record the run's attribute ``name`` (shape (replicates, m)) after every select,
     e.g. a statistic the policy publishes next to its action."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be an attribute name, got {name!r}")
+        raise ValueError(f"name must be an attribute name, got {shown(name)}")
 
     def instrument(run):
         def collect(t):
@@ -139,7 +140,7 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
     if tape.shape[-1] < horizon:
         raise ValueError(f"tape must hold at least horizon={horizon} pulls per arm, got {tape.shape[-1]}")
     if isinstance(n, bool) or int(n) != n or n < 1:
-        raise ValueError(f"n must be a whole number in [1, inf), got {n!r}")
+        raise ValueError(f"n must be a whole number in [1, inf), got {shown(n)}")
     if per_run and tape.shape[0] != n:
         raise ValueError(f"a tape per run needs shape (n={n}, arms, pulls), got {tape.shape}")
     k = tape.shape[-2]

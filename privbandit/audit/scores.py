@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
+from accountants._validate import shown
+
 
 class Score:
     """Base class: ``name``, ``trainable`` and ``__call__(obs) -> (n,) float``."""
@@ -58,7 +60,7 @@ class _PullCount(Score):
 def pull_count(arm: int = 0) -> Score:
     """Number of pulls of ``arm`` over the horizon."""
     if isinstance(arm, bool) or int(arm) != arm or arm < 0:
-        raise ValueError(f"arm must be a whole number in [0, inf), got {arm!r}")
+        raise ValueError(f"arm must be a whole number in [0, inf), got {shown(arm)}")
     return _PullCount(int(arm))
 
 
@@ -79,7 +81,7 @@ def first_pull(arm: int = 0, after: int = 0) -> Score:
     """Index (0-based, counted from round ``after`` + 1) of the first pull of ``arm`` after ``after`` rounds."""
     for name, v in (("arm", arm), ("after", after)):
         if isinstance(v, bool) or int(v) != v or v < 0:
-            raise ValueError(f"{name} must be a whole number in [0, inf), got {v!r}")
+            raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(v)}")
     return _FirstPull(int(arm), int(after))
 
 
@@ -96,9 +98,9 @@ class _Output(Score):
 def output(index: int = 0, key: str = "value") -> Score:
     """Coordinate ``index`` of a mechanism's released values (``key="trace"`` for a policy trace)."""
     if isinstance(index, bool) or int(index) != index or index < 0:
-        raise ValueError(f"index must be a whole number in [0, inf), got {index!r}")
+        raise ValueError(f"index must be a whole number in [0, inf), got {shown(index)}")
     if key not in ("value", "trace"):
-        raise ValueError(f"key must be 'value' or 'trace', got {key!r}")
+        raise ValueError(f"key must be 'value' or 'trace', got {shown(key)}")
     return _Output(int(index), key)
 
 
@@ -114,7 +116,7 @@ class _OutputSum(Score):
 def output_sum(key: str = "value") -> Score:
     """Sum of all released values (the natural statistic when one value is released several times)."""
     if key not in ("value", "trace"):
-        raise ValueError(f"key must be 'value' or 'trace', got {key!r}")
+        raise ValueError(f"key must be 'value' or 'trace', got {shown(key)}")
     return _OutputSum(key)
 
 
@@ -130,7 +132,7 @@ def features(obs: dict, kind: str) -> np.ndarray:
     * ``trace+actions``: both.
     """
     if kind not in FEATURES:
-        raise ValueError(f"features must be one of {FEATURES}, got {kind!r}")
+        raise ValueError(f"features must be one of {FEATURES}, got {shown(kind)}")
     parts = []
     if kind in ("action_bits", "trace+actions"):
         actions = _get(obs, "actions", f"logreg({kind})")
@@ -191,9 +193,9 @@ class _LogReg(Score):
 def logreg(features: str = "action_bits", l2: float = 1e-4, max_iter: int = 200) -> Score:
     """A linear score learned by penalised logistic regression (label 1 = run on D, 0 = on D')."""
     if features not in FEATURES:
-        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+        raise ValueError(f"features must be one of {FEATURES}, got {shown(features)}")
     if not (isinstance(l2, (int, float)) and l2 >= 0):
         raise ValueError(f"l2 must lie in [0, inf), got {l2!r}")
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a whole number in [1, inf), got {max_iter!r}")
+        raise ValueError(f"max_iter must be a whole number in [1, inf), got {shown(max_iter)}")
     return _LogReg(features, float(l2), int(max_iter))

@@ -24,13 +24,15 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from accountants._validate import shown
+
 WIDEN = 1e-7
 """Relative widening of every Clopper-Pearson bound (guards against quantile round-off)."""
 
 
 def _check_alpha(alpha) -> float:
     if not isinstance(alpha, (int, float, np.floating)) or not (0.0 < float(alpha) < 1.0):
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        raise ValueError(f"alpha must lie in (0, 1), got {shown(alpha)}")
     return float(alpha)
 
 
@@ -87,7 +89,7 @@ def eps_lower_bound(p_lo_num, p_hi_den, delta: float = 0.0):
     ``p_lo_num`` is a lower bound on P[S | D], ``p_hi_den`` an upper bound on P[S | D'].
     """
     if not (isinstance(delta, (int, float, np.floating)) and 0.0 <= float(delta) < 1.0):
-        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+        raise ValueError(f"delta must lie in [0, 1), got {shown(delta)}")
     num = np.asarray(p_lo_num, dtype=float) - float(delta)
     den = np.asarray(p_hi_den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -123,7 +125,7 @@ def bonferroni_z(alpha: float, candidates: int) -> float:
     """One-sided normal quantile at alpha / candidates (the selection z of AUDIT.md 2.3)."""
     alpha = _check_alpha(alpha)
     if isinstance(candidates, bool) or int(candidates) != candidates or candidates < 1:
-        raise ValueError(f"candidates must be a whole number in [1, inf), got {candidates!r}")
+        raise ValueError(f"candidates must be a whole number in [1, inf), got {shown(candidates)}")
     return float(stats.norm.isf(alpha / candidates))
 
 

@@ -20,10 +20,14 @@ import math
 
 import numpy as np
 
+from accountants import _validate
+
 
 def check_contexts(contexts, dim: int | None = None) -> np.ndarray:
-    """``contexts`` as a float array (R, K, d) with finite entries (d = ``dim`` when given)."""
-    z = np.asarray(contexts, dtype=float)
+    """``contexts`` as a float array (R, K, d) with finite entries (d = ``dim`` when given). Numbers
+    only (``accountants._validate.real_array``): complex contexts lost their imaginary part with a
+    ComplexWarning, text ("0.5") and bools were read as numbers."""
+    z = _validate.real_array("contexts", contexts)
     if z.ndim != 3:
         raise ValueError(f"contexts must have shape (replicates, arms, dim), got {z.shape}")
     if dim is not None and z.shape[2] != dim:
@@ -39,7 +43,14 @@ def bound_contexts(z: np.ndarray, bound: float, mode: str) -> np.ndarray:
     ``mode="clip"`` rescales a longer context onto the sphere of radius L (z L / ||z||, the
     projection onto the ball: a deterministic map of the data, so the sensitivity analysis over
     the ball holds); ``mode="reject"`` raises ValueError naming the bound instead."""
-    norms = np.sqrt(np.einsum("...i,...i->...", z, z))
+    with np.errstate(over="ignore"):
+        norms = np.sqrt(np.einsum("...i,...i->...", z, z))
+    if not np.isfinite(norms).all():
+        # entries past ~1e154 overflow the sum of squares: the norm is inf and the clip below made the
+        # context 0 instead of projecting it; scaled by its largest entry first, it is finite
+        top = np.abs(z).max(axis=-1)
+        safe = np.where(top > 0, top, 1.0)
+        norms = top * np.sqrt(np.einsum("...i,...i->...", z / safe[..., None], z / safe[..., None]))
     over = norms > bound
     if not over.any():
         return z

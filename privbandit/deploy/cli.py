@@ -1,7 +1,8 @@
 """``privbandit deploy``: init / select / update / status / replay / audit on a deployment store.
 
-Every subcommand prints one JSON object on stdout. Bad input (an unknown option, a malformed
-number, a reward out of range under ``--strict-rewards``, a missing, corrupt or foreign store) prints
+Every subcommand prints one JSON object on stdout. Numbers are parsed by the same argparse types
+as the rest of the command line (``privbandit.cli_checks``: ``--n-arms 1e3`` is 1000, exactly as
+``run --horizon 1e3``). Bad input (an unknown option, a malformed number, a reward out of range under ``--strict-rewards``, a missing, corrupt or foreign store) prints
 one line ``privbandit: error: ...`` on stderr and exits 2; a refused decision (``--on-exhausted
 stop`` after the budget is spent) prints ``privbandit: budget exhausted: ...`` and exits 3.
 """
@@ -10,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sqlite3
 import sys
 import types
-from collections.abc import Callable
 
 from privbandit.cli import _one_line
+from privbandit.cli_checks import positive, probability, real, whole  # the numbers of every subcommand
 from privbandit.cli import parse_params as _params  # one NAME=VALUE parser for every subcommand
 
 EXIT_BAD_INPUT, EXIT_EXHAUSTED = 2, 3
@@ -37,17 +37,6 @@ class _OneLineParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
-def _number(option: str, kind: Callable, text: str):
-    try:
-        value = kind(text)
-    except (TypeError, ValueError):
-        what = "a whole number" if kind is int else "a real number"
-        raise ValueError(f"{option} must be {what}, got {text!r}") from None
-    if kind is float and not math.isfinite(value):
-        raise ValueError(f"{option} must be a finite real number, got {text!r}")
-    return value
-
-
 def _print(obj) -> None:
     print(json.dumps(obj, sort_keys=False))
 
@@ -56,10 +45,8 @@ def _init(args) -> int:
     from privbandit.deploy import Deployment
 
     dep = Deployment.create(
-        args.store, args.policy, params=_params(args.param), n_arms=_number("--n-arms", int, args.n_arms),
-        budget=_number("--budget", float, args.budget), delta=_number("--delta", float, args.delta),
-        seed=None if args.seed is None else _number("--seed", int, args.seed),
-        horizon=None if args.horizon is None else _number("--horizon", int, args.horizon),
+        args.store, args.policy, params=_params(args.param), n_arms=args.n_arms,
+        budget=args.budget, delta=args.delta, seed=args.seed, horizon=args.horizon,
         on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous,
         track_realized=not args.no_realized)
     with dep:
@@ -80,10 +67,8 @@ def _select(args) -> int:
 def _update(args) -> int:
     from privbandit.deploy import Deployment
 
-    decision = _number("--decision", int, args.decision)
-    reward = _number("--reward", float, args.reward)
     with Deployment.open(args.store) as dep:
-        _print(dep.update(decision, reward).to_dict())
+        _print(dep.update(args.decision, args.reward).to_dict())
     return 0
 
 
@@ -91,7 +76,7 @@ def _status(args) -> int:
     from privbandit.deploy import Deployment
 
     with Deployment.open(args.store) as dep:
-        _print(dep.status(last=_number("--last", int, args.last)))
+        _print(dep.status(last=args.last))
     return 0
 
 
@@ -145,11 +130,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     init.add_argument("store")
     init.add_argument("--policy", required=True, help="registered private policy, e.g. lazy_dp_ts")
     init.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="policy parameter (repeatable)")
-    init.add_argument("--n-arms", required=True, metavar="K")
-    init.add_argument("--budget", required=True, metavar="EPS", help="epsilon the deployment may spend (at --delta)")
-    init.add_argument("--delta", required=True, metavar="D")
-    init.add_argument("--seed", default=None, metavar="S", help="default: fresh entropy, recorded in the store")
-    init.add_argument("--horizon", default=None, metavar="T",
+    init.add_argument("--n-arms", required=True, type=whole(2), metavar="K", help="number of arms, >= 2")
+    init.add_argument("--budget", required=True, type=positive, metavar="EPS",
+                      help="epsilon the deployment may spend (at --delta), in (0, inf)")
+    init.add_argument("--delta", required=True, type=probability, metavar="D", help="in (0, 1)")
+    init.add_argument("--seed", default=None, type=whole(0), metavar="S", help="default: fresh entropy, recorded in the store")
+    init.add_argument("--horizon", default=None, type=whole(2), metavar="T",
                       help="rounds the policy is started for (default: the longest the budget affords)")
     init.add_argument("--on-exhausted", choices=["exploit", "stop"], default="exploit",
                       help="after the budget: exploit the released arms (default) or refuse decisions")
@@ -168,13 +154,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     upd = sub.add_parser("update", help="record the reward of a decision (delayed, any order; duplicates are no-ops)")
     upd.add_argument("store")
-    upd.add_argument("--decision", required=True, metavar="ID")
-    upd.add_argument("--reward", required=True, metavar="R")
+    upd.add_argument("--decision", required=True, type=whole(1), metavar="ID")
+    upd.add_argument("--reward", required=True, type=real(), metavar="R",
+                     help="a finite real; clipped to [0, 1] (refused outside it under --strict-rewards)")
     upd.set_defaults(deploy_func=_update)
 
     st = sub.add_parser("status", help="spent and remaining epsilon, odometer, counts, last releases (JSON)")
     st.add_argument("store")
-    st.add_argument("--last", default="5", metavar="N", help="how many recent policy rounds to list (default 5)")
+    st.add_argument("--last", default=5, type=whole(0), metavar="N", help="how many recent policy rounds to list (default 5)")
     st.set_defaults(deploy_func=_status)
 
     rep = sub.add_parser("replay", help="feed a CSV reward table (one column per arm) through the deployment")

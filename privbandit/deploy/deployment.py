@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -83,9 +84,17 @@ class UpdateResult:
 _MAX_ID = 2**63 - 1  # SQLite's largest INTEGER
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+#: the most arms a deployment takes: its policy and ledger hold per-arm state, snapshotted in the store
+#: (10^5 arms is 0.7 MB a snapshot); 10^11 was a MemoryError and 10^19 numpy's "Maximum allowed
+#: dimension exceeded", naming no parameter. The contextual environments' bound too.
+N_ARMS_MAX = 2**20
+
+
+def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
+            or (maximum is not None and value > maximum):
+        top = "inf)" if maximum is None else f"{maximum}]"
+        raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
     return int(value)
 
 
@@ -93,16 +102,15 @@ def check_reward(reward, strict: bool) -> tuple[float, float]:
     """(raw, clipped): a finite real; outside [0, 1] it is clipped (the sensitivities of every
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
     if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"reward must be a real number in [0, 1], got {reward!r}")
+        raise ValueError(f"reward must be a real number in [0, 1], got {shown(reward)}")
     try:
         raw = float(reward)
     except OverflowError:  # an int beyond the floats
-        raise ValueError(f"reward must be a finite real number in [0, 1], got an integer of "
-                         f"{int(reward).bit_length()} bits") from None
+        raise ValueError(f"reward must be a finite real number in [0, 1], got {shown(reward)}") from None
     if not math.isfinite(raw):
-        raise ValueError(f"reward must be a finite real number in [0, 1], got {raw!r}")
+        raise ValueError(f"reward must be a finite real number in [0, 1], got {shown(raw)}")
     if strict and not 0.0 <= raw <= 1.0:
-        raise ValueError(f"reward must lie in [0, 1] (strict_rewards=True), got {raw!r}")
+        raise ValueError(f"reward must lie in [0, 1] (strict_rewards=True), got {shown(raw)}")
     return raw, min(1.0, max(0.0, raw))
 
 
@@ -110,7 +118,7 @@ def _json_params(params: dict) -> dict:
     try:
         return json.loads(json.dumps(params, allow_nan=False))
     except (TypeError, ValueError):
-        raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {params!r}") from None
+        raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {shown(params)}") from None
 
 
 #: SQLite result codes of a store that is sound but cannot be used right now (locked past the
@@ -211,7 +219,7 @@ class Deployment:
 
         path = _store.store_path(path)
         if params is not None and not isinstance(params, Mapping):  # (dict(3) was a TypeError)
-            raise ValueError(f"params must be a mapping of policy parameter names to values, got {params!r}")
+            raise ValueError(f"params must be a mapping of policy parameter names to values, got {shown(params)}")
         params = _json_params(dict(params or {}))
         pol = make_policy(policy, **params)
         if not pol.private:
@@ -220,26 +228,26 @@ class Deployment:
         if "contexts" in pol.requires:  # select() has no contexts to offer: every decision would fail
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
-        n_arms = _whole("n_arms", n_arms, 2)
+        n_arms = _whole("n_arms", n_arms, 2, N_ARMS_MAX)
         # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed)
         if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
                 or budget > 1.7976931348623157e308:
-            raise ValueError(f"budget must be a real number in (0, inf), got {budget!r}")
+            raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
-            raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}")
+            raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
         if horizon is not None:
             horizon = _whole("horizon", horizon, n_arms)
         if seed is None:
             seed = int(np.random.SeedSequence().entropy)
         seed = _whole("seed", seed, 0)
         if on_exhausted not in ON_EXHAUSTED:
-            raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {on_exhausted!r}")
+            raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {shown(on_exhausted)}")
         if synchronous not in _store.SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {synchronous!r}")
+            raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {shown(synchronous)}")
         if not isinstance(track_realized, bool):
-            raise ValueError(f"track_realized must be True or False, got {track_realized!r}")
+            raise ValueError(f"track_realized must be True or False, got {shown(track_realized)}")
         if not isinstance(strict_rewards, bool):
-            raise ValueError(f"strict_rewards must be True or False, got {strict_rewards!r}")
+            raise ValueError(f"strict_rewards must be True or False, got {shown(strict_rewards)}")
 
         p = plan(pol, n_arms, float(budget), float(delta), horizon)
         odo = Odometer(pol, p.horizon, n_arms, float(delta))
@@ -422,12 +430,12 @@ class Deployment:
         decision = _whole("decision", decision, 1)
         raw, reward = check_reward(reward, self.strict_rewards)
         if decision > _MAX_ID:  # SQLite ids are 64-bit: such a decision cannot exist (and cannot be bound)
-            raise ValueError(f"decision {decision} does not exist in {self.path}")
+            raise ValueError(f"decision {shown(decision)} does not exist in {self.path}")
 
         def body() -> UpdateResult:
             row = self._conn.execute("SELECT round, arm, kind FROM decisions WHERE id = ?", (decision,)).fetchone()
             if row is None:
-                raise ValueError(f"decision {decision} does not exist in {self.path}")
+                raise ValueError(f"decision {shown(decision)} does not exist in {self.path}")
             t, arm, kind = self._cells(row, "nAK")
             if (t is None) != (kind != "policy"):
                 raise StoreError(f"{self.path}: corrupt deployment store (decision {decision}: kind {kind} "
@@ -439,7 +447,7 @@ class Deployment:
                 if done[0] == raw:
                     return UpdateResult(decision, float(done[1]), bool(done[2]), True)
                 raise ValueError(f"decision {decision} already has reward {done[0]!r}; a reward is final "
-                                 f"(got {raw!r})")
+                                 f"(got {shown(raw)})")
             info = self._info()
             applied = kind == "policy"
             digest = info["digest"]

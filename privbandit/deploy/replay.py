@@ -15,13 +15,14 @@ import math
 import os
 from typing import Any
 
+from accountants._validate import shown
 from privbandit.deploy.deployment import BudgetExhausted, Deployment
 
 
 def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
     """The rows of the log as floats, validated (ValueError naming the line and column)."""
     if not isinstance(path, (str, os.PathLike)):  # (was os.fspath's TypeError)
-        raise ValueError(f"log must be the path of a CSV file, got {path!r}")
+        raise ValueError(f"log must be the path of a CSV file, got {shown(path)}")
     if not os.path.isfile(path):  # (was an IsADirectoryError / FileNotFoundError)
         raise ValueError(f"log {os.fspath(path)!r}: No such file (expected a CSV file)")
     with io.open(os.fspath(path), newline="", encoding="utf-8") as fh:
@@ -44,7 +45,7 @@ def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
                 except ValueError:
                     raise ValueError(f"log line {line}, column {col!r}: {raw!r} is not a number") from None
                 if not math.isfinite(x):
-                    raise ValueError(f"log line {line}, column {col!r}: reward must be finite, got {raw!r}")
+                    raise ValueError(f"log line {line}, column {col!r}: reward must be finite, got {shown(raw)}")
                 values.append(x)
             rows.append(values)
     return rows

@@ -33,6 +33,8 @@ import sqlite3
 import zlib
 from contextlib import contextmanager
 
+from accountants._validate import shown
+
 APPLICATION_ID = 0x50424450  # "PBDP": privbandit deployment
 SCHEMA_VERSION = 1
 FORMAT = "privbandit-deploy"
@@ -121,11 +123,11 @@ process (SIGKILL), but the last ones may be lost if the machine itself goes down
 def store_path(path) -> str | bytes:
     """``os.fspath(path)``, or a ValueError naming ``store`` (not os.fspath's TypeError) for a non-path."""
     if not isinstance(path, (str, bytes, os.PathLike)):
-        raise ValueError(f"store must be the path of a file (a str or os.PathLike), got {path!r}")
+        raise ValueError(f"store must be the path of a file (a str or os.PathLike), got {shown(path)}")
     try:
         return os.fspath(path)
     except TypeError as exc:  # an os.PathLike whose __fspath__ returns something else
-        raise ValueError(f"store must be the path of a file, got {path!r} ({exc})") from None
+        raise ValueError(f"store must be the path of a file, got {shown(path)} ({exc})") from None
 
 
 def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
@@ -135,7 +137,7 @@ def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Co
     text = os.fsdecode(path)
     if text in ("", ":memory:") or "\0" in text:
         # sqlite3 would open a temporary or in-memory database for these: nothing would persist
-        raise ValueError(f"store must be the path of a file (not empty, not ':memory:', no NUL byte), got {path!r}")
+        raise ValueError(f"store must be the path of a file (not empty, not ':memory:', no NUL byte), got {shown(path)}")
     if create and os.path.exists(path):
         raise ValueError(f"store {path!r} already exists; open it instead of initialising it again")
     if not create:
@@ -164,7 +166,7 @@ def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") ->
         if mode.lower() != "wal":
             raise StoreError(f"{path}: cannot switch the journal to WAL (got {mode})")
         if synchronous not in SYNCHRONOUS:
-            raise StoreError(f"{path}: synchronous must be one of {', '.join(SYNCHRONOUS)}, got {synchronous!r}")
+            raise StoreError(f"{path}: synchronous must be one of {', '.join(SYNCHRONOUS)}, got {shown(synchronous)}")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None

@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants._validate import real_array
 
 from privbandit.envs.base import Environment, EnvironmentRun
@@ -33,14 +34,14 @@ from privbandit.seeding import check_seed
 
 def _whole(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     return int(value)
 
 
 def _unit(name: str, value, *, open_low: bool = False) -> float:
     ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and 0 <= value <= 1
     if not ok or (open_low and value == 0):
-        raise ValueError(f"{name} must lie in {'(0' if open_low else '[0'}, 1], got {value!r}")
+        raise ValueError(f"{name} must lie in {'(0' if open_low else '[0'}, 1], got {shown(value)}")
     return float(value)
 
 

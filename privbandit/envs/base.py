@@ -27,6 +27,11 @@ from privbandit.feedback import Feedback, Offer
 class EnvironmentRun(abc.ABC):
     """State of one environment across ``replicates`` lock-stepped replicates."""
 
+    #: True when every ``feedback(t, arms).observed`` row provably reveals at most the declared
+    #: ``structure()["max_degree"] + 1`` entries (the library's graph environment: rows of the graph
+    #: whose degree it declares). Otherwise the engine counts them every round (privbandit.engine).
+    reveals_within_structure: bool = False
+
     @abc.abstractmethod
     def rewards(self, t: int, arms: np.ndarray) -> np.ndarray:
         """Rewards (shape ``(replicates,)``) of ``arms[r]`` in round ``t`` for every replicate r."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.envs.base import EnvironmentRun, StationaryEnvironment
 from privbandit.feedback import Feedback, Offer
 from privbandit.seeding import check_seed
@@ -38,7 +39,7 @@ class GraphFeedback(StationaryEnvironment):
             raise ValueError("arms must be a stationary environment sampled by inverse CDF "
                              f"(Bernoulli, TruncatedExponential, ClippedGaussian), got {type(arms).__name__}")
         if not isinstance(redraw, bool):
-            raise ValueError(f"redraw must be True or False, got {redraw!r}")
+            raise ValueError(f"redraw must be True or False, got {shown(redraw)}")
         super().__init__(arms.means)
         self.arms = arms
         self.redraw = redraw
@@ -80,6 +81,8 @@ class GraphFeedback(StationaryEnvironment):
 
 class GraphFeedbackRun(EnvironmentRun):
     """One run: the graph of each round and the revealed entries of the played arms' neighbourhoods."""
+
+    reveals_within_structure = True  # a row of a checked graph whose max degree (or model bound) is declared
 
     def __init__(self, env: GraphFeedback, replicates: int, rng: np.random.Generator) -> None:
         self.env, self.rng = env, rng

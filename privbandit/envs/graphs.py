@@ -26,6 +26,7 @@ import dataclasses
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.mechanisms._base import whole
 
 
@@ -57,20 +58,42 @@ def adjacency_from_edges(n: int, edges) -> np.ndarray:
 def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
     """``adjacency`` as a read-only closed-neighbourhood bool matrix, or ValueError.
 
-    Accepts a square bool/0-1 array or a networkx graph on nodes 0..K-1. The diagonal is set (every
-    arm reveals itself) and the matrix must be symmetric (undirected feedback graphs).
+    Accepts a square bool/0-1 array or an undirected networkx graph (no weights other than 1) on the
+    whole-number nodes 0..K-1. The matrix must be symmetric (undirected feedback graphs).
+
+    The diagonal is normalised HERE, the one place every graph passes through (fixed graphs, model
+    draws, ``graph=`` of a schedule, :func:`max_degree`): it is set, whatever was given. Playing an
+    arm always reveals its own reward -- the played arm's record enters its stream once -- so a self-
+    loop (a True diagonal entry, a networkx edge (i, i)) means nothing more, and an adjacency without
+    the diagonal (networkx's open neighbourhoods) nothing less; the degree D of the "round" relation
+    (D + 1 streams per round) counts each other arm once either way. Weighted, NaN or non-0/1 entries,
+    directed or weighted networkx graphs and non-integer node labels are refused: D would be
+    ambiguous, and a silent reading could count a neighbour as absent.
     """
     if hasattr(adjacency, "edges") and hasattr(adjacency, "number_of_nodes"):
         n = adjacency.number_of_nodes()
-        if sorted(adjacency.nodes) != list(range(n)):
-            raise ValueError("a networkx graph must have nodes 0..K-1")
-        adjacency = adjacency_from_edges(n, adjacency.edges)
-    a = np.asarray(adjacency)
+        nodes = list(adjacency.nodes)
+        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in nodes) \
+                or sorted(nodes) != list(range(n)):
+            raise ValueError(f"a networkx graph must have the whole-number nodes 0..K-1, got {shown(sorted(nodes, key=repr))}")
+        if adjacency.is_directed():
+            raise ValueError("graph must be undirected (a networkx DiGraph is not: feedback graphs are undirected, "
+                             "seed 002 section 3.3)")
+        weights = {d.get("weight", 1) for *_, d in adjacency.edges(data=True)}
+        if weights - {1}:
+            raise ValueError(f"graph edges must be unweighted (weight 1), got weights {shown(sorted(weights - {1}, key=repr))}")
+        adjacency = adjacency_from_edges(n, adjacency.edges())  # (u, v) pairs, for multigraphs too
+    try:
+        a = np.asarray(adjacency)
+    except ValueError:  # a ragged list of lists
+        a = np.asarray(None)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 2:
         raise ValueError(f"graph must be a square (K, K) adjacency matrix with K >= 2, got shape {a.shape}")
     if a.dtype != bool:
-        if not np.all((a == 0) | (a == 1)):
-            raise ValueError("graph adjacency entries must be 0/1 or bool")
+        if a.dtype.kind not in "iuf" or not np.all((a == 0) | (a == 1)):
+            raise ValueError(f"graph adjacency entries must be 0/1 or bool, got dtype {a.dtype}"
+                             + ("" if a.dtype.kind not in "iuf" else
+                                f" with entry {shown(a[~((a == 0) | (a == 1))].ravel()[0].item())}"))
         a = a.astype(bool)
     if n_arms is not None and a.shape[0] != n_arms:
         raise ValueError(f"graph must have n_arms = {n_arms} nodes, got {a.shape[0]}")
@@ -82,9 +105,13 @@ def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
     return a
 
 
-def max_degree(adjacency: np.ndarray) -> int:
-    """The maximum (open-neighbourhood) degree of a closed-neighbourhood adjacency matrix."""
-    return int(adjacency.sum(axis=1).max()) - 1
+def max_degree(adjacency) -> int:
+    """The maximum (open-neighbourhood) degree of a feedback graph, read through :func:`check_adjacency`.
+
+    Any graph that function accepts (with or without its diagonal, a networkx graph): a raw matrix's
+    row sums would be one short without the diagonal (a path graph's degree 2 read as 1, certifying
+    the "round" relation over too few streams) and meaningless with weights."""
+    return int(check_adjacency(adjacency).sum(axis=1).max()) - 1
 
 
 class GraphModel(abc.ABC):
@@ -130,7 +157,7 @@ def _integral(value) -> bool:
 
 def _check_p(name: str, p) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float, np.floating)) or not 0 <= p <= 1:
-        raise ValueError(f"{name} must lie in [0, 1], got {p!r}")
+        raise ValueError(f"{name} must lie in [0, 1], got {shown(p)}")
     return float(p)
 
 
@@ -159,7 +186,7 @@ class BarabasiAlbert(GraphModel):
     def __post_init__(self):
         whole("n", self.n, 2)
         if not _integral(self.m) or not 1 <= self.m < self.n:
-            raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {self.m!r}")
+            raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {shown(self.m)}")
 
     def sample(self, rng):
         edges = _networkx().barabasi_albert_graph(self.n, self.m, seed=_seed(rng)).edges
@@ -179,7 +206,7 @@ class PlantedPartition(GraphModel):
         whole("n", self.n, 2)
         if not _integral(self.groups) or not 1 <= self.groups <= self.n \
                 or self.n % self.groups:
-            raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {self.groups!r}")
+            raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.groups)}")
         object.__setattr__(self, "p_in", _check_p("p_in", self.p_in))
         object.__setattr__(self, "p_out", _check_p("p_out", self.p_out))
 
@@ -205,7 +232,7 @@ class DisjointCliques(GraphModel):
         whole("n", self.n, 2)
         if not _integral(self.size) or not 1 <= self.size <= self.n \
                 or self.n % self.size:
-            raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {self.size!r}")
+            raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.size)}")
 
     def sample(self, rng):
         # a random assignment of arms to cliques (so arm indices carry no information about cliques)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants._validate import real_array
 
 from privbandit.envs.base import BlockedRun, StationaryEnvironment
@@ -115,7 +116,7 @@ class ClippedGaussian(StationaryEnvironment):
         locs = real_array("locs", locs)
         if (isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating))
                 or not SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]):
-            raise ValueError(f"scale must lie in [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got {scale!r}")
+            raise ValueError(f"scale must lie in [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got {shown(scale)}")
         if locs.ndim != 1 or locs.size < 2 or np.any(~np.isfinite(locs)):
             raise ValueError("locs must be a 1-D sequence of at least 2 finite values")
         self.locs, self.scale = locs, float(scale)

@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from accountants._validate import shown
 from privbandit.ledger import Ledger, grid_layout
 from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -18,7 +19,7 @@ MAX_LEVELS = 62
 def whole(name: str, value, minimum: int = 0) -> int:
     """``value`` as an int >= ``minimum``; ValueError naming the parameter and the range otherwise."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value!r}")
+        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
     return int(value)
@@ -27,19 +28,19 @@ def whole(name: str, value, minimum: int = 0) -> int:
 def positive(name: str, value) -> float:
     """``value`` as a float in (0, inf); ValueError naming the parameter and the range otherwise."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number in (0, inf), got {value!r}")
+        raise ValueError(f"{name} must be a real number in (0, inf), got {shown(value)}")
     x = float(value)
     if not (x > 0 and math.isfinite(x)):
-        raise ValueError(f"{name} must lie in (0, inf), got {x!r}")
+        raise ValueError(f"{name} must lie in (0, inf), got {shown(x)}")
     return x
 
 
 def probability(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number in (0, 1), got {value!r}")
+        raise ValueError(f"{name} must be a real number in (0, 1), got {shown(value)}")
     x = float(value)
     if not 0 < x < 1:
-        raise ValueError(f"{name} must lie in (0, 1), got {x!r}")
+        raise ValueError(f"{name} must lie in (0, 1), got {shown(x)}")
     return x
 
 
@@ -58,7 +59,7 @@ def check_ledger(ledger, replicates: int, streams: int) -> Ledger:
 
 def check_name(name) -> str:
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+        raise ValueError(f"name must be a non-empty string, got {shown(name)}")
     return name
 
 

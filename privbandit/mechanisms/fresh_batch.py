@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants.events import Event
 from privbandit.mechanisms._base import StreamMechanism, flat, positive, probability, single_release_schedule, whole
 from privbandit.mechanisms._kernels import kernel
@@ -67,7 +68,7 @@ class FreshBatchMean(StreamMechanism):
                  ledger, batches: str = "doubling", name: str = "fresh_batch", exact: bool = False) -> None:
         self.epsilon = positive("epsilon", epsilon)
         if batches not in ("doubling", "manual"):
-            raise ValueError(f"batches must be one of {{'doubling', 'manual'}}, got {batches!r}")
+            raise ValueError(f"batches must be one of {{'doubling', 'manual'}}, got {shown(batches)}")
         super().__init__(replicates, streams, rng=rng, ledger=ledger, name=name, exact=exact)
         self.batches = batches
         self.scale = 1.0 / self.epsilon

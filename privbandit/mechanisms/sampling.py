@@ -50,6 +50,8 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
+
 GRID_BITS = 20
 GRID = 2.0 ** -GRID_BITS
 """Spacing of the exact-mode output grid (2**-20 ~ 9.5e-7)."""
@@ -190,7 +192,7 @@ class NoiseSampler:
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         if not isinstance(exact, (bool, np.bool_)):
-            raise ValueError(f"exact must be True or False, got {exact!r}")
+            raise ValueError(f"exact must be True or False, got {shown(exact)}")
         self.rng = rng
         self.exact = bool(exact)
 
@@ -232,7 +234,7 @@ class NoiseSampler:
         """
         if size is not None:
             if not (np.ndim(scale) == 0 and 0 < float(scale) < math.inf):
-                raise ValueError(f"scale must lie in (0, inf) (a scalar when size is given), got {scale!r}")
+                raise ValueError(f"scale must lie in (0, inf) (a scalar when size is given), got {shown(scale)}")
             if not self.exact:
                 return self.rng.laplace(0.0, float(scale), size) * self._noise_scale_factor
             scale = np.full(size, float(scale))

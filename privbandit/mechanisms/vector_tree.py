@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants.events import NO_EVENT, Event, Gaussian, PureDP
 from privbandit.mechanisms._base import check_ledger, check_name, positive, whole
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -56,7 +57,7 @@ class VectorTreeMechanism:
         self.size = whole("size", size, 1)
         self.horizon = whole("horizon", horizon, 1)
         if noise not in ("laplace", "gaussian"):
-            raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
+            raise ValueError(f"noise must be 'laplace' or 'gaussian', got {shown(noise)}")
         self.noise = noise
         self.scale = positive("scale", scale)
         self.sensitivity = positive("sensitivity", sensitivity)

@@ -6,6 +6,7 @@ from keyword parameters (the class validates them).
 
 from __future__ import annotations
 
+from accountants._validate import shown
 from privbandit.policies.adversarial import BatchedPrivateEXP3, DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
@@ -63,7 +64,7 @@ def register(cls: type[Policy]) -> type[Policy]:
 def make_policy(name: str, **params) -> Policy:
     """The policy registered as ``name``, configured with ``params``."""
     if not isinstance(name, str):  # (was an AttributeError from name.replace)
-        raise ValueError(f"policy name must be a str, one of {', '.join(sorted(REGISTRY))}; got {name!r}")
+        raise ValueError(f"policy name must be a str, one of {', '.join(sorted(REGISTRY))}; got {shown(name)}")
     key = name.replace("-", "_").lower()
     if key not in REGISTRY:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}")

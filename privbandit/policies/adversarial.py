@@ -39,6 +39,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants.events import NO_EVENT, Composed, Event, PureDP, SelfComposed
 from privbandit import _engine_kernels
 from privbandit.mechanisms.laplace import LaplaceRelease
@@ -59,7 +60,7 @@ def _check_tau(tau, default: str) -> int | None:
     if tau is None:
         return None
     if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
-        raise ValueError(f"tau must be a whole number in [1, inf) (or None for {default}), got {tau!r}")
+        raise ValueError(f"tau must be a whole number in [1, inf) (or None for {default}), got {shown(tau)}")
     return int(tau)
 
 
@@ -67,7 +68,7 @@ def _check_gamma(gamma) -> float | None:
     if gamma is None:
         return None
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 < gamma <= 1:
-        raise ValueError(f"gamma must lie in (0, 1] (or be None for Auer et al.'s tuning), got {gamma!r}")
+        raise ValueError(f"gamma must lie in (0, 1] (or be None for Auer et al.'s tuning), got {shown(gamma)}")
     return float(gamma)
 
 

@@ -54,6 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import _validate
 from privbandit.feedback import Feedback, check_relation
 from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
@@ -153,9 +154,7 @@ def _bounded_horizon(privacy_schedule):
     def bounded(self, horizon, *args, **kwargs):
         if isinstance(horizon, (int, float, np.integer, np.floating)) and not isinstance(horizon, bool) \
                 and horizon > HORIZON_MAX:
-            shown = repr(horizon) if not isinstance(horizon, int) or horizon < 10**40 else \
-                f"a whole number of about 10^{int(horizon.bit_length() * 0.30103)}"
-            raise ValueError(f"horizon must be a whole number in [1, {HORIZON_MAX:.0e}], got {shown}")
+            raise ValueError(f"horizon must be a whole number in [1, {HORIZON_MAX:.0e}], got {_validate.shown(horizon)}")
         return privacy_schedule(self, horizon, *args, **kwargs)
 
     bounded.bounds_horizon = True
@@ -260,10 +259,10 @@ def check_epsilon(value, floor: float = EPSILON_FLOOR) -> float:
     epsilon = check_positive("epsilon", value)
     if epsilon < floor:
         raise ValueError(f"epsilon must lie in [{floor:g}, {EPSILON_CEILING:g}]: below {floor:g} the noise scale "
-                         f"it calibrates leaves the floating-point range; got {epsilon!r}")
+                         f"it calibrates leaves the floating-point range; got {shown(epsilon)}")
     if epsilon > EPSILON_CEILING:
         raise ValueError(f"epsilon must lie in [{floor:g}, {EPSILON_CEILING:g}]: above {EPSILON_CEILING:g} the "
-                         f"ledger's sums of squared epsilons leave the floating-point range; got {epsilon!r}")
+                         f"ledger's sums of squared epsilons leave the floating-point range; got {shown(epsilon)}")
     return epsilon
 
 
@@ -275,7 +274,7 @@ def check_unit(name: str, value) -> float:
 def check_flag(name: str, value) -> bool:
     """True or False exactly (no truthiness coercion), or ValueError naming ``name``."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {shown(value)}")
     return bool(value)
 
 

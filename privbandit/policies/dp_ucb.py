@@ -25,6 +25,8 @@ import numbers
 import numpy as np
 from scipy import special
 
+from accountants import _validate
+from accountants._validate import shown
 from accountants import best_epsilon
 from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
@@ -489,11 +491,12 @@ class DPUCBInt(Policy):
             raise ValueError(f"give one of epsilon (the certified privacy), rate (1/interval) or interval, "
                              f"got {' and '.join(given)}")
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
-            raise ValueError(f"v must be a real number in (1, 2), got {v!r}")
+            raise ValueError(f"v must be a real number in (1, 2), got {shown(v)}")
         self.v = float(v)
-        if isinstance(decay, bool) or not isinstance(decay, numbers.Real) or not (math.isfinite(decay) and decay >= 0):
-            raise ValueError(f"decay must be a real number in [0, inf), got {decay!r}")
-        self.decay = float(decay)
+        try:  # (math.isfinite of an int beyond the floats was an OverflowError)
+            self.decay = _validate.nonnegative("decay", decay)
+        except ValueError:
+            raise ValueError(f"decay must be a real number in [0, inf), got {shown(decay)}") from None
         self.exact = check_flag("exact", exact)
         self.delta = check_unit("delta", delta)
         self.epsilon = self.rate = None
@@ -501,7 +504,7 @@ class DPUCBInt(Policy):
             # pull counts are int64: a longer interval would overflow them (and never release anyway)
             if (isinstance(interval, bool) or not isinstance(interval, numbers.Integral)
                     or not 1 <= interval <= _MAX_INTERVAL):
-                raise ValueError(f"interval must be a whole number in [1, {_MAX_INTERVAL:.0e}], got {interval!r}")
+                raise ValueError(f"interval must be a whole number in [1, {_MAX_INTERVAL:.0e}], got {shown(interval)}")
             self.interval = int(interval)
         elif rate is not None:
             try:
@@ -511,7 +514,7 @@ class DPUCBInt(Policy):
             # 1/rate is the interval, a whole number of pulls in [1, _MAX_INTERVAL]
             if not 1.0 / _MAX_INTERVAL <= self.rate <= 1.0:
                 raise ValueError(f"rate must lie in [{1.0 / _MAX_INTERVAL:.0e}, 1] (the reciprocal of the interval), "
-                                 f"got {rate!r}")
+                                 f"got {shown(rate)}")
             self.interval = math.ceil(1.0 / self.rate - 1e-12)
         else:
             self.epsilon = check_positive("epsilon", 1.0 if epsilon is None else epsilon)

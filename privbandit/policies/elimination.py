@@ -17,10 +17,11 @@ sensitivity 1: eps-DP per record by parallel composition over disjoint batches, 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
+from accountants import _validate
+from accountants._validate import shown
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.fresh_batch import FreshBatchMean, first_reaching
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms, check_unit
@@ -293,9 +294,12 @@ class AnytimeLazyUCB(PureEpsilonPolicy):
 
     def __init__(self, epsilon: float = 1.0, alpha: float = 3.1, exact: bool = False):
         super().__init__(epsilon, exact)
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (math.isfinite(alpha) and alpha > 3):
-            raise ValueError(f"alpha must be a real number in (3, inf), got {alpha!r}")
-        self.alpha = float(alpha)
+        try:  # (math.isfinite of an int beyond the floats was an OverflowError)
+            self.alpha = _validate.finite("alpha", alpha)
+        except ValueError:
+            self.alpha = None
+        if self.alpha is None or not self.alpha > 3:
+            raise ValueError(f"alpha must be a real number in (3, inf), got {shown(alpha)}")
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)

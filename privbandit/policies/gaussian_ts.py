@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import Gaussian, _validate, gdp_conversion
 from accountants.events import NO_EVENT
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
@@ -102,18 +103,18 @@ class GaussianTS(Policy):
         try:  # a whole number (2.0 is fine; NaN, inf, True, None and strings are not)
             self.b = _validate.count("b", b)
         except ValueError:
-            raise ValueError(f"b must be a whole number in [0, inf), got {b!r}") from None
+            raise ValueError(f"b must be a whole number in [0, inf), got {shown(b)}") from None
         self.c = _validate.positive("c", c)  # (0, inf); True is not a number here
         # beyond these the certificate's mu = sqrt(n / (c (b + 1))) or the ledger's (1/sigma)^2 leaves the
         # float range (c = 1e308 certified mu = 0; c = 1e-320 an infinite mu^2); c is a variance factor,
         # of order 1 to 1e4 in the paper's experiments
         if not C_RANGE[0] <= self.c <= C_RANGE[1]:
-            raise ValueError(f"c must lie in [{C_RANGE[0]:g}, {C_RANGE[1]:g}], got {c!r}")
+            raise ValueError(f"c must lie in [{C_RANGE[0]:g}, {C_RANGE[1]:g}], got {shown(c)}")
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
         if horizon < n_arms * self.b:
-            raise ValueError(f"horizon must be >= n_arms * b = {n_arms * self.b} (the pre-pull phase), got {horizon}")
+            raise ValueError(f"horizon must be >= n_arms * b = {shown(n_arms * self.b)} (the pre-pull phase), got {shown(horizon)}")
         return _GaussianTSRun(self, n_arms, replicates, horizon, rng, ledger)
 
     def privacy_schedule(self, horizon, n_arms):
@@ -157,6 +158,6 @@ class GaussianTS(Policy):
 def _check_route_args(horizon, delta) -> None:
     if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
             or not math.isfinite(horizon) or int(horizon) != horizon or horizon < 1:
-        raise ValueError(f"horizon must be a whole number in [1, inf), got {horizon!r}")
+        raise ValueError(f"horizon must be a whole number in [1, inf), got {shown(horizon)}")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        raise ValueError(f"delta must lie in (0, 1), got {shown(delta)}")

@@ -63,8 +63,12 @@ def graph_of(offer, n_arms: int, edgeless: np.ndarray) -> np.ndarray:
     graph = None if offer is None else getattr(offer, "graph", None)
     if graph is None:
         return edgeless
-    if graph.shape != (n_arms, n_arms) or graph.dtype != bool:
-        raise ValueError(f"offer.graph must be a bool ({n_arms}, {n_arms}) adjacency, got {graph.dtype} {graph.shape}")
+    if not isinstance(graph, np.ndarray) or graph.shape != (n_arms, n_arms) or graph.dtype != bool:
+        got = f"{graph.dtype} {graph.shape}" if isinstance(graph, np.ndarray) else type(graph).__name__
+        raise ValueError(f"offer.graph must be a bool ({n_arms}, {n_arms}) adjacency, got {got}")
+    if not graph.diagonal().all():  # O(K): the MaxN step's candidates always include the leader
+        raise ValueError("offer.graph must hold closed neighbourhoods (a True diagonal: playing an arm reveals "
+                         "its own reward), as privbandit.envs.graphs.check_adjacency returns them")
     return graph
 
 

@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import Certificate, _validate
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms import FreshBatchMean, HybridMechanism
@@ -61,7 +62,7 @@ def streams_per_record(n_arms: int, relation: str = "entry", max_degree: int | N
     worst case n_arms - 1. ValueError names the parameter and its range.
     """
     if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+        raise ValueError(f"relation must be one of {RELATIONS}, got {shown(relation)}")
     if graph is not None:
         from privbandit.envs.graphs import check_adjacency, max_degree as degree_of
 
@@ -75,7 +76,7 @@ def streams_per_record(n_arms: int, relation: str = "entry", max_degree: int | N
     except ValueError:
         whole = -1
     if not 0 <= whole <= n_arms - 1:
-        raise ValueError(f"max_degree must be a whole number in [0, n_arms - 1 = {n_arms - 1}], got {max_degree!r}")
+        raise ValueError(f"max_degree must be a whole number in [0, n_arms - 1 = {n_arms - 1}], got {shown(max_degree)}")
     return 1 if relation == "entry" else whole + 1
 
 
@@ -248,7 +249,7 @@ class GaussianTSN(GaussianTS):
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         check_arms(n_arms, horizon)
         if horizon < n_arms * self.b:
-            raise ValueError(f"horizon must be >= n_arms * b = {n_arms * self.b} (the pre-pull phase), got {horizon}")
+            raise ValueError(f"horizon must be >= n_arms * b = {shown(n_arms * self.b)} (the pre-pull phase), got {shown(horizon)}")
         return _GaussianTSNRun(self, n_arms, replicates, horizon, rng, ledger)
 
     def privacy_schedule(self, horizon, n_arms, *, relation="entry", max_degree=None, graph=None):

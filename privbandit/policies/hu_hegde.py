@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
@@ -228,7 +229,7 @@ class LazyDPTSSchedule(CachedSchedule):
         if rounds <= 0:
             return Certificate(0.0, "none", {})
         if not 0 < delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+            raise ValueError(f"delta must lie in (0, 1), got {shown(delta)}")
         value = laplace_epsilon(self.pure, delta)
         return Certificate(value, "laplace-exact", {"laplace-exact": value})
 

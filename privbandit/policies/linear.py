@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import gdp_conversion
 from accountants import _validate
 from accountants.events import NO_EVENT, Event
@@ -65,7 +66,7 @@ _CONTEXT_MODES = ("clip", "reject")
 
 def _check_dim(dim) -> int:
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 1 <= dim <= 200:
-        raise ValueError(f"dim must be a whole number in [1, 200], got {dim!r}")
+        raise ValueError(f"dim must be a whole number in [1, 200], got {shown(dim)}")
     return int(dim)
 
 
@@ -80,13 +81,13 @@ def _check_bound(bound) -> float:
     except ValueError:
         value = math.nan
     if not _MIN_BOUND <= value <= _MAX_BOUND:
-        raise ValueError(f"bound must lie in [{_MIN_BOUND:g}, {_MAX_BOUND:g}], got {bound!r}")
+        raise ValueError(f"bound must lie in [{_MIN_BOUND:g}, {_MAX_BOUND:g}], got {shown(bound)}")
     return value
 
 
 def _check_choice(name: str, value, choices) -> str:
     if not isinstance(value, str) or value not in choices:  # (an array here is not a choice either)
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {shown(value)}")
     return value
 
 

@@ -48,6 +48,7 @@ import numbers
 
 import numpy as np
 
+from accountants._validate import shown
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
@@ -321,14 +322,14 @@ class PrivateTS(Policy):
                  pull_constant: float = 0.01, random_pulls: int | None = None, exact: bool = False):
         self.epsilon = check_epsilon(epsilon)
         if not isinstance(gap_estimation, (bool, np.bool_)):
-            raise ValueError(f"gap_estimation must be True or False, got {gap_estimation!r}")
+            raise ValueError(f"gap_estimation must be True or False, got {shown(gap_estimation)}")
         self.gap_estimation = bool(gap_estimation)
         self.batch_constant = check_positive("batch_constant", batch_constant)
         self.pull_constant = check_positive("pull_constant", pull_constant)
         if random_pulls is not None and (isinstance(random_pulls, bool)
                                          or not isinstance(random_pulls, (numbers.Integral, np.integer))
                                          or random_pulls < 0):
-            raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {random_pulls!r}")
+            raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {shown(random_pulls)}")
         self.random_pulls = None if random_pulls is None else int(random_pulls)
         self.exact = check_flag("exact", exact)
 

@@ -16,6 +16,7 @@ import abc
 import numpy as np
 from scipy import special
 
+from accountants._validate import shown
 from accountants import _validate
 from privbandit.policies.base import Policy, PolicyRun, check_arms
 
@@ -115,7 +116,7 @@ class KLUCB(Policy):
         except ValueError:
             n = 0
         if not 1 <= n <= 60:
-            raise ValueError(f"iterations must be a whole number in [1, 60], got {iterations!r}")
+            raise ValueError(f"iterations must be a whole number in [1, 60], got {shown(iterations)}")
         self.iterations = n
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):

@@ -181,7 +181,7 @@ def test_deploy_cli_status_last_negative_is_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["deploy", "status", store, "--last", "-1"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("privbandit: error: last must be a whole number")
+    assert err.count("\n") == 1 and err.startswith("privbandit: error: privbandit deploy status: argument --last: must be a whole number")
 
 
 # ---------------------------------------------------------------- bring-your-own logs

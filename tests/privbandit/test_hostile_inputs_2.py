@@ -175,7 +175,7 @@ def _cli(argv, capsys) -> str:
     (["run", "private_ucb", "--hor", "30", "--horizon", "40"], r"argument --horizon: given 2 times \(--hor and --horizon\)"),
     (["run", "private_ucb", "--horizon=30", "--horiz=40"], "argument --horizon: given 2 times"),
     (["budget", "gaussian_ts_n", "--horizon", "100", "--max-degree", "-1"], r"--max-degree: must be a whole number in \[0"),
-    (["certify", "--releases", "10", "--delta", "5e-324"], "delta must lie in"),
+    (["certify", "--releases", "10", "--delta", "5e-324"], "delta: must lie in"),
     (["run", "private_ucb", "--epsilon", "1e-308", "--horizon", "20", "--quiet"], r"epsilon must lie in \[1e-300, 1e\+100\]"),
     (["experiment", "tossou2016-2arm", "--dask", ""], "--dask needs a scheduler address"),
 ])

@@ -53,8 +53,8 @@ def test_replay(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["update", "{store}", "--decision", "x", "--reward", "1"], "--decision must be a whole number"),
-    (["update", "{store}", "--decision", "1", "--reward", "nan"], "--reward must be a finite real number"),
+    (["update", "{store}", "--decision", "x", "--reward", "1"], "argument --decision: expected a whole number in [1, inf)"),
+    (["update", "{store}", "--decision", "1", "--reward", "nan"], "argument --reward: must lie in (-inf, inf), got nan"),
     (["update", "{store}", "--decision", "7", "--reward", "1"], "decision 7 does not exist"),
     (["update", "{store}", "--decision", "1"], "required: --reward"),
     (["status", "{missing}"], "no such deployment store"),
@@ -63,7 +63,7 @@ def test_replay(tmp_path, capsys):
     (["replay", "{store}", "{nanlog}"], "log line 3, column 'c': reward must be finite"),
     (["init", "{new}", "--policy", "ucb1", "--n-arms", "3", "--budget", "1", "--delta", "1e-6"], "not private"),
     (["init", "{new}", "--policy", "dp_ts", "--n-arms", "3", "--budget", "x", "--delta", "1e-6"],
-     "--budget must be a real number"),
+     "argument --budget: expected a real number in (0, inf)"),
     (["init", "{new}", "--policy", "dp_ts", "--n-arms", "3", "--budget", "1", "--delta", "1e-6", "--param", "eps"],
      "--param takes NAME=VALUE"),
     (["init", "{store}", "--policy", "dp_ts", "--n-arms", "3", "--budget", "1", "--delta", "1e-6"], "already exists"),
