@@ -284,7 +284,9 @@ def test_beta_argmax_rows_draws_generator_betas_values_and_stream(way, shape):
     # its (row-major) order, the same stream afterwards, and numpy's arg max -- on both of numpy's
     # branches (a, b <= 1: Johnk; otherwise gamma ratios) and Beta(a, 1) (DP-TS's clipped means)
     beta = numpy_beta()
-    assert beta is not None  # this numpy exports it (the digests' numpy, 2.4)
+    if beta is None and not np.__version__.startswith("2.4."):
+        pytest.skip(f"numpy {np.__version__} does not export random_beta as 2.4 does (beta_argmax keeps rng.beta)")
+    assert beta is not None  # numpy 2.4 (the golden digests' numpy) exports it
     data = np.random.default_rng(4)
     a = np.where(data.random(shape) < 0.3, data.random(shape), 1.0 + data.random(shape) * 500)
     b = np.where(data.random(shape) < 0.4, 1.0, 0.2 + data.random(shape) * 50)
