@@ -4,12 +4,13 @@ Each kernel is the ONE implementation of its step, in the style of
 :mod:`privbandit.mechanisms._kernels`: plain Python over arrays, compiled by numba when it is
 installed (``Kernel.at(rows)``: interpreted for one replicate, compiled from ``JIT_MIN_ROWS`` rows
 on), same arithmetic and same results bit for bit either way
-(tests/privbandit/policies/test_ts_kernels.py). No kernel draws random numbers or touches noisy
-statistics' arithmetic beyond what numpy did elementwise: the posterior draws and the
-transcendental functions (np.log2, whose SIMD results may differ from libm's in the last bit)
-stay in numpy, in the policies. The one exception draws with numpy's own code: Beta variates
-(:func:`beta_argmax_rows`) call numpy's C sampler ``random_beta`` on the Generator's bit generator,
-element by element as ``Generator.beta`` does, so the values and the stream are numpy's. The arg max over arms (:func:`argmax_rows`, through
+(tests/privbandit/policies/test_ts_kernels.py). No kernel draws noise (the releases' draws stay
+with the mechanisms' samplers) or touches noisy statistics' arithmetic beyond what numpy did
+elementwise; the posterior draws and the transcendental functions (np.log2, whose SIMD results may
+differ from libm's in the last bit) stay in numpy, in the policies. Beta variates, a post-processing
+draw, are taken with numpy's own code: :func:`beta_argmax_rows` calls numpy's C sampler
+``random_beta`` on the Generator's bit generator, element by element as ``Generator.beta`` does, so
+the values and the stream are numpy's. The arg max over arms (:func:`argmax_rows`, through
 :func:`row_argmax`) is numpy's ``argmax(axis=1)``, first maximum and first NaN alike (Gaussian TS: at
 1000 rows of 5 arms numpy's axis-1 reduction spends most of its time in per-row setup).
 """

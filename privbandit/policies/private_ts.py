@@ -52,7 +52,8 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import _Scratch, flat, laplace_event
-from privbandit.policies._ts_kernels import beta_argmax, beta_parameters, private_ts_arms, pts_route_round, pulled_arrays
+from privbandit.policies._ts_kernels import (beta_argmax, beta_parameters, private_ts_arms, pts_route_round,
+                                             pulled_arrays)
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
