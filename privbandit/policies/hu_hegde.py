@@ -42,6 +42,7 @@ from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
+from privbandit.policies._ts_kernels import SCALAR_BETA_MAX, beta_argmax  # noqa: F401 (re-exported)
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
 
@@ -99,22 +100,6 @@ def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -
     b *= counts
     b += 1.0
     return rng.beta(a, b)
-
-
-SCALAR_BETA_MAX = 8
-"""Up to this many Beta draws per round (one replicate of a few arms) are drawn one call each."""
-
-
-def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """argmax over arms of theta ~ Beta(a, b) (R, K), the draws in row-major order: ``rng.beta(a, b)``;
-    for at most ``SCALAR_BETA_MAX`` draws, one ``rng.beta(a_i, b_i)`` call per entry in the same order
-    -- the same sampler (numpy's random_beta) on the same stream, so the same values, without the
-    array call's broadcasting and argument checks (~8 against ~3 us for five arms)."""
-    if a.size > SCALAR_BETA_MAX:
-        return rng.beta(a, b).argmax(axis=1)
-    beta = rng.beta
-    theta = np.array([beta(x, y) for x, y in zip(a.ravel().tolist(), b.ravel().tolist())])
-    return theta.reshape(a.shape).argmax(axis=1)
 
 
 # --- DP-TS -------------------------------------------------------------------------------------

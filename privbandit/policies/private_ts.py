@@ -53,7 +53,8 @@ from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import _Scratch, flat, laplace_event
-from privbandit.policies._ts_kernels import beta_parameters, private_ts_arms, pts_route_round, pulled_arrays, row_argmax
+from privbandit.policies._ts_kernels import (beta_argmax, beta_parameters, private_ts_arms, pts_route_round,
+                                             pulled_arrays)
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_flag, check_epsilon, check_positive
 from privbandit.policies.hu_hegde import CachedSchedule
 
@@ -243,8 +244,8 @@ class _PrivateTSRun(PolicyRun):
         # order), r the tree total clipped to [0, n]: one kernel for numpy's mask, casts and clips
         n_ts = beta_parameters.at(R)(self.phase, _TS, tree.count, tree.noisy_sum, a, b)
         if n_ts == R:  # every replicate in Thompson sampling
-            return row_argmax(self.rng.beta(a, b))
-        best = row_argmax(self.rng.beta(a[:n_ts], b[:n_ts])) if n_ts else _NO_ARMS
+            return beta_argmax(self.rng, a, b)
+        best = beta_argmax(self.rng, a[:n_ts], b[:n_ts]) if n_ts else _NO_ARMS
         arms = np.empty(R, dtype=np.intp)
         private_ts_arms.at(R)(self.phase, self.phase_start, t, k, _TS, best, arms)
         return arms

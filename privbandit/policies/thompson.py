@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from privbandit.policies._ts_kernels import beta_argmax
 from privbandit.policies.base import Policy, PolicyRun, check_arms
 
 
@@ -24,7 +25,7 @@ class _BetaTSRun(PolicyRun):
         self._pos = 0
 
     def select(self, t):
-        return self.rng.beta(self.alpha, self.beta).argmax(axis=1)
+        return beta_argmax(self.rng, self.alpha, self.beta)  # rng.beta(alpha, beta).argmax(axis=1)
 
     def update(self, t, arms, rewards):
         # Agrawal & Goyal's Bernoulli trick: success with probability r. For r in {0, 1} it is the

@@ -17,7 +17,7 @@ from privbandit.ledger import Ledger
 from privbandit.mechanisms import _kernels
 from privbandit.mechanisms.fresh_batch import FreshBatchMean, fresh_batch_append
 from privbandit.policies import GaussianTS, make_policy
-from privbandit.policies._ts_kernels import add_pulled, argmax_rows, row_argmax
+from privbandit.policies._ts_kernels import add_pulled, argmax_rows, beta_argmax_rows, numpy_beta, row_argmax
 
 WAYS = ["py_func", "jit"]
 
@@ -275,3 +275,55 @@ def test_pts_route_round_is_route_pulled_then_phase_ends(way):
                                                *states[0])) == (-1, 0, 0)
     for a, b in zip(states[0], before):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("shape", [(1, 5), (4, 1), (100, 5), (7, 9)])
+def test_beta_argmax_rows_draws_generator_betas_values_and_stream(way, shape):
+    # numpy's own random_beta on the Generator's bit generator: the values Generator.beta draws, in
+    # its (row-major) order, the same stream afterwards, and numpy's arg max -- on both of numpy's
+    # branches (a, b <= 1: Johnk; otherwise gamma ratios) and Beta(a, 1) (DP-TS's clipped means)
+    beta = numpy_beta()
+    if beta is None and not np.__version__.startswith("2.4."):
+        pytest.skip(f"numpy {np.__version__} does not export random_beta as 2.4 does (beta_argmax keeps rng.beta)")
+    assert beta is not None  # numpy 2.4 (the golden digests' numpy) exports it
+    data = np.random.default_rng(4)
+    a = np.where(data.random(shape) < 0.3, data.random(shape), 1.0 + data.random(shape) * 500)
+    b = np.where(data.random(shape) < 0.4, 1.0, 0.2 + data.random(shape) * 50)
+    mine, ref = np.random.default_rng(7), np.random.default_rng(7)
+    kernel = getattr(beta_argmax_rows, way)
+    theta, out = np.empty(shape), np.empty(shape[0], dtype=np.intp)
+    for _ in range(5):
+        assert kernel(beta, mine.bit_generator.ctypes.bit_generator.value, a, b, theta, out) == 0
+        want = ref.beta(a, b)
+        assert np.array_equal(theta, want) and np.array_equal(out, want.argmax(axis=1))
+    assert mine.bit_generator.state == ref.bit_generator.state
+    # a parameter Generator.beta refuses: nothing drawn, the caller lets numpy raise
+    a[-1, -1] = 0.0
+    assert kernel(beta, mine.bit_generator.ctypes.bit_generator.value, a, b, theta, out) == 1
+    assert mine.bit_generator.state == ref.bit_generator.state
+
+
+def test_beta_argmax_keeps_generator_betas_stream_errors_and_subclasses():
+    from privbandit.policies.hu_hegde import beta_argmax
+
+    data = np.random.default_rng(5)
+    a, b = 1.0 + data.random((60, 5)) * 30, 1.0 + data.random((60, 5)) * 30
+    mine, ref = np.random.default_rng(3), np.random.default_rng(3)
+    for _ in range(10):
+        assert np.array_equal(beta_argmax(mine, a, b), ref.beta(a, b).argmax(axis=1))
+    assert mine.bit_generator.state == ref.bit_generator.state
+    with pytest.raises(ValueError, match="a <= 0"):  # numpy's own refusal, nothing drawn before it
+        beta_argmax(mine, np.where(np.arange(300).reshape(60, 5) == 7, -1.0, a), b)
+    assert mine.bit_generator.state == ref.bit_generator.state
+
+    class Counting(np.random.Generator):  # a subclass overriding beta is drawn through its beta
+        calls = 0
+
+        def beta(self, a, b, size=None):
+            Counting.calls += 1
+            return super().beta(a, b, size)
+
+    sub = Counting(np.random.PCG64(3))
+    sub.bit_generator.state = ref.bit_generator.state
+    assert np.array_equal(beta_argmax(sub, a, b), ref.beta(a, b).argmax(axis=1)) and Counting.calls == 1
