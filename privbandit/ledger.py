@@ -756,12 +756,17 @@ class Ledger:
                 lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
                                     for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
                 t_cells = k_cells[keep]
-            top = int(hi.max())
-            if top > self._capacity:
-                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (t_cells < self._n_tracked * K) & (hi > lo)
-            if not live.any():
-                continue
+            self._fold_rows(kind, t_cells, lo, hi, par, sen)
+
+    def _fold_rows(self, kind, t_cells, lo, hi, par, sen) -> None:
+        """Scatter a drain's selected rows of one kind (tracked ``t_cells``, in order), growing the
+        arrays first if a footprint reaches past them (growth may drop replicates from tracking:
+        their rows are left out) and skipping empty footprints."""
+        top = int(hi.max())
+        if top > self._capacity:
+            self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+        live = (t_cells < self._n_tracked * self.streams) & (hi > lo)
+        if live.any():
             self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
 
     def _drain_grid_scalars(self, kinds: tuple, los: tuple, his: tuple, ps: tuple, ss: tuple, n_start: int) -> None:
@@ -810,13 +815,7 @@ class Ledger:
             t_cells = (k_st[:, :n] + offsets[:n]).reshape(-1)
             lo, hi, par, sen = (_leading_rows(field if idx is None else tuple(field[i] for i in idx), R, n, dtype)
                                 for field, dtype in zip((los, his, ps, ss), (np.int64, np.int64, float, float)))
-            top = int(hi.max())
-            if top > self._capacity:
-                self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (t_cells < self._n_tracked * K) & (hi > lo)
-            if not live.any():
-                continue
-            self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
+            self._fold_rows(kind, t_cells, lo, hi, par, sen)
 
     def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
         """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:
@@ -1054,7 +1053,13 @@ class Ledger:
         for stat in stats:
             if stat in self._diff:
                 diff = self._diff[stat][: self._top] if rows is None else self._diff[stat][rows]
-                out.append(np.moveaxis(np.cumsum(diff, axis=0), 0, 2))
+                # summed along a contiguous axis: the same sequential sums as np.cumsum(diff, axis=0)
+                # (an accumulation adds in order, whatever the memory layout), bit for bit, without
+                # striding through the (positions, R_tracked, K) array once per stream. A copy always
+                # (np.array): ascontiguousarray would hand back a view of the difference array itself
+                # when R_tracked = K = 1, and the in-place sums would overwrite the ledger's state.
+                totals = np.array(np.moveaxis(diff, 0, 2), order="C")
+                out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
         return out
@@ -1071,11 +1076,17 @@ class Ledger:
         out = []
         for stat in stats:
             values = np.zeros(reps.size)
-            if stat in self._diff:
+            if stat in self._diff and reps.size:
                 diff = self._diff[stat]
-                for i, (r, k, j) in enumerate(zip(reps.tolist(), streams.tolist(), records.tolist())):
-                    column = diff[: self._top, r, k] if rows is None else diff[rows, r, k]
-                    values[i] = np.cumsum(column[: j + 1])[-1]
+                # the picked columns up to the last record any of them needs, gathered in one pass over
+                # the positions (a column at a time strides through the whole array once per pick),
+                # each accumulated along a contiguous axis: sequential sums, the same bits
+                end = int(records.max()) + 1
+                picked = (diff[: min(self._top, end)][:, reps, streams] if rows is None
+                          else diff[rows[:end, None], reps[None, :], streams[None, :]])
+                columns = np.ascontiguousarray(picked.T)
+                np.cumsum(columns, axis=1, out=columns)
+                values = columns[np.arange(reps.size), records]
             out.append(values)
         return out
 
