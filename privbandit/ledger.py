@@ -25,7 +25,9 @@ replicates, its first ones as the mechanisms list replicates in order -- checked
 the draw counts, else the tracked rows are selected one by one -- so that a drain of many replicates
 does not flatten the untracked ones; a long entry of every stream of every replicate in row-major
 order, as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
-stream for it and takes its first ``R_tracked * K`` rows, never reading the others); worst-record
+stream for it and takes its first ``R_tracked * K`` rows, never reading the others; an entry listing one
+stream of every replicate with the rows of :func:`pulled_layout`, as a round's pulled arms are reported,
+is marked too, and a drain takes its first ``R_tracked`` rows); worst-record
 queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
 totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
@@ -85,6 +87,9 @@ _STAGE_ROUNDS = 256
 # Listed releases of at least this many rows carry their tracked rows (a "head") when staged: below it,
 # slicing per call costs more than selecting the tracked rows of a whole drain at once.
 _HEAD_MIN_ROWS = 1024
+# Pulled entries (one row per replicate) longer than this have their tracked rows sliced entry by entry
+# at a drain; shorter ones are concatenated whole and sliced once (measured break-even ~100-150 rows).
+_SLICE_MIN_ROWS = 128
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -142,6 +147,17 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
     return _flatten(values, rows, dtype)[at]
 
 
+def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
+    """``_flatten`` of the first ``n`` rows of staged fields of entries of ``length`` rows each (an
+    array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
+    at once, long ones' sliced one by one (copying every row of many replicates to keep a few costs
+    more than a slice per entry)."""
+    if length <= _SLICE_MIN_ROWS and set(map(type, values)) == {np.ndarray} and all([v.ndim for v in values]):
+        return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
+    heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
+    return _flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)  # (rows: their sizes only)
+
+
 def _first_rows(fields: tuple, m: int) -> tuple:
     """The first ``m`` rows of a staged entry's fields (rep, st, lo, hi, param, sens): arrays sliced
     (views), scalars as they are. Spelled out field by field (rep and st are always 1-D arrays): a
@@ -187,6 +203,27 @@ def grid_layout(replicates: int, streams: int) -> tuple[np.ndarray, np.ndarray]:
     very arrays as its releases' rows and columns: staged uncopied (nobody can write them), and
     recognised as the grid by identity, at no cost per call (see :meth:`Ledger._store`)."""
     return _grid_layout(replicates, streams)
+
+
+_LAYOUT_PULLED = _Layout("_LAYOUT_PULLED")
+"""The head of a staged entry listing one stream of every replicate, replicate r in row r (a bandit
+round's pulled arms): its rows in the first n replicates are its first n rows."""
+
+
+@functools.lru_cache(maxsize=8)
+def _pulled_layout(replicates: int) -> np.ndarray:
+    rows = np.arange(replicates, dtype=np.intp)
+    rows.flags.writeable = False
+    return rows
+
+
+def pulled_layout(replicates: int) -> np.ndarray:
+    """The read-only rows 0..R-1 of a release entry with one row per replicate, in order (one stream
+    of each replicate: a round's pulled arms). A mechanism or policy reporting such entries passes
+    this very array as their replicates: staged uncopied and recognised by identity, so that a drain
+    takes each entry's tracked rows as its first ones without selecting them row by row (see
+    :meth:`Ledger._store`)."""
+    return _pulled_layout(replicates)
 
 
 def _is_grid(rep: np.ndarray, st: np.ndarray, replicates: int, streams: int) -> bool:
@@ -432,15 +469,19 @@ class Ledger:
             vals[:, stat] = column
         return vals
 
-    def _leaf_columns(self, kind: int, p: np.ndarray, s: np.ndarray) -> dict:
+    def _leaf_columns(self, kind: int, p: np.ndarray, s: np.ndarray, count: int | None = None) -> dict:
         """The statistics of n releases (``p``, ``s``: (n,) arrays) that their kind adds to
         (_KIND_STATS), each a contiguous (n,) array -- or one Python float for all of them, when
         every release has the same epsilon (the common case: one scale per call): ``np.add.at``
         adds that float at each index exactly as it would add an array of copies, and a scalar
-        skips building and gathering the array (a strided column costs add.at ~4x a contiguous one)."""
+        skips building and gathering the array (a strided column costs add.at ~4x a contiguous one).
+        ``count``: the releases ``p`` and ``s`` stand for (default their size; more when each value is
+        repeated over several releases, see :meth:`_scatter`): the choices below are made on it, so
+        every release gets the values it would get listed one by one."""
         if kind in (_KIND_LAPLACE, _KIND_DLAPLACE):
             eps = s / p
-            if eps.size > 1 and eps.min() == eps.max():  # the common case: one scale per call
+            n = eps.size if count is None else count
+            if n > 1 and eps.min() == eps.max():  # the common case: one scale per call
                 e = float(eps[0])
                 mu = self._mu_cache.get(e)
                 if mu is None:
@@ -453,7 +494,7 @@ class Ledger:
             # (numpy's and scipy's loops give each element the same bits wherever it sits in the
             # array: tests/privbandit/test_ledger_paths.py), so every release gets the same values.
             u, inverse = np.unique(eps, return_inverse=True)
-            if 4 * u.size > eps.size:  # mostly distinct: the gather would cost more than it saves
+            if 4 * u.size > n:  # mostly distinct: the gather would cost more than it saves
                 u, inverse = eps, None
             mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(u)) ** 2, u * np.tanh(u / 2.0)
             if inverse is not None:
@@ -489,7 +530,18 @@ class Ledger:
         # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
         # (the layout is looked up only for a read-only entry of every stream: building it for a
         # ledger whose entries never cover the grid would allocate R * K rows for nothing)
-        if (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
+        if (not rep.flags.writeable and rep.size == self.replicates and _KNOWN_LAYOUTS
+                and rep is _pulled_layout(self.replicates) and st.shape == rep.shape):
+            # the pulled layout's own read-only rows (one row per replicate, in order; see
+            # pulled_layout): marked by identity, the other fields as for fresh arrays
+            if not (fresh and st.base is None and (not isinstance(lo_, np.ndarray) or lo_.base is None)
+                    and (not isinstance(hi_, np.ndarray) or hi_.base is None)
+                    and (not isinstance(p, np.ndarray) or p.base is None)
+                    and (not isinstance(s, np.ndarray) or s.base is None)):  # (spelled out: once per release call)
+                st, lo_, hi_, p, s = (np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None)
+                                      else x for x in (st, lo_, hi_, p, s))
+            self._sparse.append((kind, rep, st, lo_, hi_, p, s, _LAYOUT_PULLED))
+        elif (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
                 and rep is _grid_layout(self.replicates, self.streams)[0]
                 and st is _grid_layout(self.replicates, self.streams)[1]):
             # the grid layout's own read-only arrays (a mechanism's insert of every stream, see
@@ -636,6 +688,14 @@ class Ledger:
         R, K = self.replicates, self.streams
         n_start = self._n_tracked
         kinds, reps, sts, *_, heads = zip(*sparse)
+        if _LAYOUT_PULLED in heads:  # identity (a head is a tuple, None or another layout otherwise)
+            if heads.count(_LAYOUT_PULLED) == len(heads):
+                self._drain_pulled(sparse)
+                return
+            # mixed with other entries: a pulled entry's head is its first rows
+            sparse = [(*e[:7], _first_rows(e[1:7], min(n_start, R))) if e[7] is _LAYOUT_PULLED else e
+                      for e in sparse]
+            heads = tuple(e[7] for e in sparse)
         n_grid = 0
         if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
             generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
@@ -650,6 +710,11 @@ class Ledger:
         n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
         if n_tracked_rows == 0 and not (n_grid and n_start):
             return
+        if n_grid == len(sparse) and n_start:
+            _, _, _, los, his, ps, ss, _ = zip(*sparse)
+            if not any(np.ndarray in set(map(type, field)) for field in (los, his, ps, ss)):
+                self._drain_grid_scalars(kinds, los, his, ps, ss, n_start)
+                return
         # where each entry's tracked rows are: all of it, its head, or to be selected row by row
         whole = n_start >= R
         use_heads = whole or not reps or self._heads_valid(
@@ -694,13 +759,66 @@ class Ledger:
                 lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
                                     for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
                 t_cells = k_cells[keep]
+            self._fold_rows(kind, t_cells, lo, hi, par, sen)
+
+    def _fold_rows(self, kind, t_cells, lo, hi, par, sen) -> None:
+        """Scatter a drain's selected rows of one kind (tracked ``t_cells``, in order), growing the
+        arrays first if a footprint reaches past them (growth may drop replicates from tracking:
+        their rows are left out) and skipping empty footprints."""
+        top = int(hi.max())
+        if top > self._capacity:
+            self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
+        live = (t_cells < self._n_tracked * self.streams) & (hi > lo)
+        if live.any():
+            self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
+
+    def _drain_grid_scalars(self, kinds: tuple, los: tuple, his: tuple, ps: tuple, ss: tuple, n_start: int) -> None:
+        """The tracked part of :meth:`_drain_sparse` when every entry is marked ``_LAYOUT_GRID`` and
+        has one footprint, scale and sensitivity for all its rows (DP-UCB's lock-stepped inserts of
+        every arm): an entry's tracked rows are cells 0..m-1 (m = tracked replicates * K), so the
+        scatter takes one value per entry and repeats it over those cells -- the rows, in the order,
+        and the values of the row-by-row selection, so the same sums bit for bit."""
+        kind_set = set(kinds)
+        for kind in kind_set:  # the order of _drain_sparse's loop (growth of one kind may drop tracking)
+            idx = None if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
+            lo, hi = (np.asarray(f if idx is None else tuple(f[i] for i in idx), dtype=np.int64) for f in (los, his))
+            par, sen = (np.asarray(f if idx is None else tuple(f[i] for i in idx), dtype=float) for f in (ps, ss))
+            if min(n_start, self._n_tracked) == 0:
+                return
             top = int(hi.max())
             if top > self._capacity:
                 self._grow(top)  # may shrink the tracked rows: drop the ones no longer tracked
-            live = (t_cells < self._n_tracked * K) & (hi > lo)
+            m = min(n_start, self._n_tracked) * self.streams
+            if m == 0:
+                return
+            live = hi > lo
             if not live.any():
                 continue
-            self._scatter(kind, t_cells[live], lo[live], hi[live], par[live], sen[live])
+            if not live.all():
+                lo, hi, par, sen = lo[live], hi[live], par[live], sen[live]
+            self._scatter(kind, np.arange(m), lo, hi, par, sen, repeat=m)
+
+    def _drain_pulled(self, sparse: list[tuple]) -> None:
+        """:meth:`_drain_sparse` for entries all marked ``_LAYOUT_PULLED`` (row r of each is a release
+        on replicate r): the draw counts from the streams alone, and each entry's tracked rows as its
+        first ones, taken from the fields' concatenation in one slice -- the rows, in the order, that
+        the row-by-row selection keeps, so the same sums bit for bit."""
+        R, K = self.replicates, self.streams
+        kinds, _, sts, los, his, ps, ss, _ = zip(*sparse)
+        offsets = _pulled_layout(R) * K
+        st = np.concatenate(sts, dtype=np.int64, casting="unsafe").reshape(len(sparse), R)
+        self._draws += np.bincount((st + offsets).reshape(-1), minlength=self._draws.size).reshape(R, K)
+        kind_set = set(kinds)
+        for kind in kind_set:  # the order of _drain_sparse's loop (growth of one kind may drop tracking)
+            n = self._n_tracked  # the rows still tracked: those of replicates 0..n-1
+            if n == 0:
+                return
+            idx = None if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
+            k_st = st if idx is None else st[idx]
+            t_cells = (k_st[:, :n] + offsets[:n]).reshape(-1)
+            lo, hi, par, sen = (_leading_rows(field if idx is None else tuple(field[i] for i in idx), R, n, dtype)
+                                for field, dtype in zip((los, his, ps, ss), (np.int64, np.int64, float, float)))
+            self._fold_rows(kind, t_cells, lo, hi, par, sen)
 
     def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
         """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:
@@ -766,16 +884,24 @@ class Ledger:
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
 
-    def _scatter(self, kind, cells, lo, hi, par, sen) -> None:
+    def _scatter(self, kind, cells, lo, hi, par, sen, repeat: int = 1) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
-        (replicate * K + stream); duplicates are summed (``np.add.at``)."""
-        columns = self._leaf_columns(kind, par, sen)
+        (replicate * K + stream); duplicates are summed (``np.add.at``). ``repeat`` > 1: ``lo``,
+        ``hi``, ``par``, ``sen`` hold one value per entry of ``repeat`` releases, on ``cells`` each
+        (the same as passing every release, entry after entry)."""
+        columns = self._leaf_columns(kind, par, sen, count=lo.size * repeat)
         stride = self._n_tracked * self.streams
-        add_at, subtract_at = lo * stride + cells, hi * stride + cells  # position-major flat indices
+        if repeat == 1:
+            add_at, subtract_at = lo * stride + cells, hi * stride + cells  # position-major flat indices
+        else:
+            add_at, subtract_at = (((x * stride)[:, None] + cells).reshape(-1) for x in (lo, hi))
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)
-            np.add.at(flat, add_at, columns[stat])
-            np.subtract.at(flat, subtract_at, columns[stat])
+            column = columns[stat]
+            if repeat > 1 and type(column) is np.ndarray:
+                column = np.repeat(column, repeat)
+            np.add.at(flat, add_at, column)
+            np.subtract.at(flat, subtract_at, column)
         self._marked[lo] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
@@ -930,7 +1056,13 @@ class Ledger:
         for stat in stats:
             if stat in self._diff:
                 diff = self._diff[stat][: self._top] if rows is None else self._diff[stat][rows]
-                out.append(np.moveaxis(np.cumsum(diff, axis=0), 0, 2))
+                # summed along a contiguous axis: the same sequential sums as np.cumsum(diff, axis=0)
+                # (an accumulation adds in order, whatever the memory layout), bit for bit, without
+                # striding through the (positions, R_tracked, K) array once per stream. A copy always
+                # (np.array): ascontiguousarray would hand back a view of the difference array itself
+                # when R_tracked = K = 1, and the in-place sums would overwrite the ledger's state.
+                totals = np.array(np.moveaxis(diff, 0, 2), order="C")
+                out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
         return out
@@ -947,11 +1079,17 @@ class Ledger:
         out = []
         for stat in stats:
             values = np.zeros(reps.size)
-            if stat in self._diff:
+            if stat in self._diff and reps.size:
                 diff = self._diff[stat]
-                for i, (r, k, j) in enumerate(zip(reps.tolist(), streams.tolist(), records.tolist())):
-                    column = diff[: self._top, r, k] if rows is None else diff[rows, r, k]
-                    values[i] = np.cumsum(column[: j + 1])[-1]
+                # the picked columns up to the last record any of them needs, gathered in one pass over
+                # the positions (a column at a time strides through the whole array once per pick),
+                # each accumulated along a contiguous axis: sequential sums, the same bits
+                end = int(records.max()) + 1
+                picked = (diff[: min(self._top, end)][:, reps, streams] if rows is None
+                          else diff[rows[:end, None], reps[None, :], streams[None, :]])
+                columns = np.ascontiguousarray(picked.T)
+                np.cumsum(columns, axis=1, out=columns)
+                values = columns[np.arange(reps.size), records]
             out.append(values)
         return out
 

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from accountants._validate import shown
-from privbandit.ledger import Ledger, grid_layout
+from privbandit.ledger import Ledger, grid_layout, pulled_layout
 from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
 
@@ -97,9 +97,9 @@ class StreamMechanism:
         self.sampler = NoiseSampler(rng, exact=exact)
         self.name = check_name(name)
         self.count = np.zeros((self.replicates, self.streams), dtype=np.int64)
-        # insert_pulled: one entry per replicate, rows 0..R-1 (read-only: the ledger stages it uncopied)
-        self._pulled_rows = np.arange(self.replicates, dtype=np.intp)
-        self._pulled_rows.flags.writeable = False
+        # insert_pulled: one entry per replicate, rows 0..R-1: the ledger's read-only pulled layout,
+        # staged uncopied and recognised by identity (privbandit.ledger.pulled_layout)
+        self._pulled_rows = pulled_layout(self.replicates)
         self._row_offsets = self._pulled_rows * self.streams
 
     def insert(self, values: np.ndarray, mask: np.ndarray) -> None:

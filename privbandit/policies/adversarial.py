@@ -42,6 +42,7 @@ import numpy as np
 from accountants._validate import shown
 from accountants.events import NO_EVENT, Composed, Event, PureDP, SelfComposed
 from privbandit import _engine_kernels
+from privbandit.ledger import pulled_layout
 from privbandit.mechanisms.laplace import LaplaceRelease
 from privbandit.policies._exp3_kernels import exp3_arms_valid, exp3_draw, exp3_learn, exp3_rescale, exp3_shift
 from privbandit.policies.base import Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_positive
@@ -85,7 +86,9 @@ class _Exp3Core:
                  eta: float | None = None) -> None:
         self.log_w = np.zeros((replicates, n_arms))
         self.gamma, self.eta, self.k = gamma, gamma / n_arms if eta is None else eta, n_arms
-        self.rows = np.arange(replicates)
+        # rows 0..R-1, read-only: the ledger's pulled layout, which it recognises by identity when the
+        # runs report one release per replicate with these rows (privbandit.ledger.pulled_layout)
+        self.rows = pulled_layout(replicates)
         self.rng = rng
         self.block = max(1, min(_UNIFORM_BLOCK, _MAX_BUFFERED // replicates))
         self.uniforms = np.empty((0, replicates))
