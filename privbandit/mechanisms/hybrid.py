@@ -77,7 +77,9 @@ class HybridMechanism(StreamMechanism):
         self.noisy_sum = np.zeros((self.replicates, self.streams))
         self._log_sum = np.zeros((self.replicates, self.streams))
         self._pending = np.zeros((self.replicates, self.streams))
-        self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
+        # levels-major: DP-UCB inserts into every stream every round (measured at 1000 x 5 streams: its
+        # two kernels ~25% cheaper in a full run; DP-UCB-Bound's one stream per replicate unchanged)
+        self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS, levels_major=True)
         self._scratch = _Scratch()
 
     def block_scale(self, k: int | np.ndarray):
