@@ -156,8 +156,7 @@ class StreamMechanism:
             # writes them), which it recognises by identity (privbandit.ledger.grid_layout)
             rr, kk = grid_layout(self.replicates, self.streams)
             v = values.reshape(-1)
-            # min/max propagate NaN, and a NaN fails both comparisons: one check covers NaN and range
-            bad = v.size and not (v.min() >= 0.0 and v.max() <= 1.0)
+            bad = _stream_kernels.stream_outside_unit.at(self.replicates)(v)
         else:
             entries = _stream_kernels.stream_masked_entries
             way = entries.at(self.replicates)
