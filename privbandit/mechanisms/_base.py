@@ -229,13 +229,16 @@ def exact_log2(p: np.ndarray) -> np.ndarray:
 
 
 class _Scratch:
-    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``): no state --
-    rewritten by every insert before being read -- so it pickles empty and equals any other."""
+    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``) and a
+    mechanism's schedule leaves by scale (frozen events, built once): no state -- arrays rewritten by
+    every insert before being read, events a function of the scale -- so it pickles empty and equals
+    any other."""
 
-    __slots__ = ("by_size",)
+    __slots__ = ("by_size", "leaves")
 
     def __init__(self) -> None:
         self.by_size: dict[int, tuple[np.ndarray, ...]] = {}
+        self.leaves: dict[float, object] = {}
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _Scratch)
