@@ -77,8 +77,9 @@ class HybridMechanism(StreamMechanism):
         self.noisy_sum = np.zeros((self.replicates, self.streams))
         self._log_sum = np.zeros((self.replicates, self.streams))
         self._pending = np.zeros((self.replicates, self.streams))
-        # levels-major: DP-UCB inserts into every stream every round (measured at 1000 x 5 streams: its
-        # two kernels ~25% cheaper in a full run; DP-UCB-Bound's one stream per replicate unchanged)
+        # levels-major: DP-UCB inserts into every stream every round (at 1000 x 5 streams its count+prepare
+        # kernel measured ~25% cheaper in a full run, loaded machine; DP-UCB-Bound's one stream per
+        # replicate unchanged either way: docs/benchmarks.md, session 9)
         self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS, levels_major=True)
         self._scratch = _Scratch()
 
