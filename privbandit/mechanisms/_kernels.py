@@ -302,7 +302,8 @@ def binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.n
     through the mechanism's sampler): discard the lower nodes, store the completed node, move the
     output ``total`` by ``noisy - dropped`` (by ``noisy`` alone for leaves, as the vectorised path
     did) and count the item. Writes the new outputs into ``out`` and each release's footprint:
-    records [``lo``, ``hi``) of the stream and ledger node id ``lo * 64 + l``, positions in the
+    records [``lo``, ``hi``) of the stream and ledger node id ``lo * 64 + l`` (with ``out`` empty,
+    only ``total`` holds the new outputs), positions in the
     block shifted by the stream position of the block's first item: ``base`` plus, unless
     ``offsets`` is empty, ``offsets[i]``; with ``lo`` empty, no footprint is written (a caller whose
     inserts all share one footprint computes it once, see :func:`hybrid_binary_commit`). Three
@@ -326,11 +327,14 @@ def _store_nodes(nodes: np.ndarray, f: np.ndarray, level: np.ndarray, new: np.nd
 @kernel
 def _move_totals(total: np.ndarray, f: np.ndarray, noisy: np.ndarray, dropped: np.ndarray, top: int,
                  out: np.ndarray) -> None:
+    # an empty ``out``: the caller reads the new totals from ``total`` itself (no copy to write)
+    copy = out.size > 0
     for i in range(f.size):
         r = f[i]
         o = total[r] + noisy[i] if top == 1 else total[r] + (noisy[i] - dropped[i])
         total[r] = o
-        out[i] = o
+        if copy:
+            out[i] = o
 
 
 @kernel
@@ -391,17 +395,20 @@ def count_items(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, shift: int, t
 @kernel
 def count_items_flat(count: np.ndarray, f: np.ndarray, shift: int, t: np.ndarray, hit: np.ndarray) -> int:
     """:func:`count_items` of the streams at flat index ``f`` of the C-contiguous (R, K) ``count``
-    (one index per stream instead of a (row, column) pair: measured 14 against 7 us on 5000 rows)."""
+    (one index per stream instead of a (row, column) pair: measured 14 against 7 us on 5000 rows).
+    With ``t`` empty the counts and flags are not copied out, only counted (see :func:`_new_counts`)."""
     c = count.reshape(-1)
+    copy = t.size > 0
     n_hit = 0
     for i in range(f.size):
         r = f[i]
         n = int(c[r]) + 1  # Python ints interpreted, as in _binary_levels
         c[r] = n
-        t[i] = n
         m = n + shift
         h = (m & (m - 1)) == 0
-        hit[i] = h
+        if copy:
+            t[i] = n
+            hit[i] = h
         if h:
             n_hit += 1
     return n_hit
@@ -422,35 +429,47 @@ def _floor_log2(x: int) -> int:
 
 
 @kernel
-def hybrid_blocks(pending: np.ndarray, f: np.ndarray, v: np.ndarray, t: np.ndarray, k: np.ndarray,
+def hybrid_blocks(pending: np.ndarray, count: np.ndarray, f: np.ndarray, v: np.ndarray, k: np.ndarray,
                   start: np.ndarray) -> tuple[int, int]:
-    """Counts ``t[i]`` = 2^k + tau inside block k of a hybrid mechanism (streams at flat index ``f``
-    of the C-contiguous (R, K) state): add ``v[i]`` to the items pending for the next logarithmic
-    release, write ``k[i]`` and the block's first count ``start[i]`` = 2^k; return (min k, max k)."""
-    p = pending.reshape(-1)
+    """Counts 2^k + tau inside block k of a hybrid mechanism (streams at flat index ``f`` of the
+    C-contiguous (R, K) state; ``count`` already holds the new counts): add ``v[i]`` to the items
+    pending for the next logarithmic release; return (min k, max k). Only when these differ (the
+    streams lie in several blocks) are each stream's block ``k[i]`` and its first count ``start[i]``
+    = 2^k written: lock-stepped streams share one block, which the caller takes from min k."""
+    p, c = pending.reshape(-1), count.reshape(-1)
     k_min, k_max = 63, 0
     last, b = -1, 0
     for i in range(f.size):
-        p[f[i]] += v[i]
-        if t[i] != last:  # lock-stepped streams share their count: one floor_log2 for all of them
-            last = t[i]
-            b = _floor_log2(last)
-        k[i] = b
-        start[i] = 1 << b
-        k_min = min(k_min, b)
-        k_max = max(k_max, b)
+        r = f[i]
+        p[r] += v[i]
+        n = int(c[r])  # Python ints interpreted, as in _binary_levels
+        if n != last:  # lock-stepped streams share their count: one floor_log2 for all of them
+            last = n
+            b = _floor_log2(n)
+            k_min = min(k_min, b)
+            k_max = max(k_max, b)
+    if k_min != k_max:
+        last = -1
+        for i in range(f.size):
+            n = int(c[f[i]])
+            if n != last:
+                last = n
+                b = _floor_log2(n)
+            k[i] = b
+            start[i] = 1 << b
     return k_min, k_max
 
 
 @kernel
-def hybrid_binary_prepare(pending: np.ndarray, v: np.ndarray, t: np.ndarray, tau: np.ndarray, nodes: np.ndarray,
-                          f: np.ndarray, k: np.ndarray, start: np.ndarray, new: np.ndarray, dropped: np.ndarray,
-                          level: np.ndarray, limit: int) -> tuple[int, int, int, bool]:
-    """Counts ``t[i]`` = 2^k + tau inside block k of a hybrid mechanism (flat rows ``f`` of its binary
-    core ``tau`` / ``nodes``): read the node each insert completes (:func:`binary_prepare`); then,
-    only if the core holds enough levels, add ``v`` to the items pending for the next logarithmic
-    release and write each stream's block ``k`` and its first count ``start`` = 2^k
-    (:func:`hybrid_blocks`; ``f`` indexes the (R, K) ``pending`` too). Returns (top, min k, max k,
+def hybrid_binary_prepare(pending: np.ndarray, v: np.ndarray, count: np.ndarray, tau: np.ndarray,
+                          nodes: np.ndarray, f: np.ndarray, k: np.ndarray, start: np.ndarray, new: np.ndarray,
+                          dropped: np.ndarray, level: np.ndarray, limit: int) -> tuple[int, int, int, bool]:
+    """Counts 2^k + tau (already in the (R, K) ``count``) inside block k of a hybrid mechanism (flat
+    rows ``f`` of its binary core ``tau`` / ``nodes``): read the node each insert completes
+    (:func:`binary_prepare`); then, only if the core holds enough levels, add ``v`` to the items
+    pending for the next logarithmic release and, for streams in several blocks, write each one's
+    block ``k`` and its first count ``start`` = 2^k (:func:`hybrid_blocks`; ``f`` indexes the (R, K)
+    ``pending`` and ``count`` too). Returns (top, min k, max k,
     uniform): ``top`` as binary_prepare's (above the core's levels nothing but ``level`` was
     written: the caller grows the core and calls again); ``uniform`` whether every insert lies in
     one block at one position of it (lock-stepped streams), so that all releases share one
@@ -458,7 +477,7 @@ def hybrid_binary_prepare(pending: np.ndarray, v: np.ndarray, t: np.ndarray, tau
     top = binary_prepare(tau, nodes, f, v, new, dropped, level, limit)
     if top < 0 or top > nodes.shape[1]:
         return top, 0, 0, False
-    k_min, k_max = hybrid_blocks(pending, f, v, t, k, start)
+    k_min, k_max = hybrid_blocks(pending, count, f, v, k, start)
     uniform = k_min == k_max
     if uniform:
         first = tau[f[0]]
@@ -475,18 +494,29 @@ def hybrid_count_prepare(count: np.ndarray, f: np.ndarray, t: np.ndarray, pow2: 
                          new: np.ndarray, dropped: np.ndarray, level: np.ndarray,
                          limit: int) -> tuple[int, int, int, int, bool]:
     """A hybrid insert's first step: count one item into each stream at flat index ``f``
-    (:func:`count_items_flat`: new counts ``t``, ``pow2`` where t is a power of two, the logarithmic
-    part's release); when no count is a power of two (most inserts: a stream reaches one log2 of
+    (:func:`count_items_flat`; only when some new count is a power of two -- the logarithmic part's
+    release -- are the counts ``t`` and their flags ``pow2`` written, for the caller to route); when no count is a power of two (most inserts: a stream reaches one log2 of
     its count times), every item goes to the binary part, whose first kernel
     (:func:`hybrid_binary_prepare`) runs in the same call. Returns (how many counts are powers of
     two, then hybrid_binary_prepare's (top, min k, max k, uniform), or zeros when some count is a
     power of two and the caller routes the items itself)."""
-    n_log = count_items_flat(count, f, 0, t, pow2)
+    n_log = count_items_flat(count, f, 0, t[:0], pow2[:0])
     if n_log:
+        _new_counts(count, f, t, pow2)
         return n_log, 0, 0, 0, False
-    top, k_min, k_max, uniform = hybrid_binary_prepare(pending, v, t, tau, nodes, f, k, start, new, dropped, level,
-                                                       limit)
+    top, k_min, k_max, uniform = hybrid_binary_prepare(pending, v, count, tau, nodes, f, k, start, new, dropped,
+                                                       level, limit)
     return 0, top, k_min, k_max, uniform
+
+
+@kernel
+def _new_counts(count: np.ndarray, f: np.ndarray, t: np.ndarray, pow2: np.ndarray) -> None:
+    """``t[i]`` = the count of the stream at flat index ``f[i]``, ``pow2[i]`` whether it is a power of two."""
+    c = count.reshape(-1)
+    for i in range(f.size):
+        n = int(c[f[i]])
+        t[i] = n
+        pow2[i] = (n & (n - 1)) == 0
 
 
 @kernel
@@ -495,16 +525,26 @@ def hybrid_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, 
                          offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
                          noisy_sum: np.ndarray, log_sum: np.ndarray) -> tuple[int, int, int]:
     """After the nodes' release ``noisy``: the binary core's commit (:func:`binary_commit`: new nodes,
-    totals ``out``, footprints ``lo``, ``hi``, ``node`` unless ``lo`` is empty), then each stream's
-    output ``noisy_sum`` = its logarithmic part + its binary total (:func:`gather_add_flat`: ``f``
-    indexes the (R, K) ``noisy_sum`` and ``log_sum`` too). Returns the
+    totals (copied into ``out`` unless it is empty), footprints ``lo``, ``hi``, ``node`` unless ``lo``
+    is empty), then each stream's output ``noisy_sum`` = its logarithmic part + its binary total
+    (:func:`_add_parts_flat`: ``f`` indexes the (R, K) ``noisy_sum`` and ``log_sum`` too). Returns the
     footprint (lo, hi, node) of the first insert, every insert's when they share one (``lo`` empty:
     offsets empty and all inserts at one level and one count of their block)."""
     binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, out, lo, hi, node)
-    gather_add_flat(noisy_sum, log_sum, f, out)
+    _add_parts_flat(noisy_sum, log_sum, total, f)
     lv = int(level[0])
     first = base + int(tau[f[0]]) - (1 << lv)
     return first, first + (1 << lv), first * 64 + lv
+
+
+@kernel
+def _add_parts_flat(out: np.ndarray, base: np.ndarray, x: np.ndarray, f: np.ndarray) -> None:
+    """out[r] = base[r] + x[r] at the flat index r = ``f[i]`` of the C-contiguous (R, K) ``out`` and
+    ``base`` and the flat ``x`` (a hybrid's output: its logarithmic part plus its binary total)."""
+    o, b = out.reshape(-1), base.reshape(-1)
+    for i in range(f.size):
+        r = f[i]
+        o[r] = b[r] + x[r]
 
 
 @kernel
@@ -532,16 +572,6 @@ def gather_add(out: np.ndarray, base: np.ndarray, rr: np.ndarray, kk: np.ndarray
     for i in range(rr.size):
         r, c = rr[i], kk[i]
         out[r, c] = base[r, c] + x[i]
-
-
-@kernel
-def gather_add_flat(out: np.ndarray, base: np.ndarray, f: np.ndarray, x: np.ndarray) -> None:
-    """:func:`gather_add` at flat index ``f`` into the C-contiguous (R, K) ``out`` and ``base``
-    (measured 12 against 6 us on 5000 rows)."""
-    o, b = out.reshape(-1), base.reshape(-1)
-    for i in range(f.size):
-        r = f[i]
-        o[r] = b[r] + x[i]
 
 
 @kernel

@@ -39,6 +39,18 @@ def stream_masked_entries(values: np.ndarray, mask: np.ndarray, rr: np.ndarray, 
 
 
 @kernel
+def stream_outside_unit(v: np.ndarray) -> bool:
+    """Whether a value of the 1-D ``v`` lies outside [0, 1] or is NaN (a NaN fails both
+    comparisons): one pass without an early exit (compiled, it runs in SIMD lanes), where numpy's
+    ``v.min() >= 0 and v.max() <= 1`` made two."""
+    bad = False
+    for i in range(v.size):
+        x = float(v[i])
+        bad |= not (x >= 0.0 and x <= 1.0)
+    return bad
+
+
+@kernel
 def stream_pulled_entries(arms: np.ndarray, values: np.ndarray, streams: int, kk: np.ndarray, f: np.ndarray) -> int:
     """Validate one bandit round's entries (stream ``arms[r]`` of replicate r gets ``values[r]``):
     copy the arms into ``kk`` and write the flat index ``f[r] = r * streams + arms[r]``. Returns 0,

@@ -40,6 +40,7 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
 
 
 _NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream
+_NO_OUT = np.zeros(0)  # binary_commit: the new binary totals are read from the core's (not copied out)
 _NO_FOOTPRINTS = np.zeros(0, dtype=np.int64)  # binary_commit: one footprint shared by every insert (never written)
 # Inserts of at least this many streams that share one footprint report it as scalars: three fresh
 # int64 arrays per insert, held by the ledger until it drains, cost their first touch of new memory
@@ -76,7 +77,10 @@ class HybridMechanism(StreamMechanism):
         self.noisy_sum = np.zeros((self.replicates, self.streams))
         self._log_sum = np.zeros((self.replicates, self.streams))
         self._pending = np.zeros((self.replicates, self.streams))
-        self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS)
+        # levels-major: DP-UCB inserts into every stream every round (at 1000 x 5 streams its count+prepare
+        # kernel measured ~25% cheaper in a full run, loaded machine; DP-UCB-Bound's one stream per
+        # replicate unchanged either way: docs/benchmarks.md, session 9)
+        self._core = BinaryCore(self.replicates, self.streams, 8, max_levels=MAX_LEVELS, levels_major=True)
         self._scratch = _Scratch()
 
     def block_scale(self, k: int | np.ndarray):
@@ -94,7 +98,7 @@ class HybridMechanism(StreamMechanism):
         rows = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         t, pow2, work = self._scratch_for(n)
-        k, block_start, new, dropped, level, _ = work
+        k, block_start, new, dropped, level = work
         # count the items (a logarithmic release at t = 2^j); when none is at a power of two -- most
         # rounds -- the binary part's first kernel runs in the same call
         n_log, top, k_min, k_max, uniform = _kernels.hybrid_count_prepare.at(n)(
@@ -120,10 +124,10 @@ class HybridMechanism(StreamMechanism):
         got = scratch.by_size.get(n)
         if got is None:
             # the counts t and their power-of-two flags, then the binary part's block k, block start,
-            # new, dropped, level and out
+            # new, dropped and level
             got = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool),
                                         (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
-                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)))
+                                         np.empty(n), np.empty(n, dtype=np.int64)))
         return got
 
     def _log_release(self, f, rr, kk, t, v) -> None:
@@ -150,9 +154,9 @@ class HybridMechanism(StreamMechanism):
         f = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         work = self._scratch_for(n)[2]
-        k, block_start, new, dropped, level, _ = work
+        k, block_start, new, dropped, level = work
         top, k_min, k_max, uniform = _kernels.hybrid_binary_prepare.at(n)(
-            self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
+            self._pending, v, self.count, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
             core.capacity)
         self._binary_release(f, rr, kk, t, v, work, top, k_min, k_max, uniform)
 
@@ -161,12 +165,12 @@ class HybridMechanism(StreamMechanism):
         results are ``work`` and (top, min k, max k, uniform)): the nodes' release and commit."""
         n = rr.size
         core = self._core
-        k, block_start, new, dropped, level, out = work
+        k, block_start, new, dropped, level = work
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
             top, k_min, k_max, uniform = _kernels.hybrid_binary_prepare.at(n)(
-                self._pending, v, t, core._tau_flat, core._node_rows, f, k, block_start, new, dropped, level,
-                core.capacity)
+                self._pending, v, self.count, core._tau_flat, core._node_rows, f, k, block_start, new, dropped,
+                level, core.capacity)
         elif top < 0:  # only a bounded core can be full (the hybrid's is not)
             raise ValueError(core.full_message)
         if k_min == k_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
@@ -181,14 +185,23 @@ class HybridMechanism(StreamMechanism):
         lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else
                         (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)))
         first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
-                                                    dropped, level, top, base, offsets, out, lo, hi, node,
+                                                    dropped, level, top, base, offsets, _NO_OUT, lo, hi, node,
                                                     self.noisy_sum, self._log_sum)
         if uniform:
             lo, hi, node = first
         self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
 
     def _leaf(self, scale: float) -> LeafEvent:
-        return laplace_event(self.sampler, scale, 1.0, on_grid=True)
+        # A live certificate asks for the same few scales at each of its dozens of checkpoints (one
+        # per block k): each event is built once (~0.1 ms each through the sampler's checks: most of
+        # a one-replicate run's time outside its rounds, measured 35-55 of ~530 ms at T = 1e4)
+        scratch = self._scratch
+        if scratch is None:  # a state pickled before the scratch existed
+            scratch = self._scratch = _Scratch()
+        leaf = scratch.leaves.get(scale)
+        if leaf is None:
+            leaf = scratch.leaves[scale] = laplace_event(self.sampler, scale, 1.0, on_grid=True)
+        return leaf
 
     def privacy_schedule(self, n: int) -> Event:
         """Worst-case releases of one record at count ``n`` (see :func:`two_part_schedule`).

@@ -10,7 +10,7 @@ import pytest
 
 from privbandit.ledger import Ledger
 from privbandit.mechanisms import SplitMechanism, _kernels
-from privbandit.mechanisms._stream_kernels import stream_masked_entries, stream_pulled_entries
+from privbandit.mechanisms._stream_kernels import stream_masked_entries, stream_outside_unit, stream_pulled_entries
 
 WAYS = ["py_func", "jit"]
 
@@ -34,6 +34,28 @@ def test_masked_entries_are_nonzeros_and_check_the_range(way):
         assert kernel(values, mask, *args) == 1
         values[2, 2], values[2, 0] = 0.5, bad  # unselected: ignored
         assert kernel(values, mask, *args) == 0
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_outside_unit_is_numpys_range_check(way):
+    """A full insert's range check: True exactly where ``not (v.min() >= 0 and v.max() <= 1)`` (NaN,
+    +-inf, -0.0 inside), at any position and on the empty array."""
+    kernel = getattr(stream_outside_unit, way)
+    rng = np.random.default_rng(5)
+    assert not kernel(np.empty(0))
+    for n in (1, 7, 64, 257):
+        v = rng.random(n)
+        v[0] = -0.0
+        assert not kernel(v)
+        for bad in (-1e-300, 1.0 + 2**-52, np.nan, np.inf, -np.inf):
+            for at in (0, n // 2, n - 1):
+                w = v.copy()
+                w[at] = bad
+                assert not (w.min() >= 0.0 and w.max() <= 1.0)  # numpy's check refuses it
+                assert kernel(w)
+        w = v.copy()
+        w[n - 1] = 1.0
+        assert not kernel(w)
 
 
 @pytest.mark.parametrize("way", WAYS)
