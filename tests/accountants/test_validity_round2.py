@@ -32,6 +32,17 @@ def _every_epsilon(event, delta):
     return out
 
 
+# --- defects found ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("leaf, k, delta", [(PureDP(0.01), 50, 1e-100), (ApproxDP(0.01, 0.0), 300, 1e-300),
+                                             (PureDP(0.1), 7, 1e-300)])
+def test_optimal_composition_never_below_the_largest_loss(leaf, k, delta):
+    # was: 0.5 for 50 x eps0 = 0.01 at delta 1e-100 -- the float product k eps0 = 0.5 lies below the real
+    # largest loss 50 x 0.01000000000000000021, and eps / eps0 = 50.0 dropped the one term left there
+    # (exact delta at 0.5: 1.2e-32); 300 x 0.01 certified 3.0 at 1e-300 (exact delta there 1.4e-106)
+    eps = _every_epsilon(leaf * k, delta)["optimal"]
+    assert _rr_delta_mp(k, 0.01 if k != 7 else 0.1, eps) <= delta
+
+
 # --- guards: no defect found, kept so that one cannot appear unseen ----------------------------------
 def test_laplace_lower_bound_is_below_the_closed_form_and_tight():
     # the reference itself: one release, delta(eps) = 1 - e^{(eps - eps0)/2} (never above, within 1e-4)
