@@ -43,6 +43,24 @@ def test_optimal_composition_never_below_the_largest_loss(leaf, k, delta):
     assert _rr_delta_mp(k, 0.01 if k != 7 else 0.1, eps) <= delta
 
 
+def test_pld_inversion_through_dp_accounting_is_verified():
+    # was: 349.9999989999995 for ApproxDP(50, 0) * 7 at delta 1e-6, where the exact delta is
+    # 1.0000000091e-6: dp-accounting's get_epsilon_for_delta answered an epsilon whose own delta was
+    # 2.3e-14 above the (margin-reduced) target it was given
+    eps = PLDAccountant().compose(ApproxDP(50.0, 0.0) * 7).epsilon(1e-6)
+    with mpmath.workdps(60):
+        exact = 1 - (1 - _rr_delta_mp(7, 50.0, eps))  # delta0 = 0: the randomized-response curve
+    assert exact <= 1e-6
+
+
+@pytest.mark.parametrize("leaf, k", [(ApproxDP(0.5, 0.999999), 7), (ApproxDP(0.0, 0.3), 300)])
+def test_pld_declines_when_almost_all_mass_is_at_infinity(leaf, k):
+    # was: IndexError (a traceback from dp-accounting's tail truncation) out of best_epsilon
+    cert = best_epsilon(leaf * k, 0.5)
+    assert cert.values["pld"] == math.inf
+    assert PLDAccountant().compose(leaf * k).delta(1.0) == 1.0
+
+
 # --- guards: no defect found, kept so that one cannot appear unseen ----------------------------------
 def test_laplace_lower_bound_is_below_the_closed_form_and_tight():
     # the reference itself: one release, delta(eps) = 1 - e^{(eps - eps0)/2} (never above, within 1e-4)
