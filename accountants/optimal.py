@@ -74,7 +74,10 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     # exceeds eps by less than that rounding was dropped -- PureDP(0.01) * 50 certified 0.5 at
     # delta 1e-100 although its largest loss is 50 x 0.01000000000000000021 > 0.5 (exact delta there:
     # 1.2e-32)
-    epsilon = epsilon - 8 * _U * (abs(epsilon) + k * epsilon0)
+    shift = 8 * _U * (abs(epsilon) + k * epsilon0)
+    if not math.isfinite(shift):  # k eps0 past 1e308: near eps only the losses |(k - 2j) eps0| ~ |eps| matter
+        shift = 24 * _U * abs(epsilon) + 8 * _U * epsilon0
+    epsilon = epsilon - shift
     # nonzero terms need (k - 2j) eps0 > eps, i.e. j < (k - eps/eps0)/2
     bound = (k - epsilon / epsilon0) / 2.0
     if not bound > 0:  # also eps / eps0 = inf (a huge eps): no term is nonzero, and ceil(-inf) would raise
