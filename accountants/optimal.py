@@ -27,6 +27,7 @@ from accountants._sums import log_sum_exp
 from accountants.base import Accountant, UnsupportedEventError
 from accountants.events import Event, LeafEvent
 
+_U = 2.0 ** -52
 _WINDOW_SIGMAS = 40.0
 _MAX_WINDOW = 1 << 21  # beyond this many binomial terms per evaluation the accountant declines
 
@@ -68,6 +69,15 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     log_p = -float(np.logaddexp(0.0, -epsilon0))
     log_q = -float(np.logaddexp(0.0, epsilon0))
     q = math.exp(log_q)
+    # evaluate at a slightly smaller eps (delta is decreasing in eps, so this only raises it): the
+    # float losses (k - 2j) eps0 and the quotient eps / eps0 are rounded, and a term whose real loss
+    # exceeds eps by less than that rounding was dropped -- PureDP(0.01) * 50 certified 0.5 at
+    # delta 1e-100 although its largest loss is 50 x 0.01000000000000000021 > 0.5 (exact delta there:
+    # 1.2e-32)
+    shift = 8 * _U * (abs(epsilon) + k * epsilon0)
+    if not math.isfinite(shift):  # k eps0 past 1e308: near eps only the losses |(k - 2j) eps0| ~ |eps| matter
+        shift = 24 * _U * abs(epsilon) + 8 * _U * epsilon0
+    epsilon = epsilon - shift
     # nonzero terms need (k - 2j) eps0 > eps, i.e. j < (k - eps/eps0)/2
     bound = (k - epsilon / epsilon0) / 2.0
     if not bound > 0:  # also eps / eps0 = inf (a huge eps): no term is nonzero, and ceil(-inf) would raise
@@ -204,7 +214,8 @@ class OptimalHomogeneousAccountant(Accountant):
             return math.inf
         if self._delta(0.0, log_floor) <= delta:
             return 0.0
-        hi = self.k * self.epsilon0  # d(hi) = 0
+        # d(hi) = 0: the float product k eps0 may be rounded below the real largest loss (1 ulp)
+        hi = self.k * self.epsilon0 * (1 + 4 * _U)
         if math.isinf(hi):  # eps0 = inf (a scale below sensitivity / 1.8e308): no finite eps is valid
             return math.inf
 
@@ -213,6 +224,8 @@ class OptimalHomogeneousAccountant(Accountant):
 
         if f(0.0) <= 0.0:  # d(0) is within the target and only _delta's additive 1e-300 margin exceeds
             eps = 0.0       # it (a tiny eps0 at a delta near 1e-300): the verified walk below decides
+        elif f(hi) > 0.0:  # within rounding of the largest loss: only hi itself (real delta 0) is safe
+            return float(hi)
         else:
             eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
                                   maxiter=500)

@@ -38,7 +38,9 @@ def _pure_upper(a: np.ndarray, log_sum: np.ndarray, magnitude: np.ndarray, epsil
     # for a huge epsilon the zCDP cap overflows to inf: it is then no cap, which is what the minimum
     # makes of it (no warning for the caller: nothing is lost)
     with np.errstate(over="ignore"):
-        zcdp_cap = a * (epsilon * epsilon) / 2.0
+        # rounded up (3 roundings, 4 ulp): the curves reach within O(eps^4) of this cap for small eps, so a
+        # cap rounded to nearest was below the exact curve by up to 1.4e-16 relative (RR at eps = 1e-12)
+        zcdp_cap = a * (epsilon * epsilon) / 2.0 * (1.0 + 4.0 * _EPS)
     return np.minimum(np.minimum(upper, epsilon), zcdp_cap)
 
 
