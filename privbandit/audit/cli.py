@@ -51,16 +51,16 @@ replicates whose changed record sits on the policy's own release boundaries (an 
 batch's last record, or the next one), read from a clean probe run (``whitebox_audit``'s
 ``schedule_records``)."""
 
-WB_LATE = dict(factor=4, cap=40_000, replicates=8)
-"""The late, thinner white-box run (round 11): the exact checks on 8 coupled replicates at four times the long
+WB_LATE = dict(factor=4, cap=40_000, replicates=4)
+"""The late, thinner white-box run (round 11): the exact checks on 4 coupled replicates at four times the long
 run's horizon (8,000 rounds for most policies, at most 40,000), changing late records: a bug that waits past
 the long run's last round (a scale cut at round 3,000) is reached. Skipped when it would not go further."""
 
 WB_MANY_ARMS = 6
 """The white-box audit's extra coupled run with this many arms when ``--arms`` is smaller (round 11): the
 replicates change arm ``r mod K``, so arms 3, 4, 5 hold changed records, and a leak keyed to a high arm
-index or to K >= 5 (a 4-column noise buffer) is reached. Half the tier's white-box budget, with the noise
-law (its own family-wise alpha)."""
+index or to K >= 5 (a 4-column noise buffer) is reached. A quarter of the tier's white-box budget (125
+replicates at T = 200), with the noise law (its own family-wise alpha)."""
 
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     # that waits past the long run's last round, are reached by one more coupled run each.
     wb_many = wb_late = None
     if k < WB_MANY_ARMS and args.tier != "smoke":
-        many_reps = int(min(1024, max(32, tier["wb_budget"] // (2 * wb_horizon))))
+        many_reps = int(min(1024, max(32, tier["wb_budget"] // (4 * wb_horizon))))
         many_reps -= many_reps % 4
         wb_many = whitebox_audit(policy, wb_horizon, WB_MANY_ARMS, many_reps, seed=args.seed + 4)
     late_horizon = min(WB_LATE["cap"], WB_LATE["factor"] * long_horizon)

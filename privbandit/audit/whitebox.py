@@ -538,19 +538,20 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
                 f"values are antithetic, shared, or drawn from a small set")))
             continue
         f_max = (0.5 if laplace else 1.0 / math.sqrt(2.0 * math.pi)) / scale
+        rejected = []
         for k in LATTICES:
             g = 2.0 ** -k
             off = np.abs(resid - np.round(resid / g) * g)
             hits = int(np.count_nonzero(off <= slack))
-            if not hits:
-                continue
             expected = float(np.sum(np.minimum(1.0, 2.0 * slack * (1.0 / g + f_max))))
-            if expected / hits <= a / len(LATTICES):
-                out.append(Finding("noise_law", (
-                    f"{hits} of {idx.size} residuals of {name} lie on the lattice 2^-{k} up to rounding (a continuous "
-                    f"law expects at most {expected:.3g}): the noise is snapped to a grid the statistic is not on, "
-                    f"so every released value carries the statistic's offset from the grid")))
-                break
+            if hits and expected / hits <= a / len(LATTICES):
+                rejected.append((-hits, k, expected))
+        if rejected:  # the coarsest lattice among those holding the most residuals (a finer one holds them too)
+            hits, k, expected = min(rejected)
+            out.append(Finding("noise_law", (
+                f"{-hits} of {idx.size} residuals of {name} lie on the lattice 2^-{k} up to rounding (a continuous "
+                f"law expects at most {expected:.3g}): the noise is snapped to a grid the statistic is not on, "
+                f"so every released value carries the statistic's offset from the grid")))
     return out
 
 
