@@ -46,7 +46,7 @@ from privbandit.policies.gaussian_ts import GaussianTSSchedule
 from privbandit.policies.graph_private import (DPUCBN, GaussianTSN, LazyDPTSN, StreamsSchedule, _explore_first,
                                                streams_per_record)
 from privbandit.policies.hu_hegde import LAZY_SHIFT, beta_draw
-from privbandit.policies.linear import JointDPLinUCB, PrivateLinTS, PrivateLinUCB, _contexts_of
+from privbandit.policies.linear import JointDPLinUCB, PrivateLinTS, PrivateLinUCB
 
 
 def _named(cls, name):
@@ -1558,9 +1558,20 @@ class DPUCBNIgnoresSide(DPUCBN):
 # Controls (``CONTROLS11``) are correct variants.
 
 
-def _as_sampler(mech, cls) -> None:
-    """Give one mechanism's sampler (an instance) the class ``cls`` (a NoiseSampler subclass)."""
-    mech.sampler.__class__ = cls
+def _swapping(parent, path: str, new_class, name: str, doc: str):
+    """A subclass of the policy ``parent`` whose runs give the object at ``path`` (attributes of the run,
+    e.g. "batches.sampler") the class ``new_class``: one instance's sampler or posterior, so the clean twin
+    (the parent's ``start``) and every other run are untouched."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = parent.start(self, n_arms, replicates, horizon, rng, ledger)
+        obj = run
+        for attr in path.split("."):
+            obj = getattr(obj, attr)
+        obj.__class__ = new_class
+        return run
+
+    return type(name, (parent,), {"__doc__": doc, "start": start, "__module__": __name__})
 
 
 def _laplace_shape(statistic, scale):
@@ -1614,40 +1625,20 @@ class _ExponentialDifference(NoiseSampler):
         return statistic + (e[0] - e[1]) * scale
 
 
-class LazyNoiseClamped(LazyDPTS):
-    """Lazy-DP-TS whose batch noise is clamped to +-4 scale (truncated Laplace: not eps-DP at all)."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _as_sampler(run.batches, _ClampedLaplace)
-        return run
+LazyNoiseClamped = _swapping(LazyDPTS, "batches.sampler", _ClampedLaplace, "LazyNoiseClamped",
+                     """Lazy-DP-TS whose batch noise is clamped to +-4 scale (truncated Laplace: not eps-DP at all).""")
 
 
-class AnytimeNoiseFloat32(AnytimeLazyUCB):
-    """Anytime-Lazy-UCB whose batch noise comes from a float32 uniform's inverse CDF (2^24 values)."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _as_sampler(run.batches, _Float32InverseCDF)
-        return run
+AnytimeNoiseFloat32 = _swapping(AnytimeLazyUCB, "batches.sampler", _Float32InverseCDF, "AnytimeNoiseFloat32",
+                     """Anytime-Lazy-UCB whose batch noise comes from a float32 uniform's inverse CDF (2^24 values).""")
 
 
-class HybridNoiseOnGrid(DPUCBBound):
-    """DP-UCB-Bound whose hybrid noise is snapped to the 2^-20 grid in float mode (the statistic is not)."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _as_sampler(run.hybrid, _NoiseOnGrid)
-        return run
+HybridNoiseOnGrid = _swapping(DPUCBBound, "hybrid.sampler", _NoiseOnGrid, "HybridNoiseOnGrid",
+                     """DP-UCB-Bound whose hybrid noise is snapped to the 2^-20 grid in float mode (the statistic is not).""")
 
 
-class LazyExponentialDifference(LazyDPTS):
-    """Control: Lazy-DP-TS drawing its Laplace noise as a difference of two exponentials."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _as_sampler(run.batches, _ExponentialDifference)
-        return run
+LazyExponentialDifference = _swapping(LazyDPTS, "batches.sampler", _ExponentialDifference, "LazyExponentialDifference",
+                     """Control: Lazy-DP-TS drawing its Laplace noise as a difference of two exponentials.""")
 
 
 class _AntitheticPosterior(GaussianPosteriorRelease):
@@ -1677,33 +1668,18 @@ class _ReorderedPosterior(GaussianPosteriorRelease):
         return np.ascontiguousarray(self.sampler.rng.standard_normal((self.arms, self.replicates)).T)
 
 
-class PosteriorAntitheticPairs(GaussianTS):
-    """Gaussian TS whose posterior normals are antithetic within arm pairs: theta_0 + theta_1 reveals
-    S_0/(k_0+1) + S_1/(k_1+1) whenever the two arms hold the same count."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        run.posterior.__class__ = _AntitheticPosterior
-        return run
+PosteriorAntitheticPairs = _swapping(GaussianTS, "posterior", _AntitheticPosterior, "PosteriorAntitheticPairs",
+                     """Gaussian TS whose posterior normals are antithetic within arm pairs: theta_0 + theta_1 reveals
+    S_0/(k_0+1) + S_1/(k_1+1) whenever the two arms hold the same count.""")
 
 
-class PosteriorWrapFour(GaussianTS):
-    """Gaussian TS whose arms >= 4 re-use the normals of arm k mod 4 (a 4-column block buffer): armed
-    only with K >= 5."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        run.posterior.__class__ = _WrapFourPosterior
-        return run
+PosteriorWrapFour = _swapping(GaussianTS, "posterior", _WrapFourPosterior, "PosteriorWrapFour",
+                     """Gaussian TS whose arms >= 4 re-use the normals of arm k mod 4 (a 4-column block buffer): armed
+    only with K >= 5.""")
 
 
-class PosteriorReordered(GaussianTS):
-    """Control: Gaussian TS drawing each round's normals arm-major."""
-
-    def start(self, n_arms, replicates, horizon, rng, ledger=None):
-        run = super().start(n_arms, replicates, horizon, rng, ledger)
-        run.posterior.__class__ = _ReorderedPosterior
-        return run
+PosteriorReordered = _swapping(GaussianTS, "posterior", _ReorderedPosterior, "PosteriorReordered",
+                     """Control: Gaussian TS drawing each round's normals arm-major.""")
 
 
 class PosteriorVarianceHighArms(GaussianTS):
@@ -1805,7 +1781,7 @@ class GraphHubSharedBatchNoise(LazyDPTSN):
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
         b = run.batches
-        _as_sampler(b, _SharedRowNoise)
+        b.sampler.__class__ = _SharedRowNoise
         learn, close = run.learn, b._close
         state = {"hub": np.zeros(replicates, dtype=bool)}
 
@@ -1909,24 +1885,15 @@ class TSEpsExactGDP(GaussianTS):
         return _ExactGDPEpsSchedule(self.b, self.c, n_arms)
 
 
-def _select_with_bound(run, shrink):
-    """A linear run's select with contexts bounded by ``shrink(z, bound)`` instead of ``bound_contexts``."""
+class _Bounded:
+    """The policy as a run's ``select`` reads it, with another norm bound ``bound`` for its contexts; every
+    other attribute (its statistics, built with the declared L) is the policy's own."""
 
-    def select(t, offer=None):
-        p = run.policy
-        z = linalg.check_contexts(_contexts_of(offer), p.dim)
-        z = shrink(z, p.bound)
-        if run.stats is None:
-            run._start_statistics(z.shape[2])
-        run._z = z
-        s = run.stats
-        if p.index_kind == "ts":
-            index = linalg.ts_index(z, s.theta, s.a_inv, p.v, run.rng.standard_normal((run.replicates, run.n_arms)))
-        else:
-            index = linalg.ucb_index(z, s.theta, s.a_inv, p.alpha)
-        return np.argmax(index, axis=1)
+    def __init__(self, policy, bound: float) -> None:
+        self._policy, self.bound = policy, bound
 
-    run.select = select
+    def __getattr__(self, name):
+        return getattr(self._policy, name)
 
 
 class LinContextsUnclipped(PrivateLinUCB):
@@ -1935,7 +1902,7 @@ class LinContextsUnclipped(PrivateLinUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _select_with_bound(run, lambda z, bound: z)
+        run.policy = _Bounded(self, math.inf)
         return run
 
 
@@ -1944,7 +1911,7 @@ class LinContextsHalfBall(PrivateLinUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _select_with_bound(run, lambda z, bound: linalg.bound_contexts(z, bound / 2.0, "clip"))
+        run.policy = _Bounded(self, self.bound / 2.0)
         return run
 
 

@@ -19,8 +19,9 @@ certificate can lie below it. A lower bound on that curve:
 Other leaves (``PureDP``, ``ApproxDP``, ``GDP``, ``zCDP``, discrete mechanisms) describe a guarantee, not a
 mechanism: a pure eps-DP mechanism may be far better than its epsilon says (Private-TS certifies its
 ``PureDP`` batch release with the Laplace curve), so they get no lower bound -- they are left out of the
-floor, which stays valid (a sub-composition is a post-processing of the whole, so its curve lies below). Exact in the sense of the other white-box checks: a finding is a
-deterministic witness (the schedule's number against a lower bound of the events' true curve).
+floor, which stays valid (a sub-composition is a post-processing of the whole, so its curve lies below).
+Exact in the sense of the other white-box checks: a finding is a deterministic witness (the schedule's
+number against a lower bound of the events' true curve).
 """
 
 from __future__ import annotations

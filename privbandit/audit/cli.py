@@ -339,7 +339,8 @@ def run(args: argparse.Namespace) -> int:
                   + ([f"white-box (starving graph) {c}" for c in wb_starve.checks] if wb_starve is not None else [])
                   + [f"white-box ({shape} graph) {c}" for shape, r in wb_shapes.items() for c in r.checks]
                   + ([f"white-box (K={wb_many.n_arms}) {c}" for c in wb_many.checks] if wb_many is not None else [])
-                  + ([f"white-box (late, T={wb_late.horizon}) {c}" for c in wb_late.checks] if wb_late is not None else [])
+                  + ([f"white-box (late, T={wb_late.horizon}) {c}" for c in wb_late.checks]
+                     if wb_late is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""

@@ -394,4 +394,5 @@ def _changed_releases(rel_d: dict, rel_p: dict) -> np.ndarray:
     return di[moved]
 
 
-__all__ = ["SHAPES", "STARVE_ROUNDS", "audit_graph", "circulant_graph", "graph_sequence", "star_graph", "graph_tapes", "graph_whitebox_audit", "is_graph_policy", "starving_tapes"]
+__all__ = ["SHAPES", "STARVE_ROUNDS", "audit_graph", "circulant_graph", "graph_sequence", "graph_tapes",
+           "graph_whitebox_audit", "is_graph_policy", "star_graph", "starving_tapes"]
