@@ -1898,7 +1898,7 @@ class _Bounded:
 
 class LinContextsUnclipped(PrivateLinUCB):
     """Private LinUCB that trusts its contexts' norms (no clip to the declared bound L): a context of
-    norm 3L enters the tree with 9x the declared sensitivity."""
+    norm c L enters the tree's b entries with c times their declared sensitivity (A's with c^2 times)."""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
