@@ -25,6 +25,11 @@ drops its newest record, and adversarial batch releases reported one record late
 bugs acting only on records at the policy's own release boundaries -- a DP-UCB-Int interval's newest
 record counted twice, the record completing a DP-SE batch counted twice, a Private-TS gap batch carrying
 its closing record into the next, a DP-UCB-Int index reading the first record after a release raw.
+``ROUND8`` to ``ROUND10`` were written blind (round 9: the contextual policies; round 10: graph feedback,
+adversarial policies, deployments); ``ROUND11`` (session 9), also blind, aims at the Limitations of
+docs/audit.md: samplers wrong only in their tails or float lattice, arms >= 3, rounds past 2,000, hub and
+redrawn graphs, certificates wrong only at delta > 0, contexts of other norms (``CONTROLS11``: correct
+variants).
 """
 
 from __future__ import annotations
