@@ -24,8 +24,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
 
-from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4, ROUND5,  # noqa: E402
-                                ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, drive_deployment)
+from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4,  # noqa: E402
+                                ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11, drive_deployment)
 
 import functools  # noqa: E402
 
@@ -37,6 +37,10 @@ try:  # the long white-box run's horizon rule (trees older than round 4 lack it:
     from privbandit.audit.cli import WB_LONG  # noqa: E402
 except ImportError:
     WB_LONG = dict(factor=10, minimum=2_000, cap=20_000)
+try:  # round 11's more-arms and late runs (older trees lack them: the guard then drives what they drive)
+    from privbandit.audit.cli import WB_LATE, WB_MANY_ARMS  # noqa: E402
+except ImportError:
+    WB_LATE, WB_MANY_ARMS = dict(factor=1, cap=0), 2
 from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
@@ -65,15 +69,22 @@ def _graph(policy) -> bool:
 
 
 def _claims_differ(bug, clean, horizon: int = 200) -> bool:
-    """A graph policy's certificate under either relation differs from its clean twin's (a claim-only bug)."""
+    """The certificate differs from the clean twin's (a claim-only bug): its events, its mu or its eps at
+    delta = 1e-5, for K = 2 and 6 arms; a graph policy's under either relation (max degree 1 and 3)."""
     from privbandit.policies.base import schedule_for
 
-    return any(schedule_for(bug, horizon, 2, {"max_degree": 1}, rel).events(horizon)
-               != schedule_for(clean, horizon, 2, {"max_degree": 1}, rel).events(horizon) for rel in ("entry", "round"))
+    def cert(policy, k, structure, rel):
+        sch = schedule_for(policy, horizon, k, structure, rel)
+        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value
+
+    cases = [(k, None, "entry") for k in (2, 6)]
+    if _graph(bug):
+        cases = [(k, {"max_degree": d}, rel) for k, d in ((2, 1), (6, 3)) for rel in ("entry", "round")]
+    return any(cert(bug, *c) != cert(clean, *c) for c in cases)
 
 
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
-              planned: bool = False) -> dict:
+              planned: bool = False, shape: str = "path") -> dict:
     """What one traced run does on fixed mixed tapes: actions, every traced draw (statistic and
     released value) and every ledger report (stream, footprint, scale, sensitivity). ``planned``: the
     run's planned rounds go through its update_block, as in simulate. A contextual policy runs on a
@@ -86,14 +97,20 @@ def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, hori
 
         horizon = 200 if horizon is None else horizon
         rew, _, _, _ = graph_tapes(n_arms, horizon, replicates, np.random.default_rng(12345), True)
-        actions, _, tracer, ledger = _run_graph(policy, audit_graph(n_arms), rew, np.random.SeedSequence(seed))
+        try:  # round 11: the audit's other graph shapes (a star, a graph redrawn every round)
+            from privbandit.audit.graph import graph_sequence
+            graph = graph_sequence(shape, n_arms, horizon, 12345)[0]
+        except ImportError:
+            graph = audit_graph(n_arms)
+        actions, _, tracer, ledger = _run_graph(policy, graph, rew, np.random.SeedSequence(seed))
         noted = [a.astype(float) for a in ledger.noted_rounds()]  # the round tags the round relation reads
     elif _contextual(policy):
         from privbandit.audit.contextual import _run as _run_ctx, contextual_tapes
 
         horizon = 200 if horizon is None else horizon
         ctx, _, rew, _, _ = contextual_tapes(n_arms, policy.dim, policy.bound, horizon, replicates, "entry",
-                                             np.random.default_rng(12345))
+                                             np.random.default_rng(12345),
+                                             clip=getattr(policy, "contexts", "reject") == "clip")  # as the audit
         actions, tracer = _run_ctx(policy, ctx, rew, np.random.SeedSequence(seed))
     else:
         horizon = probe_horizon(policy, n_arms) if horizon is None else horizon
@@ -118,16 +135,22 @@ def armed(cls) -> str:
     # the white-box horizon, then the long run's (a bug may wait for late rounds, as the long run does)
     # and round by round, then with planned rounds (a bug may sit on the engine's update_block path only)
     long = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * probe))
-    if _graph(bug):  # a claim-only bug: the parent's schedule on the bug's own configuration
-        parent = object.__new__(cls.__mro__[1])
-        parent.__dict__.update(bug.__dict__)
-        if _claims_differ(bug, parent):
-            return ""
-    for horizon, reps, planned in ((probe, 64, False), (long, 8, False), (long, 8, True)):
+    parent = object.__new__(cls.__mro__[1])  # a claim-only bug: the parent's schedule on the bug's configuration
+    parent.__dict__.update(bug.__dict__)
+    if _claims_differ(bug, parent):
+        return ""
+    runs = [(2, probe, 64, False, "path"), (2, long, 8, False, "path"), (2, long, 8, True, "path")]
+    # round 11: the audit's more-arms and late runs (K-armed), its star and redrawn graphs (graph policies)
+    if _graph(bug):
+        runs += [(6, 200, 16, False, "star"), (6, 200, 16, False, "redrawn")]
+    elif not _contextual(bug) and WB_MANY_ARMS > 2:
+        late = min(WB_LATE["cap"], WB_LATE["factor"] * long)
+        runs += [(WB_MANY_ARMS, probe, 16, False, "path")] + ([(2, late, 4, False, "path")] if late > long else [])
+    for k, horizon, reps, planned, shape in runs:
         if planned and (_contextual(bug) or _graph(bug)):  # contextual and graph runs do not plan
             continue
-        a = behaviour(bug, replicates=reps, horizon=horizon, planned=planned)
-        b = behaviour(clean, replicates=reps, horizon=horizon, planned=planned)
+        a = behaviour(bug, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape)
+        b = behaviour(clean, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape)
         for key in ("actions", "draws", "reports"):
             x, y = a[key], b[key]
             if key == "actions":
@@ -136,7 +159,8 @@ def armed(cls) -> str:
                 equal = all(u.shape == v.shape and np.array_equal(u, v, equal_nan=True) for u, v in zip(x, y))
             if not equal:
                 return ""
-    return "no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, planned too)"
+    return ("no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, "
+            "planned too, and the audit's extra runs: more arms, late rounds, other graphs)")
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
@@ -173,7 +197,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else 'no')))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else 'no'))))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
@@ -208,15 +232,15 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in CONTROLS10.items():
+        # round 10's and 11's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in {**CONTROLS10, **CONTROLS11}.items():
             if opts.controls is not None and key not in opts.controls:
                 continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} (round 10 control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                print(f"| {key} (round {10 if key in CONTROLS10 else 11} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:

@@ -25,6 +25,11 @@ drops its newest record, and adversarial batch releases reported one record late
 bugs acting only on records at the policy's own release boundaries -- a DP-UCB-Int interval's newest
 record counted twice, the record completing a DP-SE batch counted twice, a Private-TS gap batch carrying
 its closing record into the next, a DP-UCB-Int index reading the first record after a release raw.
+``ROUND8`` to ``ROUND10`` were written blind (round 9: the contextual policies; round 10: graph feedback,
+adversarial policies, deployments); ``ROUND11`` (session 9), also blind, aims at the Limitations of
+docs/audit.md: samplers wrong only in their tails or float lattice, arms >= 3, rounds past 2,000, hub and
+redrawn graphs, certificates wrong only at delta > 0, contexts of other norms (``CONTROLS11``: correct
+variants).
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ import math
 
 import numpy as np
 
+from accountants import Certificate
+from accountants.gdp_conversion import epsilon_for_delta
 from privbandit.mechanisms._base import exact_log2, flat
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.contextual import linalg
-from privbandit.mechanisms.sampling import NoiseSampler
+from privbandit.mechanisms.sampling import GRID, NoiseSampler
 from privbandit.policies import (DPSE, DPUCB, AnytimeLazyUCB, BatchedPrivateEXP3, DPEXP3Lap, DPUCBBound,
                                  DPUCBInt, GaussianTS, LazyDPTS, PrivateEXP3, PrivateTS, PrivateUCB)
 from privbandit.policies.base import note_rounds
@@ -1547,6 +1554,424 @@ class DPUCBNIgnoresSide(DPUCBN):
         return run
 
 
+
+# --- round 11 (session 9): written blind, aimed at the documented Limitations --------------------------
+# Samplers whose law is wrong only in its tails or its float lattice (Mironov 2012), posterior noise wrong
+# only for arms >= 3 or shared past a 4-arm buffer, a late-round scale cut, graph bugs that need a hub of
+# degree >= 3 or a graph redrawn every round, certificates right in mu / pure eps but wrong in eps at
+# delta, and contextual bugs (unclipped contexts, a context-dependent scale, node noise re-used).
+# Controls (``CONTROLS11``) are correct variants.
+
+
+def _swapping(parent, path: str, new_class, name: str, doc: str):
+    """A subclass of the policy ``parent`` whose runs give the object at ``path`` (attributes of the run,
+    e.g. "batches.sampler") the class ``new_class``: one instance's sampler or posterior, so the clean twin
+    (the parent's ``start``) and every other run are untouched."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = parent.start(self, n_arms, replicates, horizon, rng, ledger)
+        obj = run
+        for attr in path.split("."):
+            obj = getattr(obj, attr)
+        obj.__class__ = new_class
+        return run
+
+    return type(name, (parent,), {"__doc__": doc, "start": start, "__module__": __name__})
+
+
+def _laplace_shape(statistic, scale):
+    statistic = np.asarray(statistic, dtype=float)
+    return statistic, np.broadcast_to(np.asarray(scale, dtype=float), statistic.shape)
+
+
+class _ClampedLaplace(NoiseSampler):
+    """Laplace noise clamped to +-4 scale (an "outlier guard" so one huge draw cannot wreck an index)."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        statistic, scale = _laplace_shape(statistic, scale)
+        noise = self.rng.laplace(0.0, 1.0, statistic.shape) * scale
+        return statistic + np.clip(noise, -4.0 * scale, 4.0 * scale)
+
+
+class _Float32InverseCDF(NoiseSampler):
+    """Laplace by the inverse CDF of a float32 uniform (a GPU port): 2^24 reachable noise values."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        statistic, scale = _laplace_shape(statistic, scale)
+        u = self.rng.random(statistic.shape, dtype=np.float32).astype(float) - 0.5
+        noise = -np.sign(u) * np.log(np.maximum(1.0 - 2.0 * np.abs(u), 2.0 ** -24)) * scale
+        return statistic + noise
+
+
+class _NoiseOnGrid(NoiseSampler):
+    """Float-mode Laplace noise rounded to the exact mode's grid (2^-20); the statistic is not rounded,
+    so the released value's offset from the grid is the statistic's."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        statistic, scale = _laplace_shape(statistic, scale)
+        noise = self.rng.laplace(0.0, 1.0, statistic.shape) * scale
+        return statistic + np.round(noise / GRID) * GRID
+
+
+class _ExponentialDifference(NoiseSampler):
+    """Control: Laplace(b) drawn as b (E1 - E2) with E1, E2 standard exponentials (exactly Laplace)."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        statistic, scale = _laplace_shape(statistic, scale)
+        e = self.rng.standard_exponential((2,) + statistic.shape)
+        return statistic + (e[0] - e[1]) * scale
+
+
+LazyNoiseClamped = _swapping(LazyDPTS, "batches.sampler", _ClampedLaplace, "LazyNoiseClamped",
+                     """Lazy-DP-TS whose batch noise is clamped to +-4 scale (truncated Laplace: not eps-DP at all).""")
+
+
+AnytimeNoiseFloat32 = _swapping(AnytimeLazyUCB, "batches.sampler", _Float32InverseCDF, "AnytimeNoiseFloat32",
+                     """Anytime-Lazy-UCB whose batch noise comes from a float32 uniform's inverse CDF (2^24 values).""")
+
+
+HybridNoiseOnGrid = _swapping(DPUCBBound, "hybrid.sampler", _NoiseOnGrid, "HybridNoiseOnGrid",
+                     """DP-UCB-Bound whose hybrid noise is snapped to the 2^-20 grid in float mode (the statistic is not).""")
+
+
+LazyExponentialDifference = _swapping(LazyDPTS, "batches.sampler", _ExponentialDifference, "LazyExponentialDifference",
+                     """Control: Lazy-DP-TS drawing its Laplace noise as a difference of two exponentials.""")
+
+
+class _AntitheticPosterior(GaussianPosteriorRelease):
+    """Posterior normals antithetic in arm pairs (arm 2j+1 gets -z of arm 2j): "variance reduction"."""
+
+    def _standard_normals(self):
+        z = np.array(GaussianPosteriorRelease._standard_normals(self))
+        pairs = 2 * (z.shape[-1] // 2)
+        z[..., 1:pairs:2] = -z[..., 0:pairs:2]
+        return z
+
+
+class _WrapFourPosterior(GaussianPosteriorRelease):
+    """Posterior normals from a 4-column buffer: arm k >= 4 re-uses arm k mod 4's normal."""
+
+    def _standard_normals(self):
+        z = np.array(GaussianPosteriorRelease._standard_normals(self))
+        if z.shape[-1] > 4:
+            z[..., 4:] = z[..., np.arange(4, z.shape[-1]) % 4]
+        return z
+
+
+class _ReorderedPosterior(GaussianPosteriorRelease):
+    """Control: each round's normals drawn arm-major ((K, R), transposed): a legitimate reordering."""
+
+    def _standard_normals(self):
+        return np.ascontiguousarray(self.sampler.rng.standard_normal((self.arms, self.replicates)).T)
+
+
+PosteriorAntitheticPairs = _swapping(GaussianTS, "posterior", _AntitheticPosterior, "PosteriorAntitheticPairs",
+                     """Gaussian TS whose posterior normals are antithetic within arm pairs: theta_0 + theta_1 reveals
+    S_0/(k_0+1) + S_1/(k_1+1) whenever the two arms hold the same count.""")
+
+
+PosteriorWrapFour = _swapping(GaussianTS, "posterior", _WrapFourPosterior, "PosteriorWrapFour",
+                     """Gaussian TS whose arms >= 4 re-use the normals of arm k mod 4 (a 4-column block buffer): armed
+    only with K >= 5.""")
+
+
+PosteriorReordered = _swapping(GaussianTS, "posterior", _ReorderedPosterior, "PosteriorReordered",
+                     """Control: Gaussian TS drawing each round's normals arm-major.""")
+
+
+class PosteriorVarianceHighArms(GaussianTS):
+    """Gaussian TS whose arms >= 3 use the variance c/(k+1) as the standard deviation (c = 1: smaller
+    than sqrt(c/(k+1)) from k = 1 on); the ledger hears sqrt(c/(k+1)). Armed only with K >= 4."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        post = run.posterior
+
+        def release(sums, counts):
+            denom = counts + 1.0
+            sigma = np.sqrt(post.c / denom)
+            sigma[..., 3:] = post.c / denom[..., 3:]
+            theta = sums / denom + sigma * post._standard_normals()
+            if post._record is not None:
+                post._record(counts)
+            return theta
+
+        if n_arms > 3:  # (with three arms or fewer the parent's fused kernel runs, bit for bit)
+            post.release = release
+        return run
+
+
+class HybridHalvedLate(DPUCBBound):
+    """DP-UCB-Bound whose hybrid noise is drawn at half the reported scale from round 3,000 on (past the
+    white-box long run's 2,000 rounds)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.hybrid.sampler
+        select, clock = run.select, {"t": 0}
+
+        def sel(t, *args, **kw):
+            clock["t"] = t
+            return select(t, *args, **kw)
+
+        def sum_release(statistic, scale, **kw):
+            late = clock["t"] >= 3000
+            return type(sampler)._sum_release(sampler, statistic, scale / 2.0 if late else scale, **kw)
+
+        run.select, sampler._sum_release = sel, sum_release
+        return run
+
+
+def _hub_rows(observed: np.ndarray) -> np.ndarray:
+    """Replicates whose round revealed four or more entries (the played arm a hub of degree >= 3)."""
+    return observed.sum(axis=1) >= 4
+
+
+class GraphHubRoundTagsTruncated(DPUCBN):
+    """DP-UCB-N whose round tags keep the played arm and at most two side observations (a 3-slot buffer):
+    on a hub of degree >= 3 the other side-observed records are released correctly but never tagged
+    with their round, so the round relation composes too little."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+
+        def learn(t, observed, values):
+            positions = run.counts.copy()
+            run.hybrid.insert(values, observed)
+            run.counts += observed
+            arms = getattr(run, "_bug_arms", None)
+            if arms is None:
+                note_rounds(run.ledger, t, observed, positions)
+                return
+            pulled = observed & _pulled_mask(run, arms)
+            side = observed & ~pulled
+            note_rounds(run.ledger, t, pulled | (side & (np.cumsum(side, axis=1) <= 2)), positions)
+
+        run.learn = learn
+        return run
+
+
+class _SharedRowNoise(NoiseSampler):
+    """Laplace noise where the releases of one replicate flagged in ``_bug_share`` share one draw."""
+
+    _bug_share = None
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        statistic, scale = _laplace_shape(statistic, scale)
+        z = self.rng.laplace(0.0, 1.0, statistic.shape)
+        share = self._bug_share
+        if share is not None and share[0].size == z.size:
+            rows, hub = share
+            _, first = np.unique(rows, return_index=True)
+            lead = first[np.searchsorted(np.unique(rows), rows)]
+            z = np.where(hub[rows], z[lead], z)
+        return statistic + z * scale
+
+
+class GraphHubSharedBatchNoise(LazyDPTSN):
+    """Lazy-DP-TS-N whose batch releases closing in a hub round (four or more entries revealed) share
+    one Laplace draw per replicate (drawn once for the hub's neighbourhood)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        b = run.batches
+        b.sampler.__class__ = _SharedRowNoise
+        learn, close = run.learn, b._close
+        state = {"hub": np.zeros(replicates, dtype=bool)}
+
+        def hub_learn(t, observed, values):
+            state["hub"] = _hub_rows(observed)
+            learn(t, observed, values)
+
+        def shared_close(idx):
+            b.sampler._bug_share = (np.asarray(idx[0]), state["hub"])
+            try:
+                close(idx)
+            finally:
+                b.sampler._bug_share = None
+
+        run.learn, b._close = hub_learn, shared_close
+        return run
+
+
+class GraphRoundTagsCachedMask(GaussianTSN):
+    """Gaussian-TS-N whose round tags come from the neighbourhoods of the graph it cached when the edge
+    count last changed ("graphs are static"): on a graph redrawn every round with the same edge count,
+    side observations outside the cached neighbourhood are released but never tagged with their round."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _remember_choice(run)
+        cache = {"edges": None, "graph": None}
+
+        def learn(t, observed, values):
+            positions = run.counts.astype(np.int64)
+            run.sums += values
+            run.counts += observed
+            edges = int(run.graph.sum())
+            if cache["edges"] != edges:
+                cache["edges"], cache["graph"] = edges, run.graph.copy()
+            arms = getattr(run, "_bug_arms", None)
+            tags = observed if arms is None else observed & cache["graph"][np.asarray(arms)]
+            note_rounds(run.ledger, t, tags, positions)
+
+        run.learn = learn
+        return run
+
+
+class _SqrtStreamsSchedule(StreamsSchedule):
+    """The round relation's eps at delta > 0 as sqrt(streams) times one stream's ("advanced composition
+    over the streams"); events, pure eps (delta = 0) and mu are right."""
+
+    def epsilon(self, rounds, delta, accountants=None):
+        if self.streams == 1 or delta == 0 or rounds <= 0:
+            return StreamsSchedule.epsilon(self, rounds, delta, accountants)
+        base = self.base.epsilon(rounds, delta, accountants)
+        return Certificate(math.sqrt(self.streams) * base.value, base.by, dict(base.values))
+
+
+class GraphRoundEpsSqrtStreams(DPUCBN):
+    """DP-UCB-N whose round-relation certificate at delta > 0 is sqrt(max_degree + 1) times the entry
+    one; its events, pure epsilon and mu are the correct composition over the streams."""
+
+    def privacy_schedule(self, horizon, n_arms, *, relation="entry", max_degree=None, graph=None):
+        good = super().privacy_schedule(horizon, n_arms, relation=relation, max_degree=max_degree, graph=graph)
+        return _SqrtStreamsSchedule(good.base, good.streams, good.relation)
+
+
+class _HalfMuEpsSchedule(GaussianTSSchedule):
+    """mu right; eps at delta from the GDP conversion at mu / sqrt(K) ("the releases spread over K
+    arms in parallel")."""
+
+    def epsilon(self, rounds, delta, accountants=None):
+        mu = self.mu(rounds)
+        if delta == 0 or mu == 0:
+            return GaussianTSSchedule.epsilon(self, rounds, delta, accountants)
+        value = epsilon_for_delta(mu / math.sqrt(self.n_arms), delta)
+        return Certificate(value, "gdp", {"gdp": value})
+
+
+class _ExactGDPEpsSchedule(GaussianTSSchedule):
+    """Control: eps at delta by the exact GDP conversion of mu, called directly (no accountant)."""
+
+    def epsilon(self, rounds, delta, accountants=None):
+        mu = self.mu(rounds)
+        if delta == 0 or mu == 0:
+            return GaussianTSSchedule.epsilon(self, rounds, delta, accountants)
+        value = epsilon_for_delta(mu, delta)
+        return Certificate(value, "gdp", {"gdp": value})
+
+
+class TSEpsAtDeltaPerArm(GaussianTS):
+    """Gaussian TS whose certified eps at delta divides mu by sqrt(K) before converting (mu and the
+    events are right)."""
+
+    def privacy_schedule(self, horizon, n_arms):
+        super().privacy_schedule(horizon, n_arms)  # validation
+        return _HalfMuEpsSchedule(self.b, self.c, n_arms)
+
+
+class TSEpsExactGDP(GaussianTS):
+    """Control: Gaussian TS whose eps at delta is the exact GDP conversion, computed directly."""
+
+    def privacy_schedule(self, horizon, n_arms):
+        super().privacy_schedule(horizon, n_arms)
+        return _ExactGDPEpsSchedule(self.b, self.c, n_arms)
+
+
+class _Bounded:
+    """The policy as a run's ``select`` reads it, with another norm bound ``bound`` for its contexts; every
+    other attribute (its statistics, built with the declared L) is the policy's own."""
+
+    def __init__(self, policy, bound: float) -> None:
+        self._policy, self.bound = policy, bound
+
+    def __getattr__(self, name):
+        return getattr(self._policy, name)
+
+
+class LinContextsUnclipped(PrivateLinUCB):
+    """Private LinUCB that trusts its contexts' norms (no clip to the declared bound L): a context of
+    norm c L enters the tree's b entries with c times their declared sensitivity (A's with c^2 times)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.policy = _Bounded(self, math.inf)
+        return run
+
+
+class LinContextsHalfBall(PrivateLinUCB):
+    """Control: Private LinUCB projecting contexts onto the ball of radius L/2 (stricter than L)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.policy = _Bounded(self, self.bound / 2.0)
+        return run
+
+
+class LinTSContextScaledNoise(PrivateLinTS):
+    """Private linear TS whose node noise is scaled by ||z_t|| / L of the record being inserted ("the
+    record's own sensitivity"); the ledger hears the full scale."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            add, draw = stats.add, stats.tree._draw
+            factor = {"f": None}
+
+            def scaled(m):
+                noise = draw(m)
+                f = factor["f"]
+                return noise if f is None or f.size != m else noise * f[:, None]
+
+            def add_scaled(rows, groups, z, r):
+                factor["f"] = np.minimum(np.sqrt(np.einsum("ij,ij->i", z, z)) / self.bound, 1.0)
+                try:
+                    add(rows, groups, z, r)
+                finally:
+                    factor["f"] = None
+
+            stats.add, stats.tree._draw = add_scaled, scaled
+
+        _on_statistics(run, patch)
+        return run
+
+
+class JointNodeNoiseReused(JointDPLinUCB):
+    """Joint-DP LinUCB whose tree draws its node noise once (per batch size) and re-uses that buffer for
+    every later node."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+
+        def patch(stats):
+            draw, kept = stats.tree._draw, {}
+
+            def reused(m):
+                if m not in kept:
+                    kept[m] = draw(m)
+                else:
+                    draw(m)  # the random stream is consumed as before
+                return kept[m].copy()
+
+            stats.tree._draw = reused
+
+        _on_statistics(run, patch)
+        return run
+
+
 BUGS = {
     "tree_half_level": TreeHalfLevel,
     "redraw_reported": RedrawReported,
@@ -1618,6 +2043,22 @@ BUGS = {
     "exp3_importance_from_raw": Exp3ImportanceFromRaw,
     "exp3_batch_avg_scale_on_sum": Exp3BatchAvgScaleOnSum,
     "exp3_batch_noise_reused": Exp3BatchNoiseReused,
+    # round 11 (session 9: written blind, aimed at the Limitations)
+    "lazy_noise_clamped": LazyNoiseClamped,
+    "anytime_noise_float32": AnytimeNoiseFloat32,
+    "hybrid_noise_on_grid": HybridNoiseOnGrid,
+    "posterior_antithetic_pairs": PosteriorAntitheticPairs,
+    "posterior_wrap_four": PosteriorWrapFour,
+    "posterior_variance_high_arms": PosteriorVarianceHighArms,
+    "hybrid_halved_late": HybridHalvedLate,
+    "graph_hub_round_tags_truncated": GraphHubRoundTagsTruncated,
+    "graph_hub_shared_batch_noise": GraphHubSharedBatchNoise,
+    "graph_round_tags_cached_mask": GraphRoundTagsCachedMask,
+    "graph_round_eps_sqrt_streams": GraphRoundEpsSqrtStreams,
+    "ts_eps_at_delta_per_arm": TSEpsAtDeltaPerArm,
+    "lin_contexts_unclipped": LinContextsUnclipped,
+    "lin_ts_context_scaled_noise": LinTSContextScaledNoise,
+    "joint_node_noise_reused": JointNodeNoiseReused,
 }
 """name -> class (each class is given ``name = 'bug_' + key`` for the registry)."""
 
@@ -1668,9 +2109,27 @@ CONTROLS10 = {
 }
 """Round 10's controls: correct variants of the same policies (each must come out CONSISTENT)."""
 
+ROUND11 = {"lazy_noise_clamped", "anytime_noise_float32", "hybrid_noise_on_grid", "posterior_antithetic_pairs",
+           "posterior_wrap_four", "posterior_variance_high_arms", "hybrid_halved_late",
+           "graph_hub_round_tags_truncated", "graph_hub_shared_batch_noise", "graph_round_tags_cached_mask",
+           "graph_round_eps_sqrt_streams", "ts_eps_at_delta_per_arm", "lin_contexts_unclipped",
+           "lin_ts_context_scaled_noise", "joint_node_noise_reused"}
+"""Round 11 (session 9): written blind against the Limitations of docs/audit.md -- truncated, float32 and
+grid-snapped Laplace samplers, antithetic / buffer-shared posterior normals, variance-as-sd for arms >= 3, a
+late-round scale cut, hub and redrawn-graph round tags, a hub's shared batch noise, certificates wrong only
+in eps at delta, unclipped contexts, a context-dependent scale, node noise re-used (docs/audit.md, "Round 11")."""
+
+CONTROLS11 = {
+    "lazy_exponential_difference": LazyExponentialDifference,
+    "posterior_reordered": PosteriorReordered,
+    "ts_eps_exact_gdp": TSEpsExactGDP,
+    "lin_contexts_half_ball": LinContextsHalfBall,
+}
+"""Round 11's controls: correct variants (each must come out CONSISTENT)."""
+
 for _key, _cls in BUGS.items():
     _named(_cls, "bug_" + _key)
-for _key, _cls in CONTROLS10.items():
+for _key, _cls in {**CONTROLS10, **CONTROLS11}.items():
     _named(_cls, "control_" + _key)
 
 

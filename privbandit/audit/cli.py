@@ -51,6 +51,17 @@ replicates whose changed record sits on the policy's own release boundaries (an 
 batch's last record, or the next one), read from a clean probe run (``whitebox_audit``'s
 ``schedule_records``)."""
 
+WB_LATE = dict(factor=4, cap=40_000, replicates=4)
+"""The late, thinner white-box run (round 11): the exact checks on 4 coupled replicates at four times the long
+run's horizon (8,000 rounds for most policies, at most 40,000), changing late records: a bug that waits past
+the long run's last round (a scale cut at round 3,000) is reached. Skipped when it would not go further."""
+
+WB_MANY_ARMS = 6
+"""The white-box audit's extra coupled run with this many arms when ``--arms`` is smaller (round 11): the
+replicates change arm ``r mod K``, so arms 3, 4, 5 hold changed records, and a leak keyed to a high arm
+index or to K >= 5 (a 4-column noise buffer) is reached. A quarter of the tier's white-box budget (125
+replicates at T = 200), with the noise law (its own family-wise alpha)."""
+
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
 alpha 1e-4 power ~1 against a factor-2 scale error (its distance 1/8 vs a critical value ~0.05)."""
@@ -211,19 +222,47 @@ def run(args: argparse.Namespace) -> int:
             print(f"- [{f.check}] {f.detail}")
         print()
 
+    # 1b'. More arms and later rounds (round 11): a leak keyed to an arm index >= 3 or to K >= 5, and one
+    # that waits past the long run's last round, are reached by one more coupled run each.
+    wb_many = wb_late = None
+    if k < WB_MANY_ARMS and args.tier != "smoke":
+        many_reps = int(min(1024, max(32, tier["wb_budget"] // (4 * wb_horizon))))
+        many_reps -= many_reps % 4
+        wb_many = whitebox_audit(policy, wb_horizon, WB_MANY_ARMS, many_reps, seed=args.seed + 4)
+    late_horizon = min(WB_LATE["cap"], WB_LATE["factor"] * long_horizon)
+    if late_horizon > long_horizon and args.tier != "smoke":
+        wb_late = whitebox_audit(policy, late_horizon, k, WB_LATE["replicates"], seed=args.seed + 5, law=False,
+                                 late_records=True)
+    for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late)):
+        if res is None:
+            continue
+        print(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n")
+        print(res.summary())
+        for f in res.findings:
+            print(f"- [{f.check}] {f.detail}")
+        print()
+
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
     wb_graph = wb_starve = None
+    wb_shapes = {}
     if edgeless:
         from privbandit.audit.graph import graph_whitebox_audit
 
         # the smoke tier tests the command: a short run with few replicates
-        size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8)
+        size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8,
+                                                             shape_replicates=8)
         wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed)
         # the worst transcript for a round's record: revealed to every arm, then its streams starved
         wb_starve = graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
                                          size["starve_replicates"], seed=args.seed + 3, starve=True)
-        for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve)):
+        # round 11: a star (a hub of degree K - 1) and a graph redrawn every round (hubs of degree >= 3
+        # everywhere, neighbourhoods that change each round), on at least GRAPH["shape_arms"] arms
+        wb_shapes = {shape: graph_whitebox_audit(policy, size["horizon"], max(k, size["shape_arms"]),
+                                                 size["shape_replicates"], seed=args.seed + 6 + i, shape=shape)
+                     for i, shape in enumerate(("star", "redrawn"))}
+        for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve),
+                           ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"])):
             print(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n")
             print(res.summary())
             for f in res.findings:
@@ -282,7 +321,8 @@ def run(args: argparse.Namespace) -> int:
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
-            or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)):
+            or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
+            or any(r is not None and r.verdict == "VIOLATION" for r in (wb_many, wb_late, *wb_shapes.values())):
         verdict = "VIOLATION"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
@@ -295,6 +335,10 @@ def run(args: argparse.Namespace) -> int:
                      if wb_plan is not None else [])
                   + ([f"white-box (graph) {c}" for c in wb_graph.checks] if wb_graph is not None else [])
                   + ([f"white-box (starving graph) {c}" for c in wb_starve.checks] if wb_starve is not None else [])
+                  + [f"white-box ({shape} graph) {c}" for shape, r in wb_shapes.items() for c in r.checks]
+                  + ([f"white-box (K={wb_many.n_arms}) {c}" for c in wb_many.checks] if wb_many is not None else [])
+                  + ([f"white-box (late, T={wb_late.horizon}) {c}" for c in wb_late.checks]
+                     if wb_late is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -335,6 +379,11 @@ def run(args: argparse.Namespace) -> int:
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
                               "seconds": wb_long.seconds},
+            "whitebox_more": {name: None if r is None else {
+                "verdict": r.verdict, "arms": r.n_arms, "horizon": r.horizon, "replicates": r.replicates,
+                "releases": r.releases, "findings": [dataclasses.asdict(f) for f in r.findings], "seconds": r.seconds}
+                for name, r in (("more_arms", wb_many), ("late", wb_late), *((f"{shape}_graph", r)
+                                                                           for shape, r in wb_shapes.items()))},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
             "black_box": [{"observation": r.observation, "verdict": r.verdict,
@@ -350,13 +399,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[verdict]
 
 
-GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64)
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=6, shape_replicates=64)
 """The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
 complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
 entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
 (privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
 certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
-replicates, 2-8 s."""
+replicates, 2-8 s. Round 11: a star and a graph redrawn every round (:func:`privbandit.audit.graph.graph_sequence`)
+on at least 6 arms, 64 replicates each."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at

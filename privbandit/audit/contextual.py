@@ -20,8 +20,9 @@ replicate changes one user, round h:
   still be a post-processing of the releases, and that is what the ``decisions`` check asks.
 
 Contexts are adversarial for the sensitivities (kind r mod 4, each of norm exactly the declared
-bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L on every other group of four
-replicates, so that the projection onto the ball is exercised): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
+bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L and 16 L on every other group of four
+replicates, so that the projection onto the ball is exercised; one group in four has norms uniform in
+[L/10, L], so that a scale that follows the data's norm shows): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
 tree's ``b`` entries), one-hot (a random coordinate), uniform on the sphere, and intercept-style
 (``[1, u] L / sqrt 2``, :class:`privbandit.contextual.LinearContextual`'s form). Rewards: the
 K-armed audit's mixed kinds (uniform, Bernoulli, constant per arm, constant 1/2), indexed by round.
@@ -73,8 +74,10 @@ def audit_relation(policy: Policy, horizon: int, n_arms: int) -> str:
 
 def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float,
               rng: np.random.Generator, clip: bool = False) -> np.ndarray:
-    """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept;
-    ``clip``: those of replicates with floor(r / 4) odd of norm 1.5 ``bound`` (the policy clips them)."""
+    """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept,
+    except replicates with floor(r / 4) = 2 mod 4, whose norms are uniform in [bound / 10, bound] (round 11);
+    ``clip``: those with floor(r / 4) = 1 mod 4 of norm 1.5 ``bound``, 3 mod 4 of 16 ``bound`` (the policy
+    clips them)."""
     R, T, K, d = replicates, horizon, n_arms, dim
     kind = np.arange(R) % 4
     z = np.empty((R, T, K, d))
@@ -92,10 +95,17 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
     else:
         icpt = np.ones((R, T, K, 1))
     z[kind == 3] = icpt[kind == 3]
+    group = (np.arange(R) // 4) % 4
+    # round 11: one group of four in four has shorter contexts, norm uniform in [L / 10, L] per round and arm:
+    # a noise scale or a sensitivity that follows the context's norm (legitimate only if it never goes below
+    # the declared L's) shows only where norms vary
+    z[group == 2] *= rng.uniform(0.1, 1.0, size=(int(np.count_nonzero(group == 2)), T, K, 1))
     if clip:
-        # every other group of four: norm 1.5 L, which the policy projects onto the ball (contexts="clip")
-        # before any statistic sees it -- the clipping path is audited too
-        z[(np.arange(R) // 4) % 2 == 1] *= 1.5
+        # every other group of four: norm 1.5 L, and (round 11) 16 L on one of them, which the policy projects
+        # onto the ball (contexts="clip") before any statistic sees it -- the clipping path is audited too, and
+        # an unclipped context of 16 L exceeds even the sensitivity declared for the round relation
+        z[group % 2 == 1] *= 1.5
+        z[group == 3] *= 16.0 / 1.5
         return z * bound
     # a policy that rejects longer contexts: a hair inside the ball (a norm of L can round above L)
     return z * (bound * (1.0 - 1e-9))

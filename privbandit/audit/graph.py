@@ -68,6 +68,50 @@ def audit_graph(n_arms: int) -> np.ndarray:
     return g
 
 
+SHAPES = ("path", "star", "redrawn")
+"""The feedback graphs of :func:`graph_sequence`: the closed path (complete for K = 2), a star (arm 0 the hub
+of degree K - 1), and a graph redrawn every round (round 11)."""
+
+
+def star_graph(n_arms: int) -> np.ndarray:
+    """Arm 0 joined to every other arm (closed neighbourhoods): the hub reveals every entry, a leaf two."""
+    g = np.eye(n_arms, dtype=bool)
+    g[0, :] = g[:, 0] = True
+    return g
+
+
+def circulant_graph(n_arms: int) -> np.ndarray:
+    """Arm i joined to i +- 1 and i + K // 2 (mod K), closed: degree 3 for even K >= 4 (4 for odd K >= 5),
+    every arm a hub of degree >= 3; the complete graph for K <= 3."""
+    g = np.eye(n_arms, dtype=bool)
+    i = np.arange(n_arms)
+    for off in (1, n_arms // 2):
+        if off:
+            g[i, (i + off) % n_arms] = g[(i + off) % n_arms, i] = True
+    return g
+
+
+def graph_sequence(shape: str, n_arms: int, horizon: int, seed=0):
+    """(graph, structure) for :func:`_run`: a fixed adjacency, or for ``"redrawn"`` a callable t -> adjacency
+    drawing, every round, a fresh random relabelling of :func:`circulant_graph` (a graph redrawn every round
+    with the same number of edges and degrees: hubs of degree >= 3 everywhere, neighbourhoods that change
+    each round). The relabellings are drawn from ``seed`` before the runs, so both coupled runs see the same
+    graphs. ``structure``: the max degree the schedule is certified at."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+    if shape == "path":
+        graph = audit_graph(n_arms)
+        return graph, structure_of(graph)
+    if shape == "star":
+        graph = star_graph(n_arms)
+        return graph, structure_of(graph)
+    base = circulant_graph(n_arms)
+    rng = np.random.default_rng(seed)
+    perms = np.stack([rng.permutation(n_arms) for _ in range(horizon)])
+    graphs = np.ascontiguousarray(base[perms[:, :, None], perms[:, None, :]])  # (T, K, K), each a relabelling
+    return (lambda t, gs=graphs: gs[t - 1]), structure_of(base)
+
+
 def structure_of(graph: np.ndarray) -> dict:
     """The environment structure the policy's schedule takes (``GraphFeedback.structure()``)."""
     return {"max_degree": int(graph.sum(axis=1).max()) - 1}
@@ -169,7 +213,15 @@ class _GraphSpend:
                 return
 
     def findings(self) -> list[Finding]:
-        return self.entry.findings() + list(self._findings)
+        out = self.entry.findings() + list(self._findings)
+        if self.round is not None:  # the round certificate's eps at delta (check 11) as well
+            from privbandit.audit.certificate import certificate_message, certificate_shortfall
+
+            short = certificate_shortfall(self.round, sorted({max(1, self.round_checks[-1] // 4),
+                                                              self.round_checks[-1]}))
+            if short is not None:
+                out.append(Finding("certificate", certificate_message(short, "round")))
+        return out
 
 
 def _leaf_pure(leaf) -> float:
@@ -258,7 +310,7 @@ def starving_tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Ge
 
 def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 128, *, seed: int = 0,
                          alpha: float = 1e-4, law: bool = True, max_findings: int = 5,
-                         starve: bool = False) -> WhiteBoxResult:
+                         starve: bool = False, shape: str = "path") -> WhiteBoxResult:
     """Coupled-run white-box audit of a graph-feedback policy with side observations (module docstring).
 
     ``starve=True``: the worst transcript for a round's record instead -- the complete graph for the first
@@ -267,20 +319,23 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
     0 (:func:`starving_tapes`), so the record's other streams stay short and each of their releases
     costs what the per-stream schedule's worst case charges: a round certificate that forgets to
     compose over the streams (certified at max degree K - 1 here) is exceeded. The noise law is not
-    tested on this run (its groups would repeat the main run's)."""
+    tested on this run (its groups would repeat the main run's).
+
+    ``shape`` (round 11, :func:`graph_sequence`): the feedback graph of the ordinary run -- "path" (the
+    default), "star" (a hub of degree K - 1) or "redrawn" (a degree->=3 graph relabelled every round).
+    Hub rounds and changing neighbourhoods reach code that the path never runs (a buffer of side
+    observations, a cached neighbourhood); every check is the same."""
     horizon, n_arms, replicates = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_graph_policy(policy):
         raise ValueError(f"{policy!r} does not learn from a feedback graph: use privbandit.audit.whitebox_audit")
     started = time.perf_counter()
-    graph = audit_graph(n_arms)
+    graph, structure = graph_sequence(shape, n_arms, horizon, np.random.SeedSequence(seed).spawn(3)[2])
     if starve:
         complete, edgeless = np.ones((n_arms, n_arms), dtype=bool), np.eye(n_arms, dtype=bool)
         graph = lambda t: complete if t <= STARVE_ROUNDS else edgeless  # noqa: E731 (one shared object each)
         structure = {"max_degree": n_arms - 1}
         law = False
-    else:
-        structure = structure_of(graph)
     round_relation = certifies_round(policy, horizon, n_arms, structure)
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
     tapes = starving_tapes if starve else graph_tapes
@@ -297,9 +352,10 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
         what = f"entry ({h[r]}, arm {j[r]})" if j[r] >= 0 else f"round {h[r]}'s whole reward vector"
         return f"{what} changed; played arm {act_d[r, h[r] - 1]}"
 
-    shape = (f"complete for rounds <= {STARVE_ROUNDS}, edgeless after (starving run)" if starve
-             else ("complete" if n_arms == 2 else "path"))
-    notes = [f"feedback graph: {shape} on {n_arms} arms (max degree "
+    label = (f"complete for rounds <= {STARVE_ROUNDS}, edgeless after (starving run)" if starve
+             else ("complete" if n_arms == 2 and shape == "path" else
+                   {"path": "path", "star": "star (hub: arm 0)", "redrawn": "redrawn every round"}[shape]))
+    notes = [f"feedback graph: {label} on {n_arms} arms (max degree "
              f"{structure['max_degree']}); side observations through observe(); neighbours: one entry (even "
              f"replicates)" + ("; one round's whole vector (odd replicates)" if round_relation else "")]
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend,
@@ -338,4 +394,5 @@ def _changed_releases(rel_d: dict, rel_p: dict) -> np.ndarray:
     return di[moved]
 
 
-__all__ = ["STARVE_ROUNDS", "audit_graph", "graph_tapes", "graph_whitebox_audit", "is_graph_policy", "starving_tapes"]
+__all__ = ["SHAPES", "STARVE_ROUNDS", "audit_graph", "circulant_graph", "graph_sequence", "graph_tapes",
+           "graph_whitebox_audit", "is_graph_policy", "star_graph", "starving_tapes"]

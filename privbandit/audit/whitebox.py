@@ -108,7 +108,7 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 @dataclasses.dataclass
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
-    #             noise_report | noise_coupling | schedule | tree_output (vector trees)
+    #             noise_report | noise_coupling | schedule | tree_output (vector trees) | certificate
     detail: str
 
 
@@ -123,6 +123,7 @@ class NoiseGroup:
     power_factor2: float
     rejected: bool
     reused: int = 0  # residuals equal to another one (the same noise value used twice)
+    tail_p: float = 1.0  # P(max |residual| <= the observed max) under the declared law (round 11)
 
 
 @dataclasses.dataclass
@@ -453,7 +454,104 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
         dkw = float(max(np.max(grid - cdf), np.max(cdf - (grid - 1.0 / n))))
         a = alpha / len(groups)
         crit = math.sqrt(math.log(2.0 / a) / (2.0 * n))
-        out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit), dkw > crit, 0))
+        # the tail test (its own family-wise alpha, Bonferroni over the groups): float-mode residuals only
+        floating = rel["exact"][idx] == 0
+        tail = _tail_p(family, np.abs(resid[floating] / rel["param"][idx][floating]))
+        out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit),
+                              dkw > crit or tail < a, 0, tail))
+    return out
+
+
+def _tail_p(family: str, magnitudes: np.ndarray) -> float:
+    """P(max of n i.i.d. |Z| <= the observed maximum) for Z ~ Laplace(1) or N(0, 1): n log F(max) with
+    F(m) = 1 - e^-m or erf(m / sqrt 2). A small value says the tails are missing (noise truncated or
+    clamped: a truncated law is not epsilon-DP at all, its support moves with the statistic), which the
+    DKW test cannot see when the cut is far out (Laplace cut at 4 scales: sup |F_n - F| = 0.009)."""
+    n = magnitudes.size
+    if n < MIN_GROUP:
+        return 1.0
+    m = float(np.max(magnitudes))
+    tail = math.exp(-m) if family == "laplace" else float(sps.norm.sf(m) * 2.0)
+    if tail >= 1.0:
+        return 0.0
+    return math.exp(n * math.log1p(-tail)) if tail > 0 else 1.0
+
+
+COINCIDENCE_ULPS = 2.0 ** -50
+"""Rounding slack of a traced residual, relative to |statistic| + |residual|: ``(s + z) - s`` recovers z
+to within 2^-52 (|s| + |z|) (one rounding of the sum, one of the difference); the slack is four times that
+(the residual divided by its scale adds one more rounding)."""
+LATTICES = tuple(range(4, 41))
+"""The dyadic lattices 2^-k of :func:`_noise_coincidences` (the exact mode's grid 2^-20 among them)."""
+
+
+def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
+    """Two exact-law consequences of continuous noise that the DKW test cannot see (round 11). Per
+    (mechanism, family), float-mode releases only (exact mode draws on the 2^-20 grid by design):
+
+    * **ties** -- two normalised residuals |u_i| = |u_j| up to rounding. With u_j independent of the
+      past and |u| of density at most f (1 for Laplace(1), sqrt(2/pi) for N(0, 1)), the expected number of
+      pairs within w_i + w_j is at most 2 f (n - 1) sum_i w_i (w: the rounding slack in units of the
+      scale); by Markov, k such pairs have probability at most that / k. Antithetic noise (z and -z),
+      noise shared between arms, or a sampler with few reachable values (the inverse CDF of a float32
+      uniform: 2^24) make many.
+    * **lattice** -- residuals on a dyadic lattice 2^-k (k = 4 ... 40) up to rounding: a release within
+      w of a lattice point has probability at most 2 w (1 / 2^-k + f_max) for a residual of density at
+      most f_max; Markov again, Bonferroni over the lattices. Noise snapped to a grid while the statistic
+      is not leaves the statistic's offset from the grid in every released value (Mironov 2012's
+      floating-point attack class).
+
+    Each test takes ``alpha / 2`` (divided over the mechanisms and, for the lattice, over its lattices)."""
+    ok = np.isfinite(rel["out"]) & (rel["param"] > 0) & (rel["exact"] == 0)
+    if "width" in rel and len(rel["width"]) == ok.size:  # as _noise_law: vector Laplace entries in unknown units
+        unknown = ~rel["vector"].astype(bool) if "vector" in rel and len(rel["vector"]) == ok.size else True
+        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace") & unknown)
+    idx_ok = np.flatnonzero(ok)
+    if not idx_ok.size:
+        return []
+    fam = np.where(rel["kind"][idx_ok] == "laplace", 1, 0)
+    codes = np.stack([_codes(rel["mechanism"][idx_ok], {}), fam], axis=1)
+    inv = _row_inverse(codes)
+    parts = [idx_ok[inv == g] for g in range(int(inv.max()) + 1)]
+    parts = [p for p in parts if p.size >= MIN_GROUP]
+    out: list[Finding] = []
+    if not parts:
+        return out
+    a = alpha / 2.0 / len(parts)
+    for idx in parts:
+        stat, released, scale = rel["stat"][idx], rel["out"][idx], rel["param"][idx]
+        laplace = rel["kind"][idx[0]] == "laplace"
+        resid = released - stat
+        slack = COINCIDENCE_ULPS * (np.abs(stat) + np.abs(resid))  # absolute, in the residual's units
+        u = np.abs(resid) / scale
+        w = slack / scale + COINCIDENCE_ULPS * u
+        order = np.argsort(u, kind="stable")
+        gaps = np.diff(u[order])
+        ties = int(np.count_nonzero(gaps <= w[order][1:] + w[order][:-1]))
+        f_abs = 1.0 if laplace else math.sqrt(2.0 / math.pi)
+        expected = 2.0 * f_abs * (idx.size - 1) * float(np.sum(w))
+        name = rel["mechanism"][idx[0]]
+        if ties and expected / ties <= a:
+            out.append(Finding("noise_law", (
+                f"{ties} pairs of {name}'s normalised residuals coincide in magnitude up to rounding (n={idx.size}; "
+                f"a continuous law expects at most {expected:.3g}, Markov level {expected / ties:.3g}): the noise "
+                f"values are antithetic, shared, or drawn from a small set")))
+            continue
+        f_max = (0.5 if laplace else 1.0 / math.sqrt(2.0 * math.pi)) / scale
+        rejected = []
+        for k in LATTICES:
+            g = 2.0 ** -k
+            off = np.abs(resid - np.round(resid / g) * g)
+            hits = int(np.count_nonzero(off <= slack))
+            expected = float(np.sum(np.minimum(1.0, 2.0 * slack * (1.0 / g + f_max))))
+            if hits and expected / hits <= a / len(LATTICES):
+                rejected.append((-hits, k, expected))
+        if rejected:  # the coarsest lattice among those holding the most residuals (a finer one holds them too)
+            hits, k, expected = min(rejected)
+            out.append(Finding("noise_law", (
+                f"{-hits} of {idx.size} residuals of {name} lie on the lattice 2^-{k} up to rounding (a continuous "
+                f"law expects at most {expected:.3g}): the noise is snapped to a grid the statistic is not on, "
+                f"so every released value carries the statistic's offset from the grid")))
     return out
 
 
@@ -756,15 +854,24 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
     bad = [g for g in groups if g.rejected]
     if bad:
         g = max(bad, key=lambda g: g.dkw / max(g.critical, 1e-300))
+        tails = [g for g in bad if g.dkw <= g.critical and not g.reused]
         if g.reused:
             findings.append(Finding("noise_law", (
                 f"{g.reused} residuals of {g.mechanism} ({g.family}, footprint octave {g.octave}, n={g.n}) repeat an "
                 f"earlier residual exactly: one noise value was used for several releases")))
+        elif len(tails) == len(bad):
+            g = min(tails, key=lambda g: g.tail_p)
+            findings.append(Finding("noise_law", (
+                f"{len(bad)} of {len(groups)} residual groups miss the declared law's tails: in {g.mechanism} "
+                f"({g.family}, footprint octave {g.octave}, n={g.n}) the largest |residual| / scale has probability "
+                f"{g.tail_p:.3g} of being so small (family-wise alpha {alpha:g}): truncated or clamped noise")))
         else:
             findings.append(Finding("noise_law", (
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
                 f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
                 f"(family-wise alpha {alpha:g})")))
+    if n_rel and law:
+        findings.extend(_noise_coincidences(rel_d, alpha))
     return findings, groups, n_rel
 
 
@@ -1062,4 +1169,15 @@ class _SpendCheck:
                 f"on D)")))
 
     def findings(self) -> list[Finding]:
-        return list(self._findings)
+        return list(self._findings) + self.certificate_findings()
+
+    def certificate_findings(self, relation: str = "") -> list[Finding]:
+        """Check 11 (``certificate``, round 11): the schedule's eps at delta against a lower bound of its own
+        events' curve at a quarter and all of the horizon (:mod:`privbandit.audit.certificate`)."""
+        from privbandit.audit.certificate import certificate_message, certificate_shortfall
+
+        if getattr(self, "_certificate", None) is None:
+            horizon = max(self.rounds)
+            short = certificate_shortfall(self.schedule, sorted({max(1, horizon // 4), horizon}))
+            self._certificate = [] if short is None else [Finding("certificate", certificate_message(short, relation))]
+        return list(self._certificate)

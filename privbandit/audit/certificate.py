@@ -1,0 +1,79 @@
+"""The certificate check: a schedule's certified epsilon at delta is never below its own events' exact curve.
+
+The white-box ``schedule`` checks compare realized spend with the certificate in pure epsilon and GDP mu
+only (both additive, so exact). A schedule may still state its (eps, delta) certificate through its own
+``epsilon(rounds, delta)`` -- a closed form, a cache, a conversion -- and be wrong there alone: right in mu
+and in pure epsilon, too small at delta > 0 (a GDP conversion at the wrong mu, a round relation composed as
+sqrt(streams) times one stream's epsilon). Nothing else compares that number with anything.
+
+The events are the worst record's releases (DESIGN.md "Certified (eps, delta)"); when every one of them is a
+concrete Laplace or Gaussian mechanism, their composition has a known privacy curve, and no valid
+certificate can lie below it. A lower bound on that curve:
+
+* only Gaussian releases: the exact GDP conversion of their composed mu (Dong, Roth & Su 2022, Cor. 3.3:
+  composed Gaussians are exactly mu-GDP), less a relative 10^-9 (the conversion rounds up);
+* Laplace (and Gaussian) releases: dp-accounting's *optimistic* privacy-loss distribution
+  (:meth:`accountants.pld.PLDAccountant.optimistic`: discretised downwards, its truncated mass dropped), a
+  lower reference for the true curve.
+
+Other leaves (``PureDP``, ``ApproxDP``, ``GDP``, ``zCDP``, discrete mechanisms) describe a guarantee, not a
+mechanism: a pure eps-DP mechanism may be far better than its epsilon says (Private-TS certifies its
+``PureDP`` batch release with the Laplace curve), so they get no lower bound -- they are left out of the
+floor, which stays valid (a sub-composition is a post-processing of the whole, so its curve lies below).
+Exact in the sense of the other white-box checks: a finding is a deterministic witness (the schedule's
+number against a lower bound of the events' true curve).
+"""
+
+from __future__ import annotations
+
+import math
+
+from accountants import GDPAccountant
+from accountants.events import Composed, Gaussian, Laplace
+from accountants.gdp_conversion import epsilon_for_delta
+from accountants.pld import PLDAccountant
+
+CERT_DELTAS = (1e-5, 1e-3)
+"""The deltas at which certificates are compared (the audit's default delta and a large one)."""
+CERT_RTOL = 1e-9
+"""Relative slack: the exact GDP conversion rounds up by less than this."""
+
+
+def epsilon_floor(events, delta: float) -> float | None:
+    """A lower bound on the true epsilon at ``delta`` of the composition ``events`` (module docstring): that
+    of its concrete Laplace and Gaussian releases alone, or None when it has none. Leaving the other
+    releases out can only lower it: the releases kept are a post-processing of the whole composition."""
+    kept = [(leaf, n) for leaf, n in events.leaves() if n and type(leaf) in (Laplace, Gaussian)]
+    if not kept:
+        return None
+    concrete = Composed(tuple(leaf * n for leaf, n in kept))
+    if all(type(leaf) is Gaussian for leaf, _ in kept):
+        mu = GDPAccountant().compose(concrete).mu()
+        return 0.0 if mu == 0 else epsilon_for_delta(mu, delta) * (1.0 - CERT_RTOL)
+    return float(PLDAccountant.optimistic().compose(concrete).epsilon(delta))
+
+
+def certificate_shortfall(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, float, float, float] | None:
+    """The first (round, delta, certified, floor) where ``schedule.epsilon(round, delta)`` lies below
+    :func:`epsilon_floor` of ``schedule.events(round)``, or None."""
+    for t in rounds:
+        events = schedule.events(t)
+        for delta in deltas:
+            floor = epsilon_floor(events, delta)
+            if floor is None:
+                break
+            cert = float(schedule.epsilon(t, delta).value)
+            if cert < floor * (1.0 - CERT_RTOL) - 1e-12 and math.isfinite(floor):
+                return int(t), float(delta), cert, floor
+    return None
+
+
+def certificate_message(shortfall: tuple[int, float, float, float], relation: str = "") -> str:
+    t, delta, cert, floor = shortfall
+    rel = f" under the {relation} relation" if relation else ""
+    return (f"the schedule certifies eps {cert:.6g} at delta {delta:g} by round {t}{rel}, below {floor:.6g}, a "
+            f"lower bound on the true curve of its own events (the worst record's releases): the (eps, delta) "
+            f"certificate is wrong even where its mu and pure epsilon are right")
+
+
+__all__ = ["CERT_DELTAS", "certificate_message", "certificate_shortfall", "epsilon_floor"]
