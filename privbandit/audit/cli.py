@@ -100,6 +100,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _print_audit(heading: str, res, notes: bool = False) -> None:
+    """One white-box section of the report: its heading, summary, findings (and notes)."""
+    print(heading)
+    print(res.summary())
+    for f in res.findings:
+        print(f"- [{f.check}] {f.detail}")
+    for note in (res.notes if notes else ()):
+        print(f"- note: {note}")
+    print()
+
+
 def _plans(policy, n_arms: int, horizon: int) -> bool:
     """Whether runs of ``policy`` can plan rounds ahead (their class overrides ``PolicyRun.plan``)."""
     from privbandit.policies.base import PolicyRun
@@ -189,13 +200,7 @@ def run(args: argparse.Namespace) -> int:
         wb_reps = min(4 * tier["wb_budget"] // wb_horizon, -(-WB_RELEASES // per_rep))
     wb_reps = int(min(1024, max(32, wb_reps)))
     wb = whitebox_audit(policy, wb_horizon, k, wb_reps, seed=args.seed)
-    print("## White-box audit (coupled runs, every release traced)\n")
-    print(wb.summary())
-    for f in wb.findings:
-        print(f"- [{f.check}] {f.detail}")
-    for note in wb.notes:
-        print(f"- note: {note}")
-    print()
+    _print_audit("## White-box audit (coupled runs, every release traced)\n", wb, notes=True)
     print(wb.table())
     print()
     # the smoke tier tests the command, not the policy: a long run of twice the horizon, 8 replicates
@@ -205,22 +210,14 @@ def run(args: argparse.Namespace) -> int:
     # schedule replicates change a record on the policy's own release boundaries (probe run)
     wb_long = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False,
                              late_records=True, schedule_records=long["schedule"])
-    print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
-    print(wb_long.summary())
-    for f in wb_long.findings:
-        print(f"- [{f.check}] {f.detail}")
-    print()
+    _print_audit(f"## White-box audit, long run (exact checks only, T={long_horizon})\n", wb_long)
     # A policy that plans rounds ahead runs them through update_block in simulate, never in the runs
     # above (round by round, a deployment's path): one more long run takes the planned path.
     wb_plan = None
     if _plans(policy, k, long_horizon):
         wb_plan = whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 2, law=False,
                                  late_records=True, planned=True, schedule_records=long["schedule"])
-        print(f"## White-box audit, long run with planned rounds (update_block, T={long_horizon})\n")
-        print(wb_plan.summary())
-        for f in wb_plan.findings:
-            print(f"- [{f.check}] {f.detail}")
-        print()
+        _print_audit(f"## White-box audit, long run with planned rounds (update_block, T={long_horizon})\n", wb_plan)
 
     # 1b'. More arms and later rounds (round 11): a leak keyed to an arm index >= 3 or to K >= 5, and one
     # that waits past the long run's last round, are reached by one more coupled run each.
@@ -236,11 +233,7 @@ def run(args: argparse.Namespace) -> int:
     for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late)):
         if res is None:
             continue
-        print(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n")
-        print(res.summary())
-        for f in res.findings:
-            print(f"- [{f.check}] {f.detail}")
-        print()
+        _print_audit(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n", res)
 
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
@@ -263,13 +256,7 @@ def run(args: argparse.Namespace) -> int:
                      for i, shape in enumerate(("star", "redrawn"))}
         for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve),
                            ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"])):
-            print(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n")
-            print(res.summary())
-            for f in res.findings:
-                print(f"- [{f.check}] {f.detail}")
-            for note in res.notes:
-                print(f"- note: {note}")
-            print()
+            _print_audit(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n", res, notes=True)
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -459,23 +446,13 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
     # 2. Coupled white-box audit on contextual tapes, and its long, thin run (exact checks only).
     reps = int(min(CONTEXTUAL["max_replicates"], max(32, tier["wb_budget"] // horizon)))
     wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed)
-    print("## White-box audit (coupled runs on contextual tapes, every vector-tree node traced)\n")
-    print(wb.summary())
-    for f in wb.findings:
-        print(f"- [{f.check}] {f.detail}")
-    for note in wb.notes:
-        print(f"- note: {note}")
-    print()
+    _print_audit("## White-box audit (coupled runs on contextual tapes, every vector-tree node traced)\n", wb, notes=True)
     print(wb.table())
     print()
     long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * horizon))
     wb_long = contextual_whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
-    print(f"## White-box audit, long run (exact checks only, T={long_horizon})\n")
-    print(wb_long.summary())
-    for f in wb_long.findings:
-        print(f"- [{f.check}] {f.detail}")
-    print()
+    _print_audit(f"## White-box audit, long run (exact checks only, T={long_horizon})\n", wb_long)
 
     ledgers = [r for r in (tight, cheap) if r is not None]
     if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict):
