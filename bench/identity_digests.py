@@ -7,11 +7,15 @@ graph, contexts) are skipped and listed.
 Usage: ``PYTHONPATH=<tree> python bench/identity_digests.py out.json`` on each tree, then compare
 the JSON files (keys present in both must be equal).
 """
-import hashlib, sys, json
+import argparse, hashlib, json
 import numpy as np
 from privbandit import simulate
 from privbandit.envs import Bernoulli, RewardTable
 from privbandit.policies import REGISTRY
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("out", help="path of the JSON file to write (digests keyed by policy/seed)")
+args = parser.parse_args()
 
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 out = {}
@@ -36,5 +40,6 @@ for name in names:
         r = res.realized_epsilon
         h.update(np.nan_to_num(r if r is not None else np.zeros(1)).tobytes())
         out[f"{name}/{seed}"] = (ha, h.hexdigest()[:16])
-json.dump(out, open(sys.argv[1], "w"), indent=1)
+with open(args.out, "w") as fh:
+    json.dump(out, fh, indent=1)
 print(len(out), "digests;", "skipped (need an offer these environments do not make):", ", ".join(skipped) or "none")
