@@ -27,11 +27,13 @@ Validity at every delta (issue 12). Three numerical effects could make the PLD o
 * floating-point FFT rounding -- ``ifft(fft(p)^n)`` has absolute error of order n u log2(N) in total
   mass (relative error u log2 N per transform, multiplied n-fold by the power). It is not covered by
   dp-accounting, and at small deltas it dominates (it is why a Gaussian composition could certify
-  below exact GDP at delta 1e-11). We add ``rounding_margin()`` = 8 u log2(N) (sum of counts + number
-  of groups) to every delta and subtract it from the target delta of ``epsilon``; where the margin
-  reaches the target delta the PLD answers ``inf`` (the exact and closed-form accountants answer
-  there). The factor 8 is an engineering allowance over the observed error (measured at
-  1/300 of it against exact GDP, docs/accountants.md), not a proof.
+  below exact GDP at delta 1e-11). ``rounding_margin()`` is added to every delta and subtracted from
+  the target delta of ``epsilon``; where it reaches the target delta the PLD answers ``inf`` (the
+  exact and closed-form accountants answer there). With the fast engine (Laplace / Gaussian / GDP /
+  PureDP releases) the margin is a bound on the whole rounding error computed from the spectra,
+  proven under the FFT error model stated in :mod:`accountants.fastpld` (session 10). Through
+  dp-accounting (ApproxDP, DiscreteLaplace) it is still the allowance 8 u log2(N) (sum of counts +
+  number of groups): measured far above the observed error, not proven (docs/accountants.md).
 
 Bounded cost: :meth:`PLDAccountant.estimated_bins` predicts the grid size; above ``max_bins`` the
 accountant declines (``epsilon`` = inf, ``delta`` = 1) instead of running for minutes.
@@ -58,7 +60,7 @@ _MAX_POINT_EPSILON = 700.0  # PureDP / ApproxDP beyond this are unsupported (flo
 _MAX_BINS = 1 << 21  # beyond ~2M grid points a composition costs seconds per FFT: decline
 _TAIL_WIDTH = 20.0  # composed grid ~ this many loss spreads wide (measured ~17 with dp-accounting's bounds)
 _MANY_GROUPS = 32
-_FFT_MARGIN = 8.0 * 2.0 ** -52  # per self-composition power and per log2(N): see module docstring
+_FFT_MARGIN = 8.0 * 2.0 ** -52  # dp-accounting path only: per release and per log2(N), see module docstring
 
 
 def _loss_scale(leaf: LeafEvent) -> float:
@@ -183,8 +185,9 @@ class PLDAccountant(Accountant):
         return self.pld()
 
     def rounding_margin(self) -> float:
-        """The delta added for FFT rounding: 8 u log2(N) (sum of counts + groups); see the module doc.
-        (With the fast engine: its margin, which also holds the Chernoff wrap-around bound.)"""
+        """The delta added for FFT rounding (module doc). With the fast engine: its proven rounding
+        bound plus the Chernoff wrap-around bound; through dp-accounting: the allowance 8 u log2(N)
+        (sum of counts + groups), not proven."""
         engine = self._engine()
         if engine is None:
             return 0.0
