@@ -17,6 +17,8 @@ from scipy import fft as sfft
 from accountants import Gaussian, Laplace, PureDP
 from accountants.fastpld import ComposedPLD, leaf_pmf
 
+from tests.accountants.test_validity_round2 import _direct_power
+
 U = 2.0 ** -52
 
 
@@ -26,17 +28,6 @@ def _as_ints(masses):
     return np.array([int(Fraction(float(x)) * 2 ** e) for x in masses], dtype=object), e
 
 
-def _exact_power(ints, n):
-    out, base = np.array([1], dtype=object), ints
-    while n:
-        if n & 1:
-            out = np.convolve(out, base)
-        n >>= 1
-        if n:
-            base = np.convolve(base, base)
-    return out
-
-
 def _exact_l1_error(groups, h):
     """(exact l1 distance between the engine's masses and the exact circular composition, the bound)."""
     eng = ComposedPLD(groups, h, 1 << 20)
@@ -44,7 +35,7 @@ def _exact_l1_error(groups, h):
     for leaf, n in groups.items():
         lo, m, _ = leaf_pmf(leaf, h)
         ints, e = _as_ints(m)
-        total = np.convolve(total, _exact_power(ints, n))
+        total = np.convolve(total, _direct_power(ints, n))
         scale += e * n
         offset += lo * n
     folded = [0] * eng.n_fft  # linear composition folded onto the circular window (exactly)

@@ -86,7 +86,8 @@ def test_laplace_certificates_above_a_rigorous_lower_bound(groups, delta):
 
 
 def _direct_power(m, n):
-    out, base = np.ones(1), m
+    """m convolved with itself n times, directly (exactly for an object array of Python integers)."""
+    out, base = np.ones(1, dtype=m.dtype), m
     while n:
         if n & 1:
             out = np.convolve(out, base)
