@@ -218,3 +218,32 @@ def laplace_log_delta_lower(groups, eps: float, h: float, z: float = 12.0) -> fl
     # rounding in _tilt
     slack = 64 * U * (abs(theta) * float(np.abs(s[sel]).max()) + mgf_terms + 10)
     return val - slack - 1e-9
+
+
+def event_log_delta_lower(event, eps: float) -> float:
+    """A lower bound on log delta(eps) of the releases in ``event`` (an accountants Event): the larger
+    of its Laplace releases' rigorous bound (:func:`laplace_log_delta_lower`) and its Gaussian releases'
+    exact GDP value (mu composed in mpmath). Other leaves are left out, and each part alone is a lower
+    bound: a sub-composition is a post-processing of the whole, so its curve lies below. -inf if none."""
+    from accountants.events import Gaussian, Laplace
+
+    lap, mu2 = {}, mpmath.mpf(0)
+    for leaf, n in event.leaves():
+        if type(leaf) is Laplace:
+            e0 = leaf.sensitivity / leaf.scale  # rounded: nudged down below, so the loss only shrinks
+            e0 = math.nextafter(e0, 0.0)
+            lap[e0] = lap.get(e0, 0) + n
+        elif type(leaf) is Gaussian:
+            mu2 += n * (mpmath.mpf(leaf.sensitivity) / mpmath.mpf(leaf.sigma)) ** 2
+    best = -math.inf
+    if mu2 > 0:
+        d = gdp_delta(mpmath.sqrt(mu2), eps)
+        if d > 0:
+            best = float(mpmath.log(d))
+    if lap:
+        groups = sorted(lap.items())
+        spread = math.sqrt(sum(n * e0 * e0 for e0, n in groups))
+        e0min = groups[0][0]
+        h = e0min / 2.0 ** max(5, math.ceil(math.log2(e0min * 5e3 / spread)))
+        best = max(best, laplace_log_delta_lower(groups, eps, h))
+    return best
