@@ -376,15 +376,21 @@ class ComposedPLD:
         if len(ok) == 0:
             return math.inf
         j = int(ok[0])
-        if j == 0:
-            return max(0.0, float(losses[0]))
-        i = j - 1  # on (eps_i, eps_j]: finite delta = A_i - e^{eps - eps_i} S_i
-        eps = float(losses[j])
-        if s[i] > 0 and a_suffix[i] > target:
-            eps = min(eps, max(float(losses[i]), float(losses[i]) + math.log((a_suffix[i] - target) / s[i])))
-        eps = min(eps + abs(eps) * 1e-12 + 1e-15, float(losses[j]))
-        step = max(abs(eps), 1e-9) * 1e-12
-        while eps < float(losses[j]) and self.delta(eps) > delta:
-            eps = min(eps + step, float(losses[j]))
-            step *= 2.0
+        eps = max(0.0, float(losses[j]))
+        if j > 0:
+            i = j - 1  # on (eps_i, eps_j]: finite delta = A_i - e^{eps - eps_i} S_i
+            if s[i] > 0 and a_suffix[i] > target:
+                eps = min(eps, max(float(losses[i]), float(losses[i]) + math.log((a_suffix[i] - target) / s[i])))
+            eps = min(eps + abs(eps) * 1e-12 + 1e-15, float(losses[j]))
+            step = max(abs(eps), 1e-9) * 1e-12
+            while eps < float(losses[j]) and self.delta(eps) > delta:
+                eps = min(eps + step, float(losses[j]))
+                step *= 2.0
+        # :meth:`delta` decides: the grid point selected above by cumulative sums can lie 1e-14 relative
+        # above the target there (Laplace(10) * 100: 108 of 400 constructed targets on 4a5d28b)
+        while self.delta(eps) > delta:
+            j += 1
+            if j >= len(losses):
+                return math.inf
+            eps = max(eps, float(losses[j]))
         return max(0.0, eps)
