@@ -383,7 +383,9 @@ class ComposedPLD:
                 eps = min(eps, max(float(losses[i]), float(losses[i]) + math.log((a_suffix[i] - target) / s[i])))
             eps = min(eps + abs(eps) * 1e-12 + 1e-15, float(losses[j]))
             step = max(abs(eps), 1e-9) * 1e-12
-            while eps < float(losses[j]) and self.delta(eps) > delta:
+            while eps < float(losses[j]):
+                if self.delta(eps) <= delta:
+                    return max(0.0, eps)  # verified inside the grid step
                 eps = min(eps + step, float(losses[j]))
                 step *= 2.0
         # :meth:`delta` decides: the grid point selected above by cumulative sums can lie 1e-14 relative
