@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandit.mechanisms._kernels import binary_commit, binary_prepare, count_items, gather_add, kernel, log_commit, \
-    reset_rows, split_blocks
+from privbandit.mechanisms._kernels import _add_parts_flat, binary_commit, binary_prepare, count_items_flat, kernel, \
+    log_commit, reset_rows, split_blocks
 
 
 @kernel
@@ -49,13 +49,14 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
                            nodes: np.ndarray, f: np.ndarray, r: np.ndarray, m: np.ndarray, scale: np.ndarray,
                            new: np.ndarray, dropped: np.ndarray, level: np.ndarray,
                            limit: int) -> tuple[int, int, int, int]:
-    """An insert's first step: count one item into each stream (``count_items``: new counts ``o``,
+    """An insert's first step: count one item into each stream (``count_items_flat`` at the streams'
+    flat index ``f``, which indexes the (R, K) ``count`` as it does the core's rows: new counts ``o``,
     ``flush`` where o = 2^j - 1, the logarithmic part's release); when no stream flushes (most
     inserts: a stream flushes log2 of its count times), every item goes to the binary part, whose
     first kernel (:func:`hh_split_binary_prepare`) runs in the same call. Returns (how many flush,
     then ``hh_split_binary_prepare``'s (top, min r, max r), or zeros when some stream flushes and
     the caller routes the items itself)."""
-    n_flush = count_items(count, rr, kk, 1, o, flush)
+    n_flush = count_items_flat(count, f, 1, o, flush)
     if n_flush:
         return n_flush, 0, 0, 0
     top, r_min, r_max = hh_split_binary_prepare(pending, block, rr, kk, v, epsilon, tau, nodes, f, r, m, scale, new,
@@ -67,12 +68,13 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
 def hh_split_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
                            noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
                            offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
-                           noisy_sum: np.ndarray, log_sum: np.ndarray, rr: np.ndarray, kk: np.ndarray) -> None:
+                           noisy_sum: np.ndarray, log_sum: np.ndarray) -> None:
     """After the nodes' release ``noisy``: the binary core's commit (``binary_commit``: new nodes,
-    totals ``out``, footprints ``lo``, ``hi``, ``node``), then each stream's output
-    ``noisy_sum`` = its logarithmic part + its binary total (``gather_add``)."""
+    totals (copied into ``out`` unless it is empty), footprints ``lo``, ``hi``, ``node``), then each
+    stream's output ``noisy_sum`` = its logarithmic part + its binary total (``_add_parts_flat``
+    from the core's totals: ``f`` indexes the (R, K) ``noisy_sum`` and ``log_sum`` too)."""
     binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, out, lo, hi, node)
-    gather_add(noisy_sum, log_sum, rr, kk, out)
+    _add_parts_flat(noisy_sum, log_sum, total, f)
 
 
 @kernel

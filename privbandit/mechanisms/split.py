@@ -18,7 +18,7 @@ from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, St
                                          partition, popcount, positive, probability, whole)
 from privbandit.mechanisms._split_kernels import (hh_split_binary_commit, hh_split_binary_prepare, hh_split_count_prepare,
                                                   hh_split_log_commit)
-from privbandit.mechanisms.hybrid import two_part_schedule
+from privbandit.mechanisms.hybrid import _NO_OUT, two_part_schedule
 
 
 class SplitMechanism(StreamMechanism):
@@ -64,7 +64,7 @@ class SplitMechanism(StreamMechanism):
         f = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         o, flush, scratch = self._scratch_for(n)
-        r, m, new, dropped, level, _ = scratch
+        r, m, new, dropped, level = scratch
         scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
         # count the items (flush at o = 2^j - 1); when none flushes -- most rounds -- the binary part's
         # first kernel runs in the same call
@@ -90,10 +90,11 @@ class SplitMechanism(StreamMechanism):
             scratch = self._scratch = _Scratch()
         got = scratch.by_size.get(n)
         if got is None:
-            # the counts o and flush flags, then the binary part's r, m, new, dropped, level, out
+            # the counts o and flush flags, then the binary part's r, m, new, dropped, level (the new
+            # binary totals are read from the core's, not copied out)
             got = scratch.by_size[n] = (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool),
                                         (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n),
-                                         np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)))
+                                         np.empty(n), np.empty(n, dtype=np.int64)))
         return got
 
     def _flush(self, f, rr, kk, o, v) -> None:
@@ -118,7 +119,7 @@ class SplitMechanism(StreamMechanism):
         f = core.rows(f)
         v = np.ascontiguousarray(v, dtype=float)
         scratch = self._scratch_for(n)[2]
-        r, m, new, dropped, level, _ = scratch
+        r, m, new, dropped, level = scratch
         scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
         top, r_min, r_max = hh_split_binary_prepare.at(n)(self._pending, self.r, rr, kk, v, self.epsilon,
                                                           core._tau_flat, core._node_rows, f, r, m, scale, new,
@@ -130,7 +131,7 @@ class SplitMechanism(StreamMechanism):
         results are ``scratch``, ``scale`` and (top, min r, max r)): the nodes' release and commit."""
         n = rr.size
         core = self._core
-        r, m, new, dropped, level, out = scratch
+        r, m, new, dropped, level = scratch
         if top > core.levels:  # nothing written but the levels: grow, then the same call
             core._grow(top)
             top, r_min, r_max = hh_split_binary_prepare.at(n)(self._pending, self.r, rr, kk, v, self.epsilon,
@@ -146,7 +147,7 @@ class SplitMechanism(StreamMechanism):
             base, offsets = 0, m
         noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
         hh_split_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy, dropped,
-                                     level, top, base, offsets, out, lo, hi, node, self.noisy_sum, self.c, rr, kk)
+                                     level, top, base, offsets, _NO_OUT, lo, hi, node, self.noisy_sum, self.c)
         self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
 
     def _leaf(self, scale: float) -> LeafEvent:

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from privbandit.policies._ts_kernels import beta_argmax
 from privbandit.policies.base import Policy, PolicyRun, check_arms, check_rewards
 
 
@@ -151,7 +152,9 @@ class _TSNRun(_CountingRun):
         self.beta = np.ones((replicates, n_arms))
 
     def choose(self, t, graph):
-        leaders = self.rng.beta(self.alpha, self.beta).argmax(axis=1)
+        # rng.beta(alpha, beta).argmax(axis=1): the same draws on the same stream, from one compiled
+        # kernel where the kernels run compiled (privbandit.policies._ts_kernels.beta_argmax)
+        leaders = beta_argmax(self.rng, self.alpha, self.beta)
         if not self.maxn:
             return leaders
         return best_in_neighbourhood(graph, leaders, empirical_means(self.sums, self.counts))

@@ -105,3 +105,17 @@ def test_a_malformed_offered_graph_is_rejected():
 
     with pytest.raises(ValueError, match="offer.graph"):
         run.select(1, Offer())
+
+
+@pytest.mark.parametrize("replicates", [1, 60])
+def test_ts_n_draws_exactly_numpy_beta_on_its_stream(replicates):
+    """TS-N's leaders are ``rng.beta(alpha, beta).argmax(axis=1)`` on the run's own generator, through
+    the compiled Beta kernel where it runs (privbandit.policies._ts_kernels.beta_argmax): the same
+    leaders and the same stream afterwards as numpy's array call, at states of a real run."""
+    env = GraphFeedback(Bernoulli(np.linspace(0.1, 0.9, 12)), ErdosRenyi(12, 0.3))
+    run, *_ = drive_graph(TSN(), env, 80, replicates, seed=5)
+    graph = env.graph
+    for seed in range(3):
+        run.rng, ref = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert np.array_equal(run.choose(81, graph), ref.beta(run.alpha, run.beta).argmax(axis=1))
+        assert run.rng.bit_generator.state == ref.bit_generator.state
