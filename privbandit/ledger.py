@@ -90,6 +90,14 @@ _HEAD_MIN_ROWS = 1024
 # Pulled entries (one row per replicate) longer than this have their tracked rows sliced entry by entry
 # at a drain; shorter ones are concatenated whole and sliced once (measured break-even ~100-150 rows).
 _SLICE_MIN_ROWS = 128
+# Per-record totals are kept between realized-spend queries (see Ledger._kept_totals) once a query sums
+# at least this many positions per stream: below it a stream's few numpy calls cost more than summing
+# every stream at once.
+_KEEP_MIN_TOP = 512
+# ... and while the kept totals of the statistics in use would take at most this many bytes (they hold
+# as many values as the difference arrays' written positions, so they at most double the ledger's memory).
+_KEEP_MAX_BYTES = 64 * 2 ** 20
+_FAR = np.iinfo(np.int64).max  # "no position written" in the per-stream lowest-write marks
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -355,9 +363,36 @@ class Ledger:
         # every noted record in _round_chunks).
         self._rounds: np.ndarray | None = None
         self._round_chunks: list[np.ndarray] = []
+        self._unkept()
+        # Per tracked stream (cell r * K + k): one past the highest position any release wrote its
+        # difference at (0: none), so that kept totals are summed only where a stream has records in
+        # releases; None when unknown (an unpickled ledger: the query then sums up to top).
+        self._end: np.ndarray | None = np.zeros(self._n_tracked * self.streams, dtype=np.int64)
+
+    def _unkept(self) -> None:
+        """Drop the per-record totals kept between queries (see :meth:`_kept_totals`): derived
+        state, rebuilt by the next query, never pickled."""
+        # statistic -> (R_tracked * K, capacity) per-record totals, each stream's a contiguous row
+        self._kept: dict[int, np.ndarray] = {}
+        # statistic -> (R_tracked * K,) how many leading positions of each stream's row are current
+        self._kept_ok: dict[int, np.ndarray] = {}
+        # (R_tracked * K,) the lowest position written since the kept rows were last brought up to
+        # date (_FAR: none); None while nothing is kept (then there is nothing to invalidate)
+        self._low: np.ndarray | None = None
+
+    def __getstate__(self) -> dict:
+        # the kept totals and the per-stream marks are derived from the difference arrays (a query
+        # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
+        # existed (deployments compare snapshot digests, privbandit.deploy)
+        state = dict(self.__dict__)
+        for key in ("_kept", "_kept_ok", "_low", "_end"):
+            state.pop(key, None)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._unkept()
+        self._end = None  # (not pickled) unknown: queries sum every stream up to top
         # Unpickled arrays carry an equal but distinct dtype object, which sends np.add.at down
         # numpy's generic path (measured ~30x slower on the difference arrays): views with the
         # canonical float64 dtype hold the same values, bit for bit.
@@ -413,6 +448,9 @@ class Ledger:
             tags = np.zeros((cap, n_tracked, self.streams), dtype=np.int32)
             tags[: self._capacity] = self._rounds[:, :n_tracked]
             self._rounds = tags
+        self._unkept()  # rows of the old capacity (rebuilt by the next query)
+        if self._end is not None:  # the first cells are the first replicates' streams: kept as they are
+            self._end = self._end[: n_tracked * self.streams]
         self._capacity = cap
         self._n_tracked = n_tracked
 
@@ -883,6 +921,10 @@ class Ledger:
         self._marked[0] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
+        if self._end is not None:
+            np.maximum.at(self._end, cells, hi + 1)
+        if self._low is not None:  # every cell's position 0 took its bincount (zeros included)
+            self._low[:] = 0
 
     def _scatter(self, kind, cells, lo, hi, par, sen, repeat: int = 1) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
@@ -907,6 +949,11 @@ class Ledger:
         self._top = max(self._top, int(hi.max()))
         if self._from_zero and lo.any():
             self._from_zero = False
+        # the streams' written extents, for the kept totals (repeat > 1: every entry covers all cells)
+        if self._end is not None:
+            np.maximum.at(self._end, cells, hi + 1 if repeat == 1 else int(hi.max()) + 1)
+        if self._low is not None:
+            np.minimum.at(self._low, cells, lo if repeat == 1 else int(lo.min()))
 
     def _stat_diff(self, stat: int) -> np.ndarray:
         """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
@@ -1052,6 +1099,9 @@ class Ledger:
         self._settle()
         rows = self._distinct_rows() if distinct else None
         n_rows = self._top if rows is None else rows.size
+        if rows is None and self._keeps():
+            return [self._kept_totals(stat) if stat in self._diff else np.zeros((self._n_tracked, self.streams, n_rows))
+                    for stat in stats]
         out = []
         for stat in stats:
             if stat in self._diff:
@@ -1065,6 +1115,58 @@ class Ledger:
                 out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
+        return out
+
+    def _keeps(self) -> bool:
+        """Whether :meth:`_totals` answers from kept per-record totals (see :meth:`_kept_totals`):
+        long enough streams, and kept rows within _KEEP_MAX_BYTES; otherwise nothing is kept."""
+        if self._top >= _KEEP_MIN_TOP and self._n_tracked * self.streams * self._top * 8 * len(self._diff) <= _KEEP_MAX_BYTES:
+            return True
+        if self._kept:
+            self._unkept()
+        return False
+
+    def _kept_totals(self, stat: int) -> np.ndarray:
+        """``_totals(stat)``, (R_tracked, K, top), from per-record totals kept between queries: each
+        stream's row is brought up to date from the lowest position written since the last query
+        (earlier totals are unchanged: a record's total is the sequential sum of the differences up to
+        it), and summed only up to the stream's last written position -- beyond it every difference is
+        +0.0, so every later record holds that total + 0.0 (the same bits as the sequential sum, which
+        adds those zeros one by one; + 0.0 only turns -0.0 into +0.0, once). A stream's row is
+        recomputed as ``cumsum([total[start - 1] + d[start], d[start + 1], ...])``, the very additions
+        of ``np.cumsum`` over the whole column, in the same order: the same totals, bit for bit
+        (tests/privbandit/test_ledger_paths.py). The checkpoints' queries of a run then cost what was
+        released since the previous one, not every record again (the last of 8 read every tracked
+        record: 5-10% of a DP-UCB run, docs/benchmarks.md session 9).
+
+        Returns a read-only view of the kept rows."""
+        n_cells, top = self._n_tracked * self.streams, self._top
+        if self._low is None:
+            self._low = np.full(n_cells, _FAR, dtype=np.int64)
+        elif self._low.min() < _FAR:  # writes since the rows were last brought up to date
+            for ok in self._kept_ok.values():
+                np.minimum(ok, self._low, out=ok)
+            self._low.fill(_FAR)
+        kept = self._kept.get(stat)
+        if kept is None:  # zeros: pages are committed only where rows are written (up to top)
+            kept = self._kept[stat] = np.zeros((n_cells, self._capacity))
+            self._kept_ok[stat] = np.zeros(n_cells, dtype=np.int64)
+        ok = self._kept_ok[stat]
+        diff = self._diff[stat].reshape(self._capacity + 1, n_cells)  # a view: (position, cell)
+        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
+        for c in np.flatnonzero(ok < top).tolist():
+            start, stop, row = int(ok[c]), int(end[c]), kept[c]
+            if start < stop:
+                seg = row[start:stop]
+                seg[:] = diff[start:stop, c]
+                if start:
+                    seg[0] += row[start - 1]
+                np.cumsum(seg, out=seg)
+            if stop < top:  # the tail: the last written position's total + 0.0 (0.0: none written)
+                row[max(start, stop):top] = (float(row[stop - 1]) if stop else 0.0) + 0.0
+        ok[ok < top] = top
+        out = kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top]
+        out.flags.writeable = False
         return out
 
     def _distinct_rows(self) -> np.ndarray | None:

@@ -578,3 +578,68 @@ def test_queries_leave_the_difference_arrays_unchanged(R, K):
         assert diff.tobytes() == before[stat].tobytes()
     assert led._totals_at((ledger_mod._S_EPS,), np.zeros(1, np.int64), np.zeros(1, np.int64), np.array([1]))[0][0] \
         == led._totals(ledger_mod._S_EPS, distinct=True)[0][0, 0, 1]
+
+
+def _full_totals(led: Ledger, stat: int) -> np.ndarray:
+    """The per-record totals by definition: the sequential sums of the whole difference column."""
+    diff = led._diff[stat][: led._top]
+    return np.cumsum(np.array(np.moveaxis(diff, 0, 2), order="C"), axis=2)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_totals_equal_the_sums_of_every_record(monkeypatch, seed):
+    """Per-record totals kept between queries (brought up to date per stream from the lowest position
+    written since, summed up to the stream's last written position, the rest its total + 0.0) equal
+    the sequential sums of every difference, bit for bit: queries between drains of releases that
+    reach back to earlier positions (tree nodes), streams left idle, a statistic first used late, a
+    pickled ledger (whose per-stream extents are not kept) and growth."""
+    monkeypatch.setattr(ledger_mod, "_KEEP_MIN_TOP", 4)
+    rng = np.random.default_rng(seed)
+    R, K = 5, 3
+    led = Ledger(R, K, track_replicates=3, capacity=16)
+    counts = np.zeros((R, K), dtype=np.int64)
+    kept_queries = 0
+    for step in range(40):
+        for _ in range(int(rng.integers(1, 30))):
+            mask = rng.random((R, K)) < (0.8 if step % 5 else 0.1)
+            mask[:, K - 1] &= step < 10 or step > 30  # a stream idle for a while
+            counts[mask] += 1
+            rr, kk = np.nonzero(mask)
+            if rr.size == 0:
+                continue
+            hi = counts[rr, kk]
+            lo = np.maximum(hi - rng.integers(1, 2 ** int(rng.integers(1, 7)), rr.size), 0)  # reaching back
+            if step > 20 and step % 4 == 0:  # a statistic first used late
+                led.record_gaussian(rr, kk, lo, hi, rng.uniform(1.0, 3.0, rr.size), 1.0, mechanism="g")
+            else:
+                led.record_laplace(rr, kk, lo, hi, rng.uniform(0.5, 4.0, rr.size), 1.0, mechanism="m")
+        if step == 25:
+            led = pickle.loads(pickle.dumps(led))
+        led._settle()
+        kept_queries += led._keeps()
+        stats = sorted(led._diff)
+        got = led._totals(*stats)
+        for stat, totals in zip(stats, got):
+            assert totals.tobytes() == _full_totals(led, stat).tobytes(), (step, stat)
+        eps, pure, mu = led.realized_epsilon(1e-6), led.realized_pure_epsilon(), led.realized_mu()
+        plain = pickle.loads(pickle.dumps(led))  # nothing kept
+        with monkeypatch.context() as m:
+            m.setattr(ledger_mod, "_KEEP_MIN_TOP", 2 ** 62)  # every record summed again
+            assert not plain._keeps() and not plain._kept
+            assert eps.tobytes() == plain.realized_epsilon(1e-6).tobytes()
+            assert pure.tobytes() == plain.realized_pure_epsilon().tobytes()
+            assert mu.tobytes() == plain.realized_mu().tobytes()
+    assert led._capacity > 16 and kept_queries >= 30
+
+
+def test_kept_totals_are_not_pickled_and_not_writable():
+    """The kept totals are derived state: a ledger pickles to the same bytes whether or not a query
+    kept them, and callers get read-only views."""
+    led = Ledger(2, 2, capacity=1024)
+    for t in range(1, 700):
+        led.record_laplace([0, 1], [t % 2, 0], t - 1, t, 2.0, 1.0, mechanism="m")
+    led._settle()
+    before = pickle.dumps(led)
+    (totals,) = led._totals(ledger_mod._S_EPS)
+    assert led._kept and not totals.flags.writeable
+    assert pickle.dumps(led) == before
