@@ -160,10 +160,26 @@ def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
     array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
     at once, long ones' sliced one by one (copying every row of many replicates to keep a few costs
     more than a slice per entry)."""
-    if length <= _SLICE_MIN_ROWS and set(map(type, values)) == {np.ndarray} and all([v.ndim for v in values]):
+    types = set(map(type, values))
+    if np.ndarray not in types:  # one value per entry (a scale, sensitivity 1): no per-entry Python
+        if values.count(values[0]) == len(values):  # (list.count matches the same object by identity first)
+            return np.full(len(values) * n, values[0], dtype=dtype)
+        return np.repeat(np.asarray(values, dtype=dtype), n)
+    if length <= _SLICE_MIN_ROWS and types == {np.ndarray} and all([v.ndim for v in values]):
         return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
-    heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
-    return _flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)  # (rows: their sizes only)
+    vector = [type(v) is np.ndarray and v.ndim > 0 for v in values]
+    if all(vector):
+        return np.concatenate([v[:n] for v in values], dtype=dtype, casting="unsafe")
+    # arrays for some entries, one value for others (DP-UCB-Bound's scales: one per block, an array
+    # when the replicates' blocks differ): each kind gathered at once into its rows
+    arrays = [i for i, is_vector in enumerate(vector) if is_vector]
+    ones = [i for i, is_vector in enumerate(vector) if not is_vector]
+    out = np.empty((len(values), n), dtype=dtype)
+    out[arrays] = (np.concatenate([values[i] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, length)[:, :n]
+                   if length <= _SLICE_MIN_ROWS else
+                   np.concatenate([values[i][:n] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, n))
+    out[ones] = np.asarray([values[i] for i in ones], dtype=dtype)[:, None]
+    return out.reshape(-1)
 
 
 def _first_rows(fields: tuple, m: int) -> tuple:
@@ -364,6 +380,7 @@ class Ledger:
         self._rounds: np.ndarray | None = None
         self._round_chunks: list[np.ndarray] = []
         self._unkept()
+        self._columns_cache: dict[float, tuple[float, float]] = {}  # see _distinct_columns; not pickled
         # Per tracked stream (cell r * K + k): one past the highest position any release wrote its
         # difference at (0: none), so that kept totals are summed only where a stream has records in
         # releases; None when unknown (an unpickled ledger: the query then sums up to top).
@@ -385,7 +402,7 @@ class Ledger:
         # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
         # existed (deployments compare snapshot digests, privbandit.deploy)
         state = dict(self.__dict__)
-        for key in ("_kept", "_kept_ok", "_low", "_end"):
+        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache"):
             state.pop(key, None)
         return state
 
@@ -393,6 +410,7 @@ class Ledger:
         self.__dict__.update(state)
         self._unkept()
         self._end = None  # (not pickled) unknown: queries sum every stream up to top
+        self._columns_cache = {}
         # Unpickled arrays carry an equal but distinct dtype object, which sends np.add.at down
         # numpy's generic path (measured ~30x slower on the difference arrays): views with the
         # canonical float64 dtype hold the same values, bit for bit.
@@ -531,17 +549,39 @@ class Ledger:
             # conversions are evaluated on the distinct epsilons and gathered. They are elementwise
             # (numpy's and scipy's loops give each element the same bits wherever it sits in the
             # array: tests/privbandit/test_ledger_paths.py), so every release gets the same values.
-            u, inverse = np.unique(eps, return_inverse=True)
+            # (the inverse by bisection: np.unique's own return_inverse costs ~5x the sort here)
+            u = np.unique(eps)
             if 4 * u.size > n:  # mostly distinct: the gather would cost more than it saves
-                u, inverse = eps, None
-            mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(u)) ** 2, u * np.tanh(u / 2.0)
-            if inverse is not None:
+                mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2, eps * np.tanh(eps / 2.0)
+            else:
+                inverse = np.searchsorted(u, eps)
+                mu2, tanh = self._distinct_columns(u)
                 mu2, tanh = mu2[inverse], tanh[inverse]
             return {_S_EPS: eps, _S_MU2: mu2, _S_EPS2: eps ** 2, _S_TANH: tanh}
         if kind == _KIND_GAUSSIAN:
             return {_S_MU2: (s / p) ** 2, _S_GAUSS: 1.0}
         # zCDP: no pure epsilon and no GDP mu, only rho
         return {_S_RHO: (s / p) ** 2 / 2.0, _S_GAUSS: 1.0}
+
+    def _distinct_columns(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mu^2, eps tanh(eps/2)) of the distinct epsilons ``u`` as :meth:`_leaf_columns` evaluates
+        them on arrays, each epsilon's pair evaluated once per ledger and kept: a run's drains
+        see the same few epsilons again and again (DP-UCB-Bound: one scale per block), and the GDP
+        conversion's special functions cost ~0.1-0.2 ms a drain. The functions are elementwise, so
+        a pair evaluated among other epsilons has the bits it has here (the test of
+        _leaf_columns' gather)."""
+        cache = self._columns_cache
+        keys = u.tolist()
+        missing = [x for x in keys if x not in cache]
+        if missing:
+            if len(cache) + len(missing) > 4096:  # e.g. interval releases: one eps per count
+                cache.clear()
+                missing = keys
+            m = np.array(missing)
+            mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(m)) ** 2, m * np.tanh(m / 2.0)
+            cache.update(zip(missing, zip(mu2.tolist(), tanh.tolist())))
+        mu2, tanh = np.array([cache[x] for x in keys]).T
+        return mu2, tanh
 
     def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, fresh: bool = False) -> None:
         """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
@@ -730,8 +770,14 @@ class Ledger:
             if heads.count(_LAYOUT_PULLED) == len(heads):
                 self._drain_pulled(sparse)
                 return
-            # mixed with other entries: a pulled entry's head is its first rows
-            sparse = [(*e[:7], _first_rows(e[1:7], min(n_start, R))) if e[7] is _LAYOUT_PULLED else e
+            # mixed with other entries: a pulled entry's head is its first rows; and when only a few
+            # entries kept no head (a round's inserts split between two releases, as DP-UCB-Bound's
+            # at a power-of-two count), theirs are selected now, row by row, so that the drain takes
+            # the heads instead of flattening every entry's rows (the same rows in the same order)
+            m = min(n_start, R)
+            exact = 4 * heads.count(None) <= len(heads)
+            sparse = [(*e[:7], _first_rows(e[1:7], m)) if e[7] is _LAYOUT_PULLED
+                      else (*e[:7], self._head_of(*e[1:7], exact=True)) if exact and e[7] is None else e
                       for e in sparse]
             heads = tuple(e[7] for e in sparse)
         n_grid = 0

@@ -380,10 +380,13 @@ def test_leaf_columns_on_distinct_epsilons_equal_the_elementwise_values(seed):
         pool = np.concatenate([1.0 / rng.integers(1, 300, 6), rng.uniform(1e-3, 6.0, 3)])
         scale = 1.0 / rng.choice(pool, n)
         sens = np.where(rng.random(n) < 0.5, 1.0, 0.5)
-        columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
         eps = sens / scale
-        assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
-        assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+        # twice: the second time (and the later sizes) from the pairs the ledger keeps per epsilon
+        for _ in range(2):
+            columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
+            assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
+            assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+    assert led._columns_cache
 
 
 def test_unpickled_difference_arrays_take_the_canonical_dtype():
@@ -643,3 +646,24 @@ def test_kept_totals_are_not_pickled_and_not_writable():
     (totals,) = led._totals(ledger_mod._S_EPS)
     assert led._kept and not totals.flags.writeable
     assert pickle.dumps(led) == before
+
+
+@pytest.mark.parametrize("length", [5, 128, 129, 300])
+def test_leading_rows_equal_the_flattened_heads(length):
+    """A drain's first rows of pulled entries -- fields all arrays, all one value per entry (the same
+    or different), or a mix with 0-d arrays among them -- equal the flattening of each entry's head."""
+    rng = np.random.default_rng(length)
+    n = 3
+    cases = [
+        tuple(rng.uniform(0.5, 4.0, length) for _ in range(9)),
+        (2.0,) * 9,
+        tuple(float(x) for x in rng.uniform(0.5, 4.0, 9)),
+        tuple(rng.uniform(0.5, 4.0, length) if i % 3 else 1.5 + i for i in range(9)),
+        tuple(np.asarray(7.0) if i == 4 else rng.integers(0, 50, length) if i % 2 else i for i in range(9)),
+    ]
+    for values in cases:
+        for dtype in (float, np.int64):
+            heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
+            want = ledger_mod._flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)
+            got = ledger_mod._leading_rows(values, length, n, dtype)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
