@@ -90,6 +90,14 @@ _HEAD_MIN_ROWS = 1024
 # Pulled entries (one row per replicate) longer than this have their tracked rows sliced entry by entry
 # at a drain; shorter ones are concatenated whole and sliced once (measured break-even ~100-150 rows).
 _SLICE_MIN_ROWS = 128
+# Per-record totals are kept between realized-spend queries (see Ledger._kept_totals) once a query sums
+# at least this many positions per stream: below it a stream's few numpy calls cost more than summing
+# every stream at once.
+_KEEP_MIN_TOP = 512
+# ... and while the kept totals of the statistics in use would take at most this many bytes (they hold
+# as many values as the difference arrays' written positions, so they at most double the ledger's memory).
+_KEEP_MAX_BYTES = 64 * 2 ** 20
+_FAR = np.iinfo(np.int64).max  # "no position written" in the per-stream lowest-write marks
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -152,10 +160,26 @@ def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
     array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
     at once, long ones' sliced one by one (copying every row of many replicates to keep a few costs
     more than a slice per entry)."""
-    if length <= _SLICE_MIN_ROWS and set(map(type, values)) == {np.ndarray} and all([v.ndim for v in values]):
+    types = set(map(type, values))
+    if np.ndarray not in types:  # one value per entry (a scale, sensitivity 1): no per-entry Python
+        if values.count(values[0]) == len(values):  # (list.count matches the same object by identity first)
+            return np.full(len(values) * n, values[0], dtype=dtype)
+        return np.repeat(np.asarray(values, dtype=dtype), n)
+    if length <= _SLICE_MIN_ROWS and types == {np.ndarray} and all([v.ndim for v in values]):
         return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
-    heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
-    return _flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)  # (rows: their sizes only)
+    vector = [type(v) is np.ndarray and v.ndim > 0 for v in values]
+    if all(vector):
+        return np.concatenate([v[:n] for v in values], dtype=dtype, casting="unsafe")
+    # arrays for some entries, one value for others (DP-UCB-Bound's scales: one per block, an array
+    # when the replicates' blocks differ): each kind gathered at once into its rows
+    arrays = [i for i, is_vector in enumerate(vector) if is_vector]
+    ones = [i for i, is_vector in enumerate(vector) if not is_vector]
+    out = np.empty((len(values), n), dtype=dtype)
+    out[arrays] = (np.concatenate([values[i] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, length)[:, :n]
+                   if length <= _SLICE_MIN_ROWS else
+                   np.concatenate([values[i][:n] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, n))
+    out[ones] = np.asarray([values[i] for i in ones], dtype=dtype)[:, None]
+    return out.reshape(-1)
 
 
 def _first_rows(fields: tuple, m: int) -> tuple:
@@ -355,9 +379,38 @@ class Ledger:
         # every noted record in _round_chunks).
         self._rounds: np.ndarray | None = None
         self._round_chunks: list[np.ndarray] = []
+        self._unkept()
+        self._columns_cache: dict[float, tuple[float, float]] = {}  # see _distinct_columns; not pickled
+        # Per tracked stream (cell r * K + k): one past the highest position any release wrote its
+        # difference at (0: none), so that kept totals are summed only where a stream has records in
+        # releases; None when unknown (an unpickled ledger: the query then sums up to top).
+        self._end: np.ndarray | None = np.zeros(self._n_tracked * self.streams, dtype=np.int64)
+
+    def _unkept(self) -> None:
+        """Drop the per-record totals kept between queries (see :meth:`_kept_totals`): derived
+        state, rebuilt by the next query, never pickled."""
+        # statistic -> (R_tracked * K, capacity) per-record totals, each stream's a contiguous row
+        self._kept: dict[int, np.ndarray] = {}
+        # statistic -> (R_tracked * K,) how many leading positions of each stream's row are current
+        self._kept_ok: dict[int, np.ndarray] = {}
+        # (R_tracked * K,) the lowest position written since the kept rows were last brought up to
+        # date (_FAR: none); None while nothing is kept (then there is nothing to invalidate)
+        self._low: np.ndarray | None = None
+
+    def __getstate__(self) -> dict:
+        # the kept totals and the per-stream marks are derived from the difference arrays (a query
+        # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
+        # existed (deployments compare snapshot digests, privbandit.deploy)
+        state = dict(self.__dict__)
+        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache"):
+            state.pop(key, None)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._unkept()
+        self._end = None  # (not pickled) unknown: queries sum every stream up to top
+        self._columns_cache = {}
         # Unpickled arrays carry an equal but distinct dtype object, which sends np.add.at down
         # numpy's generic path (measured ~30x slower on the difference arrays): views with the
         # canonical float64 dtype hold the same values, bit for bit.
@@ -413,6 +466,9 @@ class Ledger:
             tags = np.zeros((cap, n_tracked, self.streams), dtype=np.int32)
             tags[: self._capacity] = self._rounds[:, :n_tracked]
             self._rounds = tags
+        self._unkept()  # rows of the old capacity (rebuilt by the next query)
+        if self._end is not None:  # the first cells are the first replicates' streams: kept as they are
+            self._end = self._end[: n_tracked * self.streams]
         self._capacity = cap
         self._n_tracked = n_tracked
 
@@ -493,17 +549,39 @@ class Ledger:
             # conversions are evaluated on the distinct epsilons and gathered. They are elementwise
             # (numpy's and scipy's loops give each element the same bits wherever it sits in the
             # array: tests/privbandit/test_ledger_paths.py), so every release gets the same values.
-            u, inverse = np.unique(eps, return_inverse=True)
+            # (the inverse by bisection: np.unique's own return_inverse costs ~5x the sort here)
+            u = np.unique(eps)
             if 4 * u.size > n:  # mostly distinct: the gather would cost more than it saves
-                u, inverse = eps, None
-            mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(u)) ** 2, u * np.tanh(u / 2.0)
-            if inverse is not None:
+                mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2, eps * np.tanh(eps / 2.0)
+            else:
+                inverse = np.searchsorted(u, eps)
+                mu2, tanh = self._distinct_columns(u)
                 mu2, tanh = mu2[inverse], tanh[inverse]
             return {_S_EPS: eps, _S_MU2: mu2, _S_EPS2: eps ** 2, _S_TANH: tanh}
         if kind == _KIND_GAUSSIAN:
             return {_S_MU2: (s / p) ** 2, _S_GAUSS: 1.0}
         # zCDP: no pure epsilon and no GDP mu, only rho
         return {_S_RHO: (s / p) ** 2 / 2.0, _S_GAUSS: 1.0}
+
+    def _distinct_columns(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mu^2, eps tanh(eps/2)) of the distinct epsilons ``u`` as :meth:`_leaf_columns` evaluates
+        them on arrays, each epsilon's pair evaluated once per ledger and kept: a run's drains
+        see the same few epsilons again and again (DP-UCB-Bound: one scale per block), and the GDP
+        conversion's special functions cost ~0.1-0.2 ms a drain. The functions are elementwise, so
+        a pair evaluated among other epsilons has the bits it has here (the test of
+        _leaf_columns' gather)."""
+        cache = self._columns_cache
+        keys = u.tolist()
+        missing = [x for x in keys if x not in cache]
+        if missing:
+            if len(cache) + len(missing) > 4096:  # e.g. interval releases: one eps per count
+                cache.clear()
+                missing = keys
+            m = np.array(missing)
+            mu2, tanh = np.asarray(gdp_conversion.mu_from_pure_epsilon(m)) ** 2, m * np.tanh(m / 2.0)
+            cache.update(zip(missing, zip(mu2.tolist(), tanh.tolist())))
+        mu2, tanh = np.array([cache[x] for x in keys]).T
+        return mu2, tanh
 
     def _store(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *, fresh: bool = False) -> None:
         """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
@@ -692,8 +770,14 @@ class Ledger:
             if heads.count(_LAYOUT_PULLED) == len(heads):
                 self._drain_pulled(sparse)
                 return
-            # mixed with other entries: a pulled entry's head is its first rows
-            sparse = [(*e[:7], _first_rows(e[1:7], min(n_start, R))) if e[7] is _LAYOUT_PULLED else e
+            # mixed with other entries: a pulled entry's head is its first rows; and when only a few
+            # entries kept no head (a round's inserts split between two releases, as DP-UCB-Bound's
+            # at a power-of-two count), theirs are selected now, row by row, so that the drain takes
+            # the heads instead of flattening every entry's rows (the same rows in the same order)
+            m = min(n_start, R)
+            exact = 4 * heads.count(None) <= len(heads)
+            sparse = [(*e[:7], _first_rows(e[1:7], m)) if e[7] is _LAYOUT_PULLED
+                      else (*e[:7], self._head_of(*e[1:7], exact=True)) if exact and e[7] is None else e
                       for e in sparse]
             heads = tuple(e[7] for e in sparse)
         n_grid = 0
@@ -883,6 +967,10 @@ class Ledger:
         self._marked[0] = True
         self._marked[hi] = True
         self._top = max(self._top, int(hi.max()))
+        if self._end is not None:
+            np.maximum.at(self._end, cells, hi + 1)
+        if self._low is not None:  # every cell's position 0 took its bincount (zeros included)
+            self._low[:] = 0
 
     def _scatter(self, kind, cells, lo, hi, par, sen, repeat: int = 1) -> None:
         """Add the releases' statistics at ``lo`` and subtract them at ``hi`` for tracked ``cells``
@@ -907,6 +995,11 @@ class Ledger:
         self._top = max(self._top, int(hi.max()))
         if self._from_zero and lo.any():
             self._from_zero = False
+        # the streams' written extents, for the kept totals (repeat > 1: every entry covers all cells)
+        if self._end is not None:
+            np.maximum.at(self._end, cells, hi + 1 if repeat == 1 else int(hi.max()) + 1)
+        if self._low is not None:
+            np.minimum.at(self._low, cells, lo if repeat == 1 else int(lo.min()))
 
     def _stat_diff(self, stat: int) -> np.ndarray:
         """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
@@ -1052,6 +1145,9 @@ class Ledger:
         self._settle()
         rows = self._distinct_rows() if distinct else None
         n_rows = self._top if rows is None else rows.size
+        if rows is None and self._keeps():
+            return [self._kept_totals(stat) if stat in self._diff else np.zeros((self._n_tracked, self.streams, n_rows))
+                    for stat in stats]
         out = []
         for stat in stats:
             if stat in self._diff:
@@ -1065,6 +1161,68 @@ class Ledger:
                 out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
+        return out
+
+    def _keeps(self) -> bool:
+        """Whether :meth:`_totals` answers from kept per-record totals (see :meth:`_kept_totals`):
+        long enough streams, and kept rows within _KEEP_MAX_BYTES; otherwise nothing is kept."""
+        if self._top >= _KEEP_MIN_TOP and self._n_tracked * self.streams * self._top * 8 * len(self._diff) <= _KEEP_MAX_BYTES:
+            return True
+        if self._kept:
+            self._unkept()
+        return False
+
+    def _kept_totals(self, stat: int) -> np.ndarray:
+        """``_totals(stat)``, (R_tracked, K, top), from per-record totals kept between queries: each
+        stream's row is brought up to date from the lowest position written since the last query
+        (earlier totals are unchanged: a record's total is the sequential sum of the differences up to
+        it), and summed only up to the stream's last written position -- beyond it every difference is
+        +0.0, so every later record holds that total + 0.0 (the same bits as the sequential sum, which
+        adds those zeros one by one; + 0.0 only turns -0.0 into +0.0, once). A stream's row is
+        recomputed as ``cumsum([total[start - 1] + d[start], d[start + 1], ...])``, the very additions
+        of ``np.cumsum`` over the whole column, in the same order: the same totals, bit for bit
+        (tests/privbandit/test_ledger_paths.py). The checkpoints' queries of a run then cost what was
+        released since the previous one, not every record again (the last of 8 read every tracked
+        record: 5-10% of a DP-UCB run, docs/benchmarks.md session 9).
+
+        Returns a read-only view of the kept rows."""
+        n_cells, top = self._n_tracked * self.streams, self._top
+        if self._low is None:
+            self._low = np.full(n_cells, _FAR, dtype=np.int64)
+        elif self._low.min() < _FAR:  # writes since the rows were last brought up to date
+            for ok in self._kept_ok.values():
+                np.minimum(ok, self._low, out=ok)
+            self._low.fill(_FAR)
+        kept = self._kept.get(stat)
+        if kept is None:  # zeros: pages are committed only where rows are written (up to top)
+            kept = self._kept[stat] = np.zeros((n_cells, self._capacity))
+            self._kept_ok[stat] = np.zeros(n_cells, dtype=np.int64)
+        ok = self._kept_ok[stat]
+        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
+        if 2 * int(np.maximum(end - ok, 0).sum()) > n_cells * top:
+            # most records to sum again (the engine's geometric checkpoints: the last query of a run
+            # follows the one before at a tenth of its round or less): the whole columns at once, as
+            # the plain sums do (a stream at a time gathers one cache line per record), then kept
+            totals = np.array(np.moveaxis(self._diff[stat][:top], 0, 2), order="C")
+            np.cumsum(totals, axis=2, out=totals)
+            kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top] = totals
+            ok[:] = top
+            totals.flags.writeable = False
+            return totals
+        diff = self._diff[stat].reshape(self._capacity + 1, n_cells)  # a view: (position, cell)
+        for c in np.flatnonzero(ok < top).tolist():
+            start, stop, row = int(ok[c]), int(end[c]), kept[c]
+            if start < stop:
+                seg = row[start:stop]
+                seg[:] = diff[start:stop, c]
+                if start:
+                    seg[0] += row[start - 1]
+                np.cumsum(seg, out=seg)
+            if stop < top:  # the tail: the last written position's total + 0.0 (0.0: none written)
+                row[max(start, stop):top] = (float(row[stop - 1]) if stop else 0.0) + 0.0
+        ok[ok < top] = top
+        out = kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top]
+        out.flags.writeable = False
         return out
 
     def _distinct_rows(self) -> np.ndarray | None:

@@ -380,10 +380,13 @@ def test_leaf_columns_on_distinct_epsilons_equal_the_elementwise_values(seed):
         pool = np.concatenate([1.0 / rng.integers(1, 300, 6), rng.uniform(1e-3, 6.0, 3)])
         scale = 1.0 / rng.choice(pool, n)
         sens = np.where(rng.random(n) < 0.5, 1.0, 0.5)
-        columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
         eps = sens / scale
-        assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
-        assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+        # twice: the second time (and the later sizes) from the pairs the ledger keeps per epsilon
+        for _ in range(2):
+            columns = led._leaf_columns(_KIND_LAPLACE, scale, sens)
+            assert columns[_S_MU2].tobytes() == (np.asarray(gdp_conversion.mu_from_pure_epsilon(eps)) ** 2).tobytes()
+            assert columns[_S_TANH].tobytes() == (eps * np.tanh(eps / 2.0)).tobytes()
+    assert led._columns_cache
 
 
 def test_unpickled_difference_arrays_take_the_canonical_dtype():
@@ -578,3 +581,89 @@ def test_queries_leave_the_difference_arrays_unchanged(R, K):
         assert diff.tobytes() == before[stat].tobytes()
     assert led._totals_at((ledger_mod._S_EPS,), np.zeros(1, np.int64), np.zeros(1, np.int64), np.array([1]))[0][0] \
         == led._totals(ledger_mod._S_EPS, distinct=True)[0][0, 0, 1]
+
+
+def _full_totals(led: Ledger, stat: int) -> np.ndarray:
+    """The per-record totals by definition: the sequential sums of the whole difference column."""
+    diff = led._diff[stat][: led._top]
+    return np.cumsum(np.array(np.moveaxis(diff, 0, 2), order="C"), axis=2)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_totals_equal_the_sums_of_every_record(monkeypatch, seed):
+    """Per-record totals kept between queries (brought up to date per stream from the lowest position
+    written since, summed up to the stream's last written position, the rest its total + 0.0) equal
+    the sequential sums of every difference, bit for bit: queries between drains of releases that
+    reach back to earlier positions (tree nodes), streams left idle, a statistic first used late, a
+    pickled ledger (whose per-stream extents are not kept) and growth."""
+    monkeypatch.setattr(ledger_mod, "_KEEP_MIN_TOP", 4)
+    rng = np.random.default_rng(seed)
+    R, K = 5, 3
+    led = Ledger(R, K, track_replicates=3, capacity=16)
+    counts = np.zeros((R, K), dtype=np.int64)
+    kept_queries = 0
+    for step in range(40):
+        for _ in range(int(rng.integers(1, 30))):
+            mask = rng.random((R, K)) < (0.8 if step % 5 else 0.1)
+            mask[:, K - 1] &= step < 10 or step > 30  # a stream idle for a while
+            counts[mask] += 1
+            rr, kk = np.nonzero(mask)
+            if rr.size == 0:
+                continue
+            hi = counts[rr, kk]
+            lo = np.maximum(hi - rng.integers(1, 2 ** int(rng.integers(1, 7)), rr.size), 0)  # reaching back
+            if step > 20 and step % 4 == 0:  # a statistic first used late
+                led.record_gaussian(rr, kk, lo, hi, rng.uniform(1.0, 3.0, rr.size), 1.0, mechanism="g")
+            else:
+                led.record_laplace(rr, kk, lo, hi, rng.uniform(0.5, 4.0, rr.size), 1.0, mechanism="m")
+        if step == 25:
+            led = pickle.loads(pickle.dumps(led))
+        led._settle()
+        kept_queries += led._keeps()
+        stats = sorted(led._diff)
+        got = led._totals(*stats)
+        for stat, totals in zip(stats, got):
+            assert totals.tobytes() == _full_totals(led, stat).tobytes(), (step, stat)
+        eps, pure, mu = led.realized_epsilon(1e-6), led.realized_pure_epsilon(), led.realized_mu()
+        plain = pickle.loads(pickle.dumps(led))  # nothing kept
+        with monkeypatch.context() as m:
+            m.setattr(ledger_mod, "_KEEP_MIN_TOP", 2 ** 62)  # every record summed again
+            assert not plain._keeps() and not plain._kept
+            assert eps.tobytes() == plain.realized_epsilon(1e-6).tobytes()
+            assert pure.tobytes() == plain.realized_pure_epsilon().tobytes()
+            assert mu.tobytes() == plain.realized_mu().tobytes()
+    assert led._capacity > 16 and kept_queries >= 30
+
+
+def test_kept_totals_are_not_pickled_and_not_writable():
+    """The kept totals are derived state: a ledger pickles to the same bytes whether or not a query
+    kept them, and callers get read-only views."""
+    led = Ledger(2, 2, capacity=1024)
+    for t in range(1, 700):
+        led.record_laplace([0, 1], [t % 2, 0], t - 1, t, 2.0, 1.0, mechanism="m")
+    led._settle()
+    before = pickle.dumps(led)
+    (totals,) = led._totals(ledger_mod._S_EPS)
+    assert led._kept and not totals.flags.writeable
+    assert pickle.dumps(led) == before
+
+
+@pytest.mark.parametrize("length", [5, 128, 129, 300])
+def test_leading_rows_equal_the_flattened_heads(length):
+    """A drain's first rows of pulled entries -- fields all arrays, all one value per entry (the same
+    or different), or a mix with 0-d arrays among them -- equal the flattening of each entry's head."""
+    rng = np.random.default_rng(length)
+    n = 3
+    cases = [
+        tuple(rng.uniform(0.5, 4.0, length) for _ in range(9)),
+        (2.0,) * 9,
+        tuple(float(x) for x in rng.uniform(0.5, 4.0, 9)),
+        tuple(rng.uniform(0.5, 4.0, length) if i % 3 else 1.5 + i for i in range(9)),
+        tuple(np.asarray(7.0) if i == 4 else rng.integers(0, 50, length) if i % 2 else i for i in range(9)),
+    ]
+    for values in cases:
+        for dtype in (float, np.int64):
+            heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
+            want = ledger_mod._flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)
+            got = ledger_mod._leading_rows(values, length, n, dtype)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
