@@ -1,0 +1,79 @@
+"""Hostile inputs, seventh round (session 10): the deployment store's configuration, the leftovers of
+round 6 (``status(last=10**400)``, Decimals, the unknown-policy message), the budget helpers with
+numpy scalars and 0-d arrays, user policies and environments that misbehave inside the engine, and
+the bench scripts' command lines.
+
+Before the fixes of this round:
+
+* **privacy**: the deployment's configuration (policy parameters, horizon, filter stop round) sits in
+  the store's meta table, outside the snapshot's digest. One flipped bit in it (``"epsilon": 3.0`` ->
+  ``2.0``: the byte 0x33 -> 0x32) was read as it was: the odometer certified a run of the 3.0 policy
+  with the 2.0 policy's schedule, below the run's own realized spend. The snapshot now carries the
+  configuration's digest and a mismatch is a StoreError;
+* a configuration missing a key, holding a list, or a field of the wrong type was a KeyError /
+  AttributeError / TypeError / OverflowError traceback from ``Deployment.open`` (41 of 747 store
+  fuzz cases); it is now a StoreError naming the field and its valid range.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from privbandit.deploy import Deployment, StoreError
+
+
+# ---------------------------------------------------------------- deployment store configuration
+def _store(tmp_path, **kw):
+    path = str(tmp_path / "d.db")
+    Deployment.create(path, "dp_ucb_bound", params={"epsilon": 3.0}, n_arms=3, budget=50.0, delta=1e-6,
+                      horizon=500, seed=3, **kw).close()
+    return path
+
+
+def _edit_config(path, edit):
+    conn = sqlite3.connect(path)
+    (text,) = conn.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'config'", (edit(text),))
+    conn.commit()
+    conn.close()
+
+
+def test_one_flipped_bit_in_the_stored_configuration_is_not_a_lower_certificate(tmp_path):
+    path = _store(tmp_path)
+    with Deployment.open(path) as dep:
+        for _ in range(5):
+            dep.update(dep.select().decision, 0.5)
+        honest = dep.status()["spent_epsilon"]
+    flipped = lambda text: text.replace('"epsilon": 3.0', '"epsilon": 2.0')  # 0x33 -> 0x32: one bit
+    _edit_config(path, flipped)
+    # before: opened, and status() certified the 3.0 run with the 2.0 schedule (about 2/3 of `honest`)
+    with pytest.raises(StoreError, match="its configuration does not match the one its snapshot was written with"):
+        Deployment.open(path)
+    _edit_config(path, lambda text: text.replace('"epsilon": 2.0', '"epsilon": 3.0'))
+    with Deployment.open(path) as dep:  # restored: the same store, the same certificate
+        assert dep.status()["spent_epsilon"] == honest
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: {k: v for k, v in c.items() if k != "stop_round"}, "its configuration has no 'stop_round'"),
+    (lambda c: {**c, "n_arms": [3]}, "configuration n_arms must be a whole number in [2, 1048576], got [3]"),
+    (lambda c: {**c, "n_arms": 2**70}, "configuration n_arms must be a whole number in [2, 1048576]"),
+    (lambda c: {**c, "horizon": None}, "configuration horizon must be a whole number in [n_arms, inf), got None"),
+    (lambda c: {**c, "stop_round": c["horizon"] + 1}, "configuration stop_round must be a whole number in [0, horizon]"),
+    (lambda c: {**c, "delta": "1e-6"}, "configuration delta must be a real number in (0, 1), got '1e-6'"),
+    (lambda c: {**c, "budget_epsilon": {}}, "configuration budget_epsilon must be a finite real number in (0, inf)"),
+    (lambda c: {**c, "params": 7}, "configuration params must be a JSON object of policy parameters, got 7"),
+    (lambda c: {**c, "params": {"epsilon": -1}}, "configuration policy / params: epsilon must lie in"),
+    (lambda c: {**c, "policy": "no_such"}, "configuration policy / params: unknown policy"),
+    (lambda c: {**c, "synchronous": "off"}, "configuration synchronous must be one of full, normal, got 'off'"),
+    (lambda c: [1, 2], "its configuration is a JSON list, not an object"),
+])
+def test_a_damaged_configuration_is_a_named_store_error(tmp_path, edit, message):
+    path = _store(tmp_path)
+    _edit_config(path, lambda text: json.dumps(edit(json.loads(text))))
+    with pytest.raises(StoreError) as info:  # was KeyError / TypeError / AttributeError / OverflowError
+        Deployment.open(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
