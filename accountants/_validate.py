@@ -6,6 +6,7 @@ names the parameter and the valid range (DESIGN.md, "Inputs"). Nothing is silent
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import sys
@@ -38,6 +39,25 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
+
+
+def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
+    """The error for a name that is not one of ``known``: the close matches when there are some
+    (difflib, or names holding the given text), else every name; ``where`` says where the names
+    live (e.g. ``privbandit.policies.REGISTRY``). Listing all 30 policy names for a one-letter typo
+    made a 400-character message (session 10)."""
+    names = sorted(known)
+    if not isinstance(value, str):
+        return ValueError(f"{kind} name must be a str, one of the {len(names)} names in {where}; got {shown(value)}")
+    key = value.replace("-", "_").lower()
+    close = difflib.get_close_matches(key, names, n=4, cutoff=0.6)
+    if len(key) >= 3:  # a prefix or a fragment ("tossou" for "tossou2016-2arm")
+        close += [n for n in names if key in n.replace("-", "_") and n not in close][:4 - len(close)]
+    if close:
+        hint = f"did you mean {', '.join(close)}? ({len(names)} names in {where})"
+    else:
+        hint = f"known: {', '.join(names)}"
+    return ValueError(f"unknown {kind} {shown(value)}; {hint}")
 
 
 def _as_float(name: str, value: object) -> float:

@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
+from privbandit import budget
 from privbandit.deploy import Deployment, StoreError
+from privbandit.experiments import run_experiment
+from privbandit.policies import make_policy
+from tests.privbandit.test_hostile_inputs_5 import _one_line_error  # one line, exit 2, no traceback
 
 
 # ---------------------------------------------------------------- deployment store configuration
@@ -77,3 +83,37 @@ def test_a_damaged_configuration_is_a_named_store_error(tmp_path, edit, message)
     with pytest.raises(StoreError) as info:  # was KeyError / TypeError / AttributeError / OverflowError
         Deployment.open(path)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- names
+@pytest.mark.parametrize("call,message", [
+    (lambda: make_policy("dp_ucv"), "unknown policy 'dp_ucv'; did you mean dp_ucb, dp_ucb_n, dp_ucb_int? "
+                                    "(30 names in privbandit.policies.REGISTRY)"),
+    (lambda: budget.epsilon("Lazy", 100, 1e-6), "unknown policy 'Lazy'; did you mean anytime_lazy_ucb, lazy_dp_ts, lazy_dp_ts_n?"),
+    (lambda: budget.invert("dp-ucb-bounds", 1.0, 100, solve_for="epsilon", bounds=(0.1, 1), delta=1e-6),
+     "unknown policy 'dp-ucb-bounds'; did you mean dp_ucb_bound"),
+    (lambda: run_experiment("tossou", 10, 1), "unknown experiment 'tossou'; did you mean tossou2016-10arm, tossou2016-2arm,"),
+    (lambda: run_experiment(3, 10, 1),
+     "experiment name must be a str, one of the 9 names in privbandit.experiments.EXPERIMENTS; got 3"),
+])
+def test_an_unknown_name_suggests_the_close_ones(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert message in str(info.value) and len(str(info.value)) < 200  # was every name: ~400 characters for a policy
+
+
+def test_a_name_near_nothing_still_lists_every_name_and_long_text_is_shortened():
+    with pytest.raises(ValueError) as info:
+        make_policy("zzz")
+    assert "known: anytime_lazy_ucb, batched_private_exp3," in str(info.value)  # what else would help
+    with pytest.raises(ValueError) as info:
+        run_experiment("x" * 5000, 10, 1)
+    assert "...(5002 characters)" in str(info.value) and len(str(info.value)) < 600  # was 5183 characters
+    assert "did you mean tossou2016-2arm" in _one_line_error(["experiment", "tossou2016-2"])
+
+
+# ---------------------------------------------------------------- budget helpers
+def test_ts_frontier_takes_any_real_delta_the_other_helpers_take():
+    (point,) = budget.ts_frontier(1.0, 100, 2, [1], delta=Fraction(1, 10**6))  # was a TypeError in a label's :g
+    assert point.currency == "epsilon at delta=1e-06" and point.certificate <= 1.0
+    assert budget.ts_frontier(1.0, 100, 2, [1], delta=1e-6)[0].parameter == point.parameter
