@@ -556,7 +556,9 @@ class Deployment:
         ``spent_epsilon`` is the odometer: the certificate of the policy rounds opened so far;
         ``realized_epsilon`` the ledger's worst record of this transcript (pure, KOV and GDP
         accountants), to be compared with ``certified_closed_form_epsilon`` (the certificate in the
-        same currency; realized <= certified always)."""
+        same currency; realized <= certified always). ``last``: how many of the latest policy rounds
+        ``last_releases`` lists -- any whole number >= 0; one beyond the rounds opened lists them all
+        (``last=10**400`` is "all", not an error: a count has no upper limit)."""
         last = min(_whole("last", last, 0), _MAX_ID)  # (SQLite's LIMIT -1 would list every round)
         conn = self._conn_checked()
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -117,3 +118,25 @@ def test_ts_frontier_takes_any_real_delta_the_other_helpers_take():
     (point,) = budget.ts_frontier(1.0, 100, 2, [1], delta=Fraction(1, 10**6))  # was a TypeError in a label's :g
     assert point.currency == "epsilon at delta=1e-06" and point.certificate <= 1.0
     assert budget.ts_frontier(1.0, 100, 2, [1], delta=1e-6)[0].parameter == point.parameter
+
+
+# ---------------------------------------------------------------- Decimals: refused everywhere, saying so
+def test_a_decimal_is_refused_in_arrays_as_it_is_in_scalars_and_the_message_says_what_to_pass():
+    from privbandit.envs import Bernoulli
+
+    with pytest.raises(ValueError, match=r"means must be an array of real numbers"):
+        Bernoulli([Decimal("0.5"), 0.4])  # was accepted (cast to 0.5) while Bernoulli(...) scalars refused it
+    with pytest.raises(ValueError, match=r"means must be an array of real numbers"):
+        Bernoulli(np.array([Decimal("NaN"), 0.4], dtype=object))
+    assert len(Bernoulli([Fraction(1, 2), 0.4]).means) == 2  # a Fraction is a numbers.Real: taken, as a scalar is
+    for call in (lambda: make_policy("dp_ucb", epsilon=Decimal("0.5")), lambda: budget.epsilon("dp_ucb", 100, Decimal("1e-6")),
+                 lambda: budget.epsilon("dp_ucb", Decimal(100), 1e-6)):
+        with pytest.raises(ValueError, match=r"got Decimal\('[^']*'\) \(a Decimal is not converted: pass float\(x\) or int\(x\)\)"):
+            call()
+
+
+def test_status_last_is_a_count_without_upper_limit(tmp_path):
+    with Deployment.open(_store(tmp_path)) as dep:
+        for _ in range(3):
+            dep.update(dep.select().decision, 0.5)
+        assert len(dep.status(last=10**400)["last_releases"]) == 3  # "all", documented (round 6 left it open)
