@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from privbandit import budget
+from privbandit import budget, simulate
 from privbandit.deploy import Deployment, StoreError
 from privbandit.experiments import run_experiment
 from privbandit.policies import make_policy
@@ -140,3 +140,120 @@ def test_status_last_is_a_count_without_upper_limit(tmp_path):
         for _ in range(3):
             dep.update(dep.select().decision, 0.5)
         assert len(dep.status(last=10**400)["last_releases"]) == 3  # "all", documented (round 6 left it open)
+
+
+# ---------------------------------------------------------------- user environments and policies in the engine
+def _loud_bernoulli(transform):
+    """A user's subclass of Bernoulli (so rewards_in_unit_interval = True, inherited) whose run draws its
+    own rewards: ``transform`` of Bernoulli's."""
+    from privbandit.envs import Bernoulli
+
+    class Loud(Bernoulli):
+        def start(self, replicates, rng):
+            run = super().start(replicates, rng)
+            inner, inner_block = run.rewards, run.rewards_block
+            run.__class__ = type("LoudRun", (type(run),), {
+                "rewards": lambda self, t, arms: transform(inner(t, arms)),
+                "rewards_block": lambda self, t, arms: transform(inner_block(t, arms))})
+            return run
+
+    return Loud([0.5, 0.4])
+
+
+@pytest.mark.parametrize("policy", ["gaussian_ts", "dp_se", "anytime_lazy_ucb", "private_exp3", "dp_exp3_lap"])
+def test_an_inherited_unit_interval_flag_does_not_let_a_users_rewards_past_the_clipping(policy):
+    # privacy: these policies were fed rewards x 50 (and NaN) as they were -- their sensitivities, so their
+    # certificates, assume [0, 1]; the engine trusted the Bernoulli flag the user's class inherited
+    with pytest.raises(ValueError, match=r"reward 50.0 in round \d+ lies outside \[0, 1\] \(strict_rewards=True; "
+                                         r"returned by environment 'bernoulli'\)"):
+        simulate(make_policy(policy), _loud_bernoulli(lambda r: r * 50.0 + 50.0 * (r == 0)), 40, 2, seed=0,
+                 progress=False, strict_rewards=True)
+    with pytest.raises(ValueError, match="environment 'bernoulli' returned reward nan in round 1"):
+        simulate(make_policy(policy), _loud_bernoulli(lambda r: r * np.nan), 40, 2, seed=0, progress=False)
+
+
+def _user_env(rewards, n_arms=2):
+    from privbandit.envs.base import Environment, EnvironmentRun
+
+    class Run(EnvironmentRun):
+        def __init__(self, replicates):
+            self.replicates = replicates
+
+        def rewards(self, t, arms):
+            return rewards(t, arms, self.replicates)
+
+    class UserEnv(Environment):
+        name = "user_env"
+
+        @property
+        def n_arms(self):
+            return n_arms
+
+        def start(self, replicates, rng):
+            return Run(replicates)
+
+        def expected(self, t, arms):
+            return np.where(np.asarray(arms) == 0, 0.5, 0.4)
+
+        def best(self, t):
+            return np.full(np.shape(t), 0.5)
+
+    return UserEnv()
+
+
+@pytest.mark.parametrize("policy", ["ucb1", "dp_se"])  # (dp_se plans: the default rewards_block)
+@pytest.mark.parametrize("rewards,message", [
+    (lambda t, a, r: np.array(["0.5"] * r), r"returned rewards that are not real numbers in round \d+: got array\(\['0.5'"),
+    (lambda t, a, r: np.ones(r, dtype=bool), r"returned rewards that are not real numbers in round \d+: got array\(\[ True"),
+    (lambda t, a, r: 0.5, r"returned rewards of shape \(\) in round \d+; expected \(3,\) \(one per replicate\)"),
+    (lambda t, a, r: np.full(r, 0.5 + 0j), r"returned rewards that are not real numbers"),
+    (lambda t, a, r: (a.__setitem__(0, 1), np.full(r, 0.5))[1], r"wrote into the arms it was given in round 1"),
+])
+def test_a_user_environment_that_misbehaves_is_named(policy, rewards, message):
+    # before: text read as 0.5, bools as 1.0, a scalar broadcast to every replicate, complex cast with a
+    # warning, and an environment that rewrote the arms silently changed what the policy's update got
+    with pytest.raises(ValueError, match=r"(environment 'user_env'|environment run Run) " + message):
+        simulate(make_policy(policy), _user_env(rewards), 40, 3, seed=0, progress=False)
+
+
+def _user_policy(arms):
+    from privbandit.policies.base import Policy, PolicyRun
+    from privbandit.schedule import NonPrivateSchedule
+
+    class Run(PolicyRun):
+        def select(self, t):
+            return arms
+
+        def update(self, t, played, rewards):
+            pass
+
+    class UserPolicy(Policy):
+        name, private = "user_policy", False
+
+        def start(self, n_arms, replicates, horizon, rng, ledger=None):
+            return Run()
+
+        def privacy_schedule(self, horizon, n_arms):
+            return NonPrivateSchedule()
+
+    return UserPolicy()
+
+
+def test_arms_a_user_policy_returns_are_named_whatever_the_environment():
+    from privbandit.envs import Bernoulli
+
+    ok = lambda t, a, r: np.full(r, 0.5)
+    with pytest.raises(ValueError, match=r"select must return an integer array of shape \(3,\) .* got float64 \(3,\) in round 1"):
+        simulate(_user_policy(np.full(3, 0.7)), _user_env(ok), 10, 3, seed=0, progress=False)  # was: arm 0, silently
+    with pytest.raises(ValueError, match=r"select must return an integer array of shape \(3,\) .* got tuple in round 1"):
+        simulate(_user_policy((0, 1, 0)), Bernoulli([0.5, 0.4]), 10, 3, seed=0, progress=False)  # was numpy's IndexError
+
+
+def test_a_policy_run_driven_directly_refuses_text_and_bools_as_rewards():
+    from privbandit.policies import UCB1
+
+    for rewards in (np.array(["0.5"]), np.array([True]), [Decimal("0.5")]):
+        run = UCB1().start(2, 1, 100, np.random.default_rng(0))
+        run.select(1)
+        with pytest.raises(ValueError, match="rewards must be an array of real numbers"):  # was read as 0.5 / 1.0
+            run.update(1, np.array([0]), rewards)
