@@ -257,3 +257,23 @@ def test_a_policy_run_driven_directly_refuses_text_and_bools_as_rewards():
         run.select(1)
         with pytest.raises(ValueError, match="rewards must be an array of real numbers"):  # was read as 0.5 / 1.0
             run.update(1, np.array([0]), rewards)
+
+
+# ---------------------------------------------------------------- bench scripts' command lines
+def test_every_runnable_bench_script_parses_its_command_line_with_argparse():
+    # `python bench/plot_accountants.py --help` ignored its argv and overwrote docs/figures/accountants_vs_k.png;
+    # bench_accountants.py read sys.argv by hand and ran the whole benchmark for `--help` (identity_digests.py
+    # took `--help` as its output path before 4a5d28b). A script run as a program must answer --help.
+    import ast
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    missing = []
+    for script in sorted(bench.glob("*.py")):
+        tree = ast.parse(script.read_text())
+        runnable = any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body)
+        imports = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                   for alias in node.names} | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if runnable and "argparse" not in imports:
+            missing.append(script.name)
+    assert not missing, missing
