@@ -12,7 +12,15 @@ Before the fixes of this round:
   configuration's digest and a mismatch is a StoreError;
 * a configuration missing a key, holding a list, or a field of the wrong type was a KeyError /
   AttributeError / TypeError / OverflowError traceback from ``Deployment.open`` (41 of 747 store
-  fuzz cases); it is now a StoreError naming the field and its valid range.
+  fuzz cases); it is now a StoreError naming the field and its valid range;
+* **privacy**: the engine skipped clipping for any environment declaring ``rewards_in_unit_interval``,
+  and a user's subclass of Bernoulli inherits the flag: Gaussian-TS, DP-SE, Anytime-Lazy-UCB and the
+  private EXP3s were fed its rewards x 50, -3 or NaN unclipped (sensitivities computed for [0, 1]);
+* a user environment's text, bool, scalar or complex rewards were cast or broadcast, its NaN blamed on
+  the caller, its writes into the arms went unnoticed; a user policy's float arms were truncated;
+* an unknown policy listed all 30 names; Decimals were cast inside arrays while refused as scalars;
+  ``ts_frontier`` failed on a Fraction delta; two bench scripts ignored ``--help`` (one overwrote a
+  figure of the docs).
 """
 
 from __future__ import annotations
