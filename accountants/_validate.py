@@ -6,6 +6,8 @@ names the parameter and the valid range (DESIGN.md, "Inputs"). Nothing is silent
 
 from __future__ import annotations
 
+import decimal
+import difflib
 import math
 import numbers
 import sys
@@ -25,6 +27,12 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
     value through this, so a 4300-digit horizon or a 5000-character string is never echoed in full.
     ``quote=False`` shows a string as it is (the command line's own text) rather than its repr.
     """
+    if isinstance(value, decimal.Decimal):
+        # Python's numeric tower leaves Decimal out of numbers.Real (it refuses to mix with floats), and so do
+        # the validators: refused everywhere, never converted -- the message says what to pass instead
+        text = repr(value)
+        text = text if len(text) <= limit else f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
+        return f"{text} (a Decimal is not converted: pass float(x) or int(x))"
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         n = int(value)
         if abs(n) < 10**40:
@@ -38,6 +46,25 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
+
+
+def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
+    """The error for a name that is not one of ``known``: the close matches when there are some
+    (difflib, or names holding the given text), else every name; ``where`` says where the names
+    live (e.g. ``privbandit.policies.REGISTRY``). Listing all 30 policy names for a one-letter typo
+    made a 400-character message (session 10)."""
+    names = sorted(known)
+    if not isinstance(value, str):
+        return ValueError(f"{kind} name must be a str, one of the {len(names)} names in {where}; got {shown(value)}")
+    key = value.replace("-", "_").lower()
+    close = difflib.get_close_matches(key, names, n=4, cutoff=0.6)
+    if len(key) >= 3:  # a prefix or a fragment ("tossou" for "tossou2016-2arm")
+        close += [n for n in names if key in n.replace("-", "_") and n not in close][:4 - len(close)]
+    if close:
+        hint = f"did you mean {', '.join(close)}? ({len(names)} names in {where})"
+    else:
+        hint = f"known: {', '.join(names)}"
+    return ValueError(f"unknown {kind} {shown(value)}; {hint}")
 
 
 def _as_float(name: str, value: object) -> float:
@@ -104,8 +131,10 @@ def real_array(name: str, value: object) -> np.ndarray:
         raw = np.asarray(value)
         if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
             raise TypeError(raw.dtype)
-        # (an object array turns None into NaN when cast: refused with the text and bools it may hold)
-        if raw.dtype.kind == "O" and any(x is None or isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.ravel().tolist()):
+        # (an object array turns None into NaN when cast, "0.5" into 0.5 and a Decimal into a float: every
+        # entry must be a number the scalar validators take -- a Decimal is refused there, so here too)
+        if raw.dtype.kind == "O" and not all(isinstance(x, (numbers.Real, np.number)) and not isinstance(x, (bool, np.bool_))
+                                             for x in raw.ravel().tolist()):
             raise TypeError("mixed")
         return raw.astype(float)
     except (TypeError, ValueError, OverflowError):

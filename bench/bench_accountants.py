@@ -22,6 +22,7 @@ Prints markdown tables (pasted into docs/benchmarks.md, section "Accountants").
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import platform
@@ -33,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import dp_accounting  # noqa: E402
 from dp_accounting.pld import PLDAccountant as GooglePLD  # noqa: E402
 from dp_accounting.rdp import RdpAccountant as GoogleRDP  # noqa: E402
+from privbandit.cli_checks import whole  # noqa: E402
 
 from accountants import (  # noqa: E402
     GDP,
@@ -200,8 +202,13 @@ def property_check(n: int) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--property":
-        property_check(int(sys.argv[2]))
+    # argparse: the hand-read argv ran the whole benchmark for `--help` (or `--property` without N, or a typo)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--property", type=whole(1), metavar="N", default=None,
+                        help="run only the acceptance property check on N random mixes")
+    args = parser.parse_args()
+    if args.property is not None:
+        property_check(args.property)
         return
     print(f"Python {platform.python_version()}, dp-accounting 0.6, {platform.machine()}, {os.cpu_count()} cores"
           f", load average {os.getloadavg()[0]:.1f}\n")

@@ -6,6 +6,7 @@ Run: ``python bench/plot_accountants.py`` -> docs/figures/accountants_vs_k.png
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -81,4 +82,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # (argparse only for --help: without it, `--help` overwrote docs/figures/accountants_vs_k.png)
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     main()

@@ -28,7 +28,7 @@ import numpy as np
 from accountants._validate import shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
-from privbandit.policies import REGISTRY, Policy
+from privbandit.policies import Policy, policy_class
 from privbandit.policies.base import HORIZON_MAX as _policy_horizon_max
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
 from privbandit.seeding import check_seed
@@ -45,10 +45,7 @@ def _policy(policy: Policy | str, params: Mapping[str, Any] | None = None) -> Po
             raise ValueError("params may only be given with a policy name, not a configured policy")
         return policy
     if isinstance(policy, str):
-        key = policy.replace("-", "_").lower()
-        if key not in REGISTRY:
-            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(sorted(REGISTRY))}")
-        return REGISTRY[key](**dict(params or {}))
+        return policy_class(policy)(**dict(params or {}))
     raise ValueError(f"policy must be a Policy or a registered name, got {type(policy).__name__}")
 
 
@@ -256,10 +253,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     The returned value is re-evaluated: ``certificate <= target`` is checked, never assumed.
     """
     if isinstance(policy, str):
-        key = policy.replace("-", "_").lower()
-        if key not in REGISTRY:
-            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(sorted(REGISTRY))}")
-        cls = REGISTRY[key]
+        cls = policy_class(policy)
     else:
         cls = policy
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
@@ -354,11 +348,12 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
     """
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
+    target = _validate.positive("target", target)
     if delta is None:
-        mu_target = _validate.positive("target", target)
+        mu_target = target
     else:
-        target = _validate.positive("target", target)
-        mu_target = gdp_conversion.mu_for_epsilon_delta(target, _delta(delta))
+        delta = _delta(delta)  # (kept as given, a Fraction delta was a TypeError in the label's :g)
+        mu_target = gdp_conversion.mu_for_epsilon_delta(target, delta)
     if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
         # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
         raise ValueError(f"bs must be a sequence of whole numbers, got {shown(bs)}")

@@ -274,12 +274,12 @@ def _dask_client(address: str):
 
 
 def _experiment(args: argparse.Namespace) -> int:
+    from accountants._validate import unknown_name
+    from privbandit.engine import check_memory
     from privbandit.experiments import EXPERIMENTS, run_experiment
 
-    from privbandit.engine import check_memory
-
     if args.name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+        raise unknown_name("experiment", args.name, EXPERIMENTS, "privbandit.experiments.EXPERIMENTS")
     check_memory(args.horizon, args.replicates)
     if args.out is not None:
         require_extra("pandas", "--out (summary.csv)")

@@ -41,7 +41,7 @@ import numpy as np
 from accountants import _validate as _accountant_validate
 from accountants._validate import count as _count, shown
 from privbandit import _engine_kernels
-from privbandit.envs.base import Environment, EnvironmentRun
+from privbandit.envs.base import Environment, EnvironmentRun, real_values, unit_rewards
 from privbandit.feedback import Feedback, check_relation
 from privbandit.policies.base import Policy, PolicyRun, schedule_for
 from privbandit.results import SimulationResult
@@ -132,16 +132,52 @@ def _check_capabilities(policy, env) -> None:
                          f"{env.name!r} does not offer (it offers {sorted(env.offers)})")
 
 
-def _clip(x: np.ndarray, t: int, strict: bool, what: str) -> np.ndarray:
+def _clip(x: np.ndarray, t: int, strict: bool, what: str, source: str, shape: tuple | None = None) -> np.ndarray:
     """``x`` clipped to [0, 1] (or checked, when ``strict``): one round's (R,) values, or the (n, R)
-    values of planned rounds t .. t + n - 1 (an error names the round of the first bad value)."""
+    values of planned rounds t .. t + n - 1 (an error names the round of the first bad value and
+    ``source``, the environment that returned it). Only environments whose rewards are not in
+    [0, 1] by construction come here (envs.base.unit_rewards): a user's. Their values must be real
+    numbers of ``shape`` (when given) and never NaN -- np.clip lets NaN through, and the policy's
+    own check then blamed the caller ("clip them first, or run the policy through simulate")."""
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or (shape is not None and x.shape != shape):
+        x = real_values(x, t, what, source, shape)
     if strict:
         bad = (x < 0) | (x > 1) | np.isnan(x)
         if bad.any():
             where = t + int(np.argwhere(bad)[0][0]) if x.ndim == 2 else t
-            raise ValueError(f"{what} {float(x[bad][0])!r} in round {where} lies outside [0, 1] (strict_rewards=True)")
+            raise ValueError(f"{what} {float(x[bad][0])!r} in round {where} lies outside [0, 1] (strict_rewards=True; "
+                             f"returned by {source})")
         return x
-    return np.clip(x, 0.0, 1.0)
+    y = np.clip(x, 0.0, 1.0)
+    if y.size and not y.min() >= 0.0:  # NaN (the policy's own check is off: rewards_checked)
+        bad = np.isnan(y)
+        where = t + int(np.argwhere(bad)[0][0]) if y.ndim == 2 else t
+        raise ValueError(f"{source} returned {what} nan in round {where}; rewards must be real numbers "
+                         "(values outside [0, 1] are clipped, NaN cannot be)")
+    return y
+
+
+def _read_only_arms(method, source: str, replicates: int, n_arms: int):
+    """``method(t, arms)`` called with a read-only view of ``arms``: for environments that are not the
+    library's (envs.base.unit_rewards). An environment writing into the arms it was given changed,
+    silently, the arms the policy's update then received and the regret was computed from; numpy now
+    refuses the write, and the error names the environment. Arms of a non-integer array are refused
+    here too: the library's environments index with them (numpy names a float index), a user's may
+    not, and the engine's int16 store truncated 0.7 to arm 0."""
+    def call(t, arms):
+        if type(arms) is np.ndarray and arms.dtype.kind not in "iu":
+            raise _arms_error(arms, replicates, n_arms, t)
+        view = arms.view() if type(arms) is np.ndarray else arms
+        if view is not arms:
+            view.flags.writeable = False
+        try:
+            return method(t, view)
+        except ValueError as exc:
+            if view is not arms and "read-only" in str(exc):
+                raise ValueError(f"{source} wrote into the arms it was given in round {t}: an environment must not "
+                                 "modify its inputs (the policy's update and the regret read those arms)") from None
+            raise
+    return call
 
 
 def _overrides(run, name: str, base=EnvironmentRun) -> bool:
@@ -166,7 +202,8 @@ _NOT_SELECTED = object()  # no round's arms yet (a select that returns None is d
 def _arms_error(arms, replicates: int, n_arms: int, t: int) -> ValueError | None:
     """A ValueError naming what is wrong with the arms a policy run returned for round ``t``, or None
     when they are an integer array of shape (replicates,) in [0, n_arms)."""
-    a = np.asarray(arms) if isinstance(arms, (np.ndarray, list, tuple)) else None
+    # (a tuple is not an array of arms to numpy: means[(0, 1, 0)] indexes three dimensions)
+    a = np.asarray(arms) if isinstance(arms, (np.ndarray, list)) else None
     if a is None or a.shape != (replicates,) or a.dtype.kind not in "iu":
         got = f"{type(arms).__name__}" if a is None else f"{a.dtype} {a.shape}"
         return ValueError(f"a policy run's select must return an integer array of shape ({replicates},) of arms "
@@ -352,7 +389,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     next_cp, cp_rounds = 0, checkpoints.tolist() + [0]  # Python ints: a cheap per-round comparison
     bar = _progress(horizon, progress)
     started = time.perf_counter()
-    must_check = not env.rewards_in_unit_interval
+    must_check = not unit_rewards(env, env_run)
     # The original contract (rewards, update) unless the environment offers or observes more.
     plain = not (_overrides(env_run, "offer") or _overrides(env_run, "feedback"))
     with_offer = bool(getattr(policy, "requires", None))
@@ -361,10 +398,11 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     reveal_cap = None if env_run.reveals_within_structure or "max_degree" not in (structure or {}) \
         else int(structure["max_degree"]) + 1
     row, first = 0, 1
-    # The rewards fed below are in [0, 1] (guaranteed by the environment, or checked under
-    # strict_rewards): the run's own check (policies.base.check_rewards) would be double work. After
-    # plain clipping the run still checks, as np.clip lets NaN through.
-    run.rewards_checked = not must_check or strict_rewards
+    # The rewards fed below are in [0, 1] (guaranteed by the library's environment, or clipped / checked
+    # by _clip, which also refuses NaN): the run's own check (policies.base.check_rewards) would be
+    # double work.
+    run.rewards_checked = True
+    source = f"environment {env.name!r}"
     # Planned rounds (policies.base, ``plan``): on the plain contract, when regret needs no per-round
     # call, a run that commits to the arms of rounds ahead gets them as one block -- rewards drawn
     # with env_run.rewards_block (the same variates in the same order), one update_block. A block
@@ -374,6 +412,11 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     # bound once: the per-round loop below is the engine's fixed cost per round
     select, update = run.select, _unchecked(run, "update")
     regret = env_run.regret if per_round_regret else None
+    rewards_of, rewards_block_of, feedback_of = env_run.rewards, env_run.rewards_block, env_run.feedback
+    if must_check:  # not the library's environment: it gets read-only arms
+        guard = [source, replicates, n_arms]
+        rewards_of, rewards_block_of, feedback_of = (_read_only_arms(f, *guard) for f in (rewards_of, rewards_block_of, feedback_of))
+        regret = None if regret is None else _read_only_arms(regret, *guard)
     t = 1
     arms, planned = _NOT_SELECTED, None
     try:  # (free unless raised) a policy's bad arms surface in numpy's indexing: named below
@@ -385,21 +428,20 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
             if planned is not None:
                 arms = _checked_plan(planned, replicates, end - t + 1)
                 n = arms.shape[0]
-                rewards = env_run.rewards_block(t, arms)
+                rewards = rewards_block_of(t, arms)
                 if must_check:
-                    rewards = _clip(rewards, t, strict_rewards, "reward")
+                    rewards = _clip(rewards, t, strict_rewards, "reward", source, arms.shape)
                 run.update_block(t, arms, rewards)
                 arms_played[row:row + n] = arms
                 row += n
                 t += n - 1  # the stretch's last round
             else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
                 if plain:
-                    rewards_of = env_run.rewards
                     for t in range(t, end + 1):
                         arms = select(t)
                         rewards = rewards_of(t, arms)
                         if must_check:
-                            rewards = _clip(rewards, t, strict_rewards, "reward")
+                            rewards = _clip(rewards, t, strict_rewards, "reward", source, (replicates,))
                         update(t, arms, rewards)
                         arms_played[row] = arms
                         if regret is not None:
@@ -409,12 +451,12 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                     for t in range(t, end + 1):
                         offer = env_run.offer(t)
                         arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
-                        fb = env_run.feedback(t, arms)
+                        fb = feedback_of(t, arms)
                         rewards, values = fb.rewards, fb.values
                         if must_check:
-                            rewards = _clip(rewards, t, strict_rewards, "reward")
+                            rewards = _clip(rewards, t, strict_rewards, "reward", source, (replicates,))
                             if values is not None:
-                                values = _clip(values, t, strict_rewards, "side-observation value")
+                                values = _clip(values, t, strict_rewards, "side-observation value", source)
                         if fb.observed is None:
                             update(t, fb.arms, rewards)
                         else:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from accountants import gdp_conversion
+from accountants._validate import unknown_name
 from privbandit.envs import (BarabasiAlbert, Bernoulli, ErdosRenyi, GraphFeedback, OneMemoryAdversary,
                              PlantedPartition, TruncatedExponential, auer_lower_bound, shifted_stochastic,
                              switching_best_arm)
@@ -222,7 +223,7 @@ def run_experiment(name: str, horizon: int = 10_000, replicates: int = 20, seed=
                    **simulate_kwargs) -> SweepResult:
     """Run the named experiment (see :data:`EXPERIMENTS`) as a sweep; returns its result."""
     if not isinstance(name, str) or name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+        raise unknown_name("experiment", name, EXPERIMENTS, "privbandit.experiments.EXPERIMENTS")
     policies, envs = EXPERIMENTS[name](horizon)
     return sweep(policies, envs, horizon, replicates, seed, executor=executor,
                  **({"delta": DELTA, "ledger": False} | simulate_kwargs))

@@ -161,7 +161,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     st = sub.add_parser("status", help="spent and remaining epsilon, odometer, counts, last releases (JSON)")
     st.add_argument("store")
-    st.add_argument("--last", default=5, type=whole(0), metavar="N", help="how many recent policy rounds to list (default 5)")
+    st.add_argument("--last", default=5, type=whole(0), metavar="N", help="how many recent policy rounds to list (default 5; more than the rounds lists them all)")
     st.set_defaults(deploy_func=_status)
 
     rep = sub.add_parser("replay", help="feed a CSV reward table (one column per arm) through the deployment")

@@ -179,6 +179,71 @@ _CELL = {
 _CELL_NAMES = {"N": "whole-number", "A": "arm", "K": "decision-kind", "R": "reward", "T": "text", "J": "JSON"}
 
 
+def config_digest(config: dict) -> str:
+    """SHA-256 of the configuration as the store's meta table holds it (sorted-key JSON). The snapshot
+    carries it (its own digest covers it): the configuration decides the certificate -- the policy's
+    parameters, the horizon, the filter's stop round -- and it sits in the meta table, outside the
+    snapshot's digest, where one flipped bit turned ``"epsilon": 3.0`` into ``2.0`` and the odometer
+    certified a run of the 3.0 policy as the 2.0 one (session 10). The creation time is left out: it
+    decides nothing, and two stores of the same configuration and seed keep equal snapshot digests."""
+    import hashlib
+
+    kept = {k: v for k, v in config.items() if k != "created"}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
+def _real_field(lo: float, hi: float, *, closed: bool = False):
+    def ok(v) -> bool:
+        return type(v) in (int, float) and math.isfinite(v) and (lo <= v <= hi if closed else lo < v < hi)
+    return ok
+
+
+def _whole_field(lo: int, hi: int | None = None):
+    return lambda v: type(v) is int and v >= lo and (hi is None or v <= hi)
+
+
+#: the configuration's fields as :meth:`Deployment.create` writes them (JSON types; ranges as create
+#: checks them). A store whose configuration breaks one is corrupt: __init__ read these with
+#: int() / float() / config[key], and a missing key was a KeyError, a list an AttributeError.
+_CONFIG_FIELDS = {
+    "policy": ("a registered policy name", lambda v: type(v) is str),
+    "params": ("a JSON object of policy parameters", lambda v: type(v) is dict),
+    "n_arms": (f"a whole number in [2, {N_ARMS_MAX}]", _whole_field(2, N_ARMS_MAX)),
+    "horizon": ("a whole number in [n_arms, inf)", _whole_field(2)),
+    "anytime": ("true or false", lambda v: type(v) is bool),
+    "budget_epsilon": ("a finite real number in (0, inf)", lambda v: _real_field(0.0, math.inf)(v)),
+    "delta": ("a real number in (0, 1)", _real_field(0.0, 1.0)),
+    "seed": ("a whole number in [0, inf)", _whole_field(0)),
+    "on_exhausted": (f"one of {', '.join(ON_EXHAUSTED)}", lambda v: v in ON_EXHAUSTED),
+    "strict_rewards": ("true or false", lambda v: type(v) is bool),
+    "stop_round": ("a whole number in [0, horizon]", _whole_field(0)),
+    "certified_at_stop": ("a finite real number in [0, inf)", _real_field(0.0, math.inf, closed=True)),
+    "next_round_epsilon": ("a finite real number or null", lambda v: v is None or _real_field(0.0, math.inf, closed=True)(v)),
+}
+_CONFIG_OPTIONAL = {  # (absent from stores written before these options existed)
+    "synchronous": (f"one of {', '.join(_store.SYNCHRONOUS)}", lambda v: v in _store.SYNCHRONOUS),
+    "track_realized": ("true or false", lambda v: type(v) is bool),
+}
+
+
+def check_config(config, path: str) -> dict:
+    """``config`` as read from the store's meta table, every field of the right type and range, or a
+    StoreError naming the first that is not (the store was damaged or edited by hand)."""
+    if type(config) is not dict:
+        raise StoreError(f"{path}: corrupt deployment store (its configuration is a JSON "
+                         f"{type(config).__name__}, not an object)")
+    for key, (valid, ok) in [*_CONFIG_FIELDS.items(), *_CONFIG_OPTIONAL.items()]:
+        if key not in config:
+            if key in _CONFIG_OPTIONAL:
+                continue
+            raise StoreError(f"{path}: corrupt deployment store (its configuration has no {key!r})")
+        if not ok(config[key]) or (key == "horizon" and config[key] < config["n_arms"]) \
+                or (key == "stop_round" and config[key] > config["horizon"]):
+            raise StoreError(f"{path}: corrupt deployment store (configuration {key} must be {valid}, "
+                             f"got {shown(config[key])})")
+    return config
+
+
 class Deployment:
     """An open deployment store. Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a
     ``with`` block). Several processes may hold the same store open: every call is serialised by
@@ -193,6 +258,7 @@ class Deployment:
         self.budget, self.delta = float(config["budget_epsilon"]), float(config["delta"])
         self.stop_round = int(config["stop_round"])
         self.on_exhausted, self.strict_rewards = config["on_exhausted"], bool(config["strict_rewards"])
+        self._config_digest = config_digest(config)
         self._odometer: Odometer | None = None
         self._cache: tuple[int, dict] | None = None  # (state version, unpickled state)
 
@@ -257,7 +323,6 @@ class Deployment:
         rng = np.random.default_rng(np.random.SeedSequence(seed))
         ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
         run = pol.start(n_arms, 1, p.horizon, rng, ledger=ledger)
-        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger, "counters": (0, None)})
         at_stop = odo.certificate(p.stop_round)
         config = {
             "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
@@ -268,6 +333,8 @@ class Deployment:
             "next_round_epsilon": finite(odo.epsilon(p.stop_round + 1)) if p.stop_round < p.horizon else None,
             "created": time.time(),
         }
+        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger, "counters": (0, None),
+                                          "config_digest": config_digest(config)})
         conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
             _store.initialise(conn, config, blob, digest, path)
@@ -285,9 +352,12 @@ class Deployment:
         path = _store.store_path(path)
         conn = _store.connect(path, create=False)
         try:
-            config = _store.check(conn, path)
+            config = check_config(_store.check(conn, path), path)
             _store.configure(conn, path, config.get("synchronous", "full"))
-            dep = cls(path, conn, config)
+            try:
+                dep = cls(path, conn, config)
+            except ValueError as exc:  # make_policy refused the stored name or parameters
+                raise StoreError(f"{path}: corrupt deployment store (configuration policy / params: {exc})") from None
             with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
                 dep._state()
         except sqlite3.DatabaseError as exc:
@@ -349,6 +419,10 @@ class Deployment:
         # covers the snapshot only, so the snapshot carries its own copy of them and they must agree.
         # A store written before the snapshot held them (no "counters") is read as it is; its next
         # write adds them.
+        recorded = state.get("config_digest")  # (absent from stores written before session 10: added at the next write)
+        if recorded is not None and recorded != self._config_digest:
+            raise StoreError(f"{self.path}: corrupt deployment store (its configuration does not match the one its "
+                             "snapshot was written with): it was modified outside privbandit")
         counters = state.get("counters")
         if counters is not None and tuple(counters) != (info["rounds"], info["open_decision"]):
             raise StoreError(f"{self.path}: corrupt deployment store (the state row says {info['rounds']} policy "
@@ -358,6 +432,7 @@ class Deployment:
 
     def _write(self, info: dict, state: dict, rounds: int, open_decision) -> str:
         state["counters"] = (rounds, open_decision)
+        state["config_digest"] = self._config_digest
         blob, digest = _store.dump_state(state)
         version = info["version"] + 1
         self._conn.execute("UPDATE state SET version = ?, rounds = ?, open_decision = ?, blob = ?, digest = ? "
@@ -481,7 +556,9 @@ class Deployment:
         ``spent_epsilon`` is the odometer: the certificate of the policy rounds opened so far;
         ``realized_epsilon`` the ledger's worst record of this transcript (pure, KOV and GDP
         accountants), to be compared with ``certified_closed_form_epsilon`` (the certificate in the
-        same currency; realized <= certified always)."""
+        same currency; realized <= certified always). ``last``: how many of the latest policy rounds
+        ``last_releases`` lists -- any whole number >= 0; one beyond the rounds opened lists them all
+        (``last=10**400`` is "all", not an error: a count has no upper limit)."""
         last = min(_whole("last", last, 0), _MAX_ID)  # (SQLite's LIMIT -1 would list every round)
         conn = self._conn_checked()
         try:

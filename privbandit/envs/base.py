@@ -19,9 +19,47 @@ import abc
 
 import numpy as np
 
-from accountants._validate import real_array
+from accountants._validate import real_array, shown
 
 from privbandit.feedback import Feedback, Offer
+
+
+def library_code(obj, methods: tuple[str, ...]) -> bool:
+    """Whether ``obj``'s class is one of privbandit's own and none of ``methods`` is replaced on the
+    instance: what :func:`unit_rewards` asks before trusting a class's promise about its rewards."""
+    return type(obj).__module__.partition(".")[0] == "privbandit" and \
+        not any(name in getattr(obj, "__dict__", {}) for name in methods)
+
+
+def unit_rewards(env: "Environment", run: "EnvironmentRun") -> bool:
+    """Whether the engine may feed ``run``'s rewards to a policy unclipped and unchecked.
+
+    ``rewards_in_unit_interval`` is a promise about the code that draws the rewards, so it is kept
+    only when that code is the library's: the environment's class and its run's (``rewards``,
+    ``rewards_block``, ``feedback``) defined in privbandit. A user's subclass inherits the flag --
+    StationaryEnvironment's True -- while drawing rewards of its own: a subclass of Bernoulli whose
+    run returned rewards x 50, NaN or -3 was fed to Gaussian-TS, DP-SE, Anytime-Lazy-UCB and the
+    private EXP3s unclipped, their sensitivities (computed for [0, 1]) and so their certificates
+    silently wrong (session 10). Such environments are clipped (or checked, ``strict_rewards``) as
+    any environment without the flag is; the library's own pay nothing."""
+    return bool(env.rewards_in_unit_interval) and library_code(env, ("start",)) and \
+        library_code(run, ("rewards", "rewards_block", "feedback"))
+
+
+def real_values(x, t: int, what: str, source: str, shape: tuple | None) -> np.ndarray:
+    """``x`` as a float array of ``shape`` (None: any), or a ValueError naming ``source`` (the
+    environment that returned it) and the round: for rewards from code that is not the library's
+    (the engine's ``_clip``, the default :meth:`EnvironmentRun.rewards_block`). Ints are read exactly;
+    text, bools, None, complex and objects that are not real numbers are refused, as ``real_array``
+    refuses them -- numpy's assignment read "0.5" as 0.5 and broadcast a scalar to every replicate."""
+    try:
+        values = real_array(what, x)
+    except ValueError:
+        raise ValueError(f"{source} returned {what}s that are not real numbers in round {t}: got {shown(x)}") from None
+    if shape is not None and values.shape != shape:
+        raise ValueError(f"{source} returned {what}s of shape {values.shape} in round {t}; expected {shape} "
+                         "(one per replicate)")
+    return values
 
 
 class EnvironmentRun(abc.ABC):
@@ -42,8 +80,12 @@ class EnvironmentRun(abc.ABC):
         (policies.base, ``plan``). An override must consume the same random variates in the same
         order, so a run's rewards do not depend on whether its policy plans."""
         out = np.empty(arms.shape)
+        source = f"environment run {type(self).__name__}"
         for j in range(arms.shape[0]):
-            out[j] = self.rewards(t + j, arms[j])
+            row = self.rewards(t + j, arms[j])
+            if type(row) is not np.ndarray or row.dtype.kind != "f" or row.shape != arms[j].shape:
+                row = real_values(row, t + j, "reward", source, arms[j].shape)  # (not cast by the assignment)
+            out[j] = row
         return out
 
     def offer(self, t: int) -> Offer | None:

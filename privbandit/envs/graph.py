@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from accountants._validate import shown
-from privbandit.envs.base import EnvironmentRun, StationaryEnvironment
+from privbandit.envs.base import EnvironmentRun, StationaryEnvironment, library_code
 from privbandit.feedback import Feedback, Offer
 from privbandit.seeding import check_seed
 from privbandit.envs.graphs import GraphModel, check_adjacency, max_degree
@@ -54,7 +54,8 @@ class GraphFeedback(StationaryEnvironment):
                 raise ValueError("redraw=True needs a GraphModel to draw from, not a fixed graph")
             self.model = None
             self.graph = check_adjacency(graph, arms.n_arms)
-        self.rewards_in_unit_interval = arms.rewards_in_unit_interval
+        # (the arms' promise holds for the library's own arm environments only: see envs.base.unit_rewards)
+        self.rewards_in_unit_interval = arms.rewards_in_unit_interval and library_code(arms, ("start",))
 
     @property
     def max_degree(self) -> int:

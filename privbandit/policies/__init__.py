@@ -6,7 +6,7 @@ from keyword parameters (the class validates them).
 
 from __future__ import annotations
 
-from accountants._validate import shown
+from accountants._validate import unknown_name
 from privbandit.policies.adversarial import BatchedPrivateEXP3, DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
@@ -61,15 +61,21 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
+def policy_class(name: str) -> type[Policy]:
+    """The class registered as ``name`` (case-insensitive, ``-`` read as ``_``), or a ValueError
+    naming the close matches. The one lookup of a policy name (make_policy, budget, invert)."""
+    key = name.replace("-", "_").lower() if isinstance(name, str) else None  # (name.replace: an AttributeError)
+    if key not in REGISTRY:
+        raise unknown_name("policy", name, REGISTRY, "privbandit.policies.REGISTRY")
+    return REGISTRY[key]
+
+
 def make_policy(name: str, **params) -> Policy:
     """The policy registered as ``name``, configured with ``params``."""
-    if not isinstance(name, str):  # (was an AttributeError from name.replace)
-        raise ValueError(f"policy name must be a str, one of {', '.join(sorted(REGISTRY))}; got {shown(name)}")
-    key = name.replace("-", "_").lower()
-    if key not in REGISTRY:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    cls = policy_class(name)
+    key = cls.name
     try:
-        return REGISTRY[key](**params)
+        return cls(**params)
     except TypeError as exc:  # unknown keyword: say which parameters exist
         raise ValueError(f"bad parameters for {key}: {exc}") from None
 

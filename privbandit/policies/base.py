@@ -66,7 +66,8 @@ def check_rewards(rewards, t=None) -> np.ndarray:
     The one place a policy run validates its feedback: the sensitivity of every private policy's
     releases is computed for rewards in [0, 1], so a reward of 5 would silently break its privacy.
     """
-    values = np.asarray(rewards, dtype=float)
+    # (np.asarray(rewards, dtype=float) read "0.5" as 0.5 and True as 1.0, and a Decimal as a float)
+    values = rewards if type(rewards) is np.ndarray and rewards.dtype.kind == "f" else _validate.real_array("rewards", rewards)
     if values.size and not (values.min() >= 0.0 and values.max() <= 1.0):  # NaN fails both
         bad = values[~((values >= 0.0) & (values <= 1.0))].ravel()[0]
         where = "" if t is None else f" in round {t}"

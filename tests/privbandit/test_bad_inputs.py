@@ -314,4 +314,7 @@ def test_engine_skips_the_runs_check_only_when_it_guarantees_the_range():
         simulate(UCB1(), RewardTable(np.full((20, 2), 3.0)), 20, 2, seed=0, ledger=False)  # clipped
     finally:
         UCB1.start = real_start
-    assert seen[0].rewards_checked is True and seen[1].rewards_checked is False
+    # both guaranteed by the engine: in range by construction, or clipped -- and since session 10 the
+    # clipping path refuses NaN itself, naming the environment (np.clip lets NaN through, so the run's
+    # own check used to stay on there)
+    assert seen[0].rewards_checked is True and seen[1].rewards_checked is True

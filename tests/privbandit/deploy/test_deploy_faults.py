@@ -62,6 +62,15 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
                 acknowledged_u[int(rest[0])] = float(rest[1])
         with Deployment.open(path) as dep:
             rows = {r["decision"]: r for r in dep.decisions()}
+            status = dep.status()
+            certify = dep.odometer.epsilon
+        # the odometer never under-counts what was released: every committed policy round is counted,
+        # and the snapshot's release counts are exactly the releases the committed calls logged
+        policy_rounds = sum(r["kind"] == "policy" for r in rows.values())
+        assert status["policy_rounds"] == policy_rounds
+        assert status["spent_epsilon"] == certify(policy_rounds)
+        logged = [sum(r["releases"][a] + (r["update_releases"] or [0] * 3)[a] for r in rows.values()) for a in range(3)]
+        assert status["releases_per_arm"] == logged
         # every acknowledged select and update is there, with its arm and reward
         for d, arm in acknowledged_s.items():
             assert rows[d]["arm"] == arm
