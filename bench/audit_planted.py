@@ -26,6 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4,  # noqa: E402
                                 ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11, drive_deployment)
+from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12, ROUND12_BUGS,  # noqa: E402
+                                   drive_deployment12)
+
+BUGS = {**BUGS, **ROUND12_BUGS}
 
 import functools  # noqa: E402
 
@@ -200,7 +204,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else 'no'))))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else 'no')))))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
@@ -208,13 +212,14 @@ def main() -> None:
 
         print("\n| deployment case | kind | verdict | caught by | seconds |")
         print("|---|---|---|---|---:|")
-        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS}.items():
+        round12 = {**DEPLOY_BUGS12, **DEPLOY_CONTROLS12}
+        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **round12}.items():
             with tempfile.TemporaryDirectory() as tmp:
                 started = time.perf_counter()
-                drive_deployment(cls, os.path.join(tmp, "store.db"))
+                (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
                 res = deployment_audit(os.path.join(tmp, "store.db"))
                 seconds = round(time.perf_counter() - started, 1)
-            kind = "bug" if key in DEPLOY_BUGS else "control"
+            kind = "bug" if key in DEPLOY_BUGS or key in DEPLOY_BUGS12 else "control"
             rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
                          "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
             print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
@@ -235,15 +240,15 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's and 11's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in {**CONTROLS10, **CONTROLS11}.items():
+        # round 10's, 11's and 12's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12}.items():
             if opts.controls is not None and key not in opts.controls:
                 continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} (round {10 if key in CONTROLS10 else 11} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else 12)} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:
