@@ -45,6 +45,10 @@ try:  # round 11's more-arms and late runs (older trees lack them: the guard the
     from privbandit.audit.cli import WB_LATE, WB_MANY_ARMS  # noqa: E402
 except ImportError:
     WB_LATE, WB_MANY_ARMS = dict(factor=1, cap=0), 2
+try:  # round 12's far ledger run and graph shape size (older trees: none, 6 arms)
+    from privbandit.audit.cli import FAR, GRAPH  # noqa: E402
+except ImportError:
+    FAR, GRAPH = None, dict(shape_arms=6)
 from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
@@ -84,7 +88,14 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
         cases = [(k, {"max_degree": d}, rel) for k, d in ((2, 1), (6, 3)) for rel in ("entry", "round")]
-    return any(cert(bug, *c) != cert(clean, *c) for c in cases)
+    if any(cert(bug, *c) != cert(clean, *c) for c in cases):
+        return True
+    # round 12: the far ledger run's horizon (a schedule wrong only late); K-armed policies only
+    if FAR and not (_graph(bug) or _contextual(bug)):
+        far = FAR["horizon"]
+        return (schedule_for(bug, far, 2).mu(far), schedule_for(bug, far, 2).events(far)) != \
+            (schedule_for(clean, far, 2).mu(far), schedule_for(clean, far, 2).events(far))
+    return False
 
 
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
@@ -146,7 +157,8 @@ def armed(cls) -> str:
     runs = [(2, probe, 64, False, "path"), (2, long, 8, False, "path"), (2, long, 8, True, "path")]
     # round 11: the audit's more-arms and late runs (K-armed), its star and redrawn graphs (graph policies)
     if _graph(bug):
-        runs += [(6, 200, 16, False, "star"), (6, 200, 16, False, "redrawn")]
+        shape_arms = GRAPH["shape_arms"]
+        runs += [(shape_arms, 200, 16, False, "star"), (shape_arms, 200, 16, False, "redrawn")]
     elif not _contextual(bug) and WB_MANY_ARMS > 2:
         late = min(WB_LATE["cap"], WB_LATE["factor"] * long)
         runs += [(WB_MANY_ARMS, probe, 16, False, "path")] + ([(2, late, 4, False, "path")] if late > long else [])
@@ -163,8 +175,19 @@ def armed(cls) -> str:
                 equal = all(u.shape == v.shape and np.array_equal(u, v, equal_nan=True) for u, v in zip(x, y))
             if not equal:
                 return ""
+    if not (_contextual(bug) or _graph(bug)):
+        try:  # round 12: the white-box run repeated without a ledger (check ledger_observer)
+            from privbandit.audit.whitebox import _run_unobserved
+        except ImportError:
+            _run_unobserved = None
+        if _run_unobserved is not None:
+            tape, _, _, _ = neighbour_tapes(2, probe, 64, np.random.default_rng(12345))
+            if not np.array_equal(_run_unobserved(bug, tape, probe, np.random.SeedSequence(0)),
+                                  _run_unobserved(clean, tape, probe, np.random.SeedSequence(0))):
+                return ""
     return ("no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, "
-            "planned too, and the audit's extra runs: more arms, late rounds, other graphs)")
+            "planned too, and the audit's extra runs: more arms, late rounds, other graphs, no ledger, the far "
+            "schedule)")
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
