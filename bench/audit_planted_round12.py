@@ -596,3 +596,146 @@ def drive_deployment12(cls, path, *, decisions: int = 60, seed: int = 7, policy:
                 dep = cls.open(path)
     finally:
         dep.close()
+
+
+# --- round 12 variants: written after the auditor's round-12 change, without changing it again --------
+# Same classes as above, different code and policies: do the new checks generalise?
+from privbandit.policies import PrivateLinTS  # noqa: E402
+from privbandit.policies.graph_private import LazyDPTSN  # noqa: E402
+
+from audit_planted_bugs import _SharedRowNoise  # noqa: E402
+
+
+class TreeNoLedgerSkipsLeaves(PrivateUCB):
+    """Variant (ledger off): Private-UCB whose tree, when no ledger is attached, adds no noise to leaf
+    nodes (level 0) -- "their noise is only needed for the ledger's bookkeeping"."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        if ledger is None:
+            core = run.tree._core
+            insert_flat = core.insert_flat
+
+            def leaves_free(mech, f, rr, kk, v, scale, offset, mechanism):
+                tau = flat(core.tau)[f] + 1
+                level = exact_log2(tau & -tau)
+                return insert_flat(mech, f, rr, kk, v, np.where(level == 0, scale * 1e-9, scale), offset, mechanism)
+
+            core.insert_flat = leaves_free
+        return run
+
+
+class _SixtyPercentFromArmSeven(NoiseSampler):
+    """Laplace noise multiplied by 0.6 after the draw for rows whose arm is >= 7."""
+
+    _bug_arms = None
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        out = NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        arms = self._bug_arms
+        if self.exact or arms is None or arms.size != np.size(out):
+            return out
+        statistic = np.asarray(statistic, dtype=float)
+        return np.where(arms >= 7, statistic + 0.6 * (out - statistic), out)
+
+
+class AnytimeArmEightSixty(AnytimeLazyUCB):
+    """Variant (arm index >= 6): Anytime-Lazy-UCB whose batch noise for arm 7 (the eighth arm) and up is
+    0.6 of the drawn value (a per-arm "confidence discount" table of seven entries)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        b = run.batches
+        b.sampler.__class__ = _SixtyPercentFromArmSeven
+        close = b._close
+
+        def closing(idx):
+            b.sampler._bug_arms = np.asarray(idx[1])
+            try:
+                close(idx)
+            finally:
+                b.sampler._bug_arms = None
+
+        b._close = closing
+        return run
+
+
+class _TabulatedSchedule(GaussianTSSchedule):
+    """mu and events read from a table of the release counts at powers of two up to 2^14 rounds, the
+    entry at or below t ("a precomputed curve for the dashboard"; beyond the table, the last entry)."""
+
+    def releases(self, rounds):
+        table = [GaussianTSSchedule.releases(self, 2 ** i) for i in range(15)]
+        if rounds <= 0:
+            return 0
+        i = min(int(math.floor(math.log2(rounds))), 14)
+        return table[i] if 2 ** i < rounds <= 2 ** 14 or rounds > 2 ** 14 else GaussianTSSchedule.releases(self, rounds)
+
+
+class TSScheduleTabulated(GaussianTS):
+    """Variant (far rounds): Gaussian TS (b = 1, c = 4) whose schedule reads a power-of-two table of
+    release counts: between table entries it under-counts by up to half, and it stops at 2^14 rounds."""
+
+    def __init__(self, b: int = 1, c: float = 4.0):
+        super().__init__(b, c)
+
+    def privacy_schedule(self, horizon, n_arms):
+        super().privacy_schedule(horizon, n_arms)
+        return _TabulatedSchedule(self.b, self.c, n_arms)
+
+
+class LinTSLooseOutliers(PrivateLinTS):
+    """Variant (contexts far above 16 L): Private linear TS whose clip projects contexts of norm > 256 L
+    onto the ball of radius 4 L ("outliers get a looser bound"), the others onto radius L."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        bound = self.bound
+
+        def clip(z):
+            norms = np.sqrt(np.einsum("...i,...i->...", z, z))[..., None]
+            radius = np.where(norms > 256.0 * bound, 4.0 * bound, bound)
+            return np.where(norms > radius, z * (radius / np.maximum(norms, 1e-300)), z)
+
+        _pre_clip(run, self, clip)
+        return run
+
+
+class LazyNHubSevenSharedNoise(LazyDPTSN):
+    """Variant (hub of degree >= 6): Lazy-DP-TS-N whose batch releases closing in a round that revealed 7
+    or more entries share one Laplace draw per replicate."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        b = run.batches
+        b.sampler.__class__ = _SharedRowNoise
+        learn, close = run.learn, b._close
+        state = {"hub": np.zeros(replicates, dtype=bool)}
+
+        def hub_learn(t, observed, values):
+            state["hub"] = observed.sum(axis=1) >= 7
+            learn(t, observed, values)
+
+        def shared_close(idx):
+            b.sampler._bug_share = (np.asarray(idx[0]), state["hub"])
+            try:
+                close(idx)
+            finally:
+                b.sampler._bug_share = None
+
+        run.learn, b._close = hub_learn, shared_close
+        return run
+
+
+ROUND12_VARIANTS = {
+    "tree_no_ledger_skips_leaves": TreeNoLedgerSkipsLeaves,
+    "anytime_arm_eight_sixty": AnytimeArmEightSixty,
+    "ts_schedule_tabulated": TSScheduleTabulated,
+    "lin_ts_loose_outliers": LinTSLooseOutliers,
+    "lazy_n_hub_seven_shared_noise": LazyNHubSevenSharedNoise,
+}
+"""Round 12's variants: the new checks' classes again, written after the auditor change (docs/audit.md)."""
+
+for _key, _cls in ROUND12_VARIANTS.items():
+    _named(_cls, "bug_" + _key)
+ROUND12_BUGS.update(ROUND12_VARIANTS)
