@@ -26,7 +26,6 @@ from privbandit.mechanisms.posterior import GaussianPosteriorRelease
 from privbandit.mechanisms.sampling import NoiseSampler
 from privbandit.policies import (AnytimeLazyUCB, DPUCBBound, DPUCBInt, GaussianTS, LazyDPTS, PrivateEXP3,
                                  PrivateLinUCB, PrivateUCB)
-from privbandit.policies.base import note_rounds
 from privbandit.policies.gaussian_ts import GaussianTSSchedule
 from privbandit.policies.graph_private import DPUCBN
 from privbandit.policies.linear import JointDPLinUCB, JointDPSchedule
@@ -36,8 +35,8 @@ import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from audit_planted_bugs import (_Bounded, _laplace_shape, _named, _on_statistics, _pulled_mask, _remember_choice,  # noqa: E402
-                                _swapping)
+from audit_planted_bugs import (_Bounded, _laplace_shape, _named, _on_statistics, _swapping,  # noqa: E402
+                                truncate_round_tags)
 
 
 # --- certificates through components other than PureDP ---------------------------------------------
@@ -146,21 +145,7 @@ class GraphHub7RoundTags(DPUCBN):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _remember_choice(run)
-
-        def learn(t, observed, values):
-            positions = run.counts.copy()
-            run.hybrid.insert(values, observed)
-            run.counts += observed
-            arms = getattr(run, "_bug_arms", None)
-            if arms is None:
-                note_rounds(run.ledger, t, observed, positions)
-                return
-            pulled = observed & _pulled_mask(run, arms)
-            side = observed & ~pulled
-            note_rounds(run.ledger, t, pulled | (side & (np.cumsum(side, axis=1) <= 5)), positions)
-
-        run.learn = learn
+        truncate_round_tags(run, 5)
         return run
 
 
@@ -185,19 +170,24 @@ class LazyArmSevenHalf(LazyDPTS):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        b = run.batches
-        b.sampler.__class__ = _HalfFromArmSix
-        close = b._close
-
-        def closing(idx):
-            b.sampler._bug_arms = np.asarray(idx[1])
-            try:
-                close(idx)
-            finally:
-                b.sampler._bug_arms = None
-
-        b._close = closing
+        _closing_arms(run.batches, _HalfFromArmSix)
         return run
+
+
+def _closing_arms(batches, sampler_class) -> None:
+    """The fresh-batch mechanism's sampler becomes ``sampler_class``, told (``_bug_arms``) the arm of each
+    release while a batch closes."""
+    batches.sampler.__class__ = sampler_class
+    close = batches._close
+
+    def closing(idx):
+        batches.sampler._bug_arms = np.asarray(idx[1])
+        try:
+            close(idx)
+        finally:
+            batches.sampler._bug_arms = None
+
+    batches._close = closing
 
 
 # --- rounds beyond the late run ------------------------------------------------------------------
@@ -645,18 +635,7 @@ class AnytimeArmEightSixty(AnytimeLazyUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        b = run.batches
-        b.sampler.__class__ = _SixtyPercentFromArmSeven
-        close = b._close
-
-        def closing(idx):
-            b.sampler._bug_arms = np.asarray(idx[1])
-            try:
-                close(idx)
-            finally:
-                b.sampler._bug_arms = None
-
-        b._close = closing
+        _closing_arms(run.batches, _SixtyPercentFromArmSeven)
         return run
 
 
