@@ -376,9 +376,16 @@ def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np
     return actions
 
 
-def _ledger_observer(policy: Policy, tapes: np.ndarray, horizon: int, seed, act_d: np.ndarray) -> Finding | None:
-    """Check 12: the run on D repeated without a ledger acts as the run with one."""
-    act_u = _run_unobserved(policy, tapes, horizon, seed)
+def _ledger_observer(policy: Policy, tapes: np.ndarray, horizon: int, seed, act_d: np.ndarray,
+                     notes: list[str] | None = None) -> Finding | None:
+    """Check 12: the run on D repeated without a ledger acts as the run with one. A run that cannot go
+    without a ledger (it raises) is noted, not refuted: a crash is no release."""
+    try:
+        act_u = _run_unobserved(policy, tapes, horizon, seed)
+    except Exception as exc:  # noqa: BLE001 -- whatever the policy raises, the other checks still stand
+        if notes is not None:
+            notes.append(f"ledger_observer: the run without a ledger raised {type(exc).__name__}: {exc}; not compared")
+        return None
     differ = np.flatnonzero((act_u != act_d).any(axis=1))
     if not differ.size:
         return None
@@ -767,7 +774,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law,
                                               spend, notes)
     if observer and not planned:
-        unobserved = _ledger_observer(policy, tape, horizon, run_seq, act_d)
+        unobserved = _ledger_observer(policy, tape, horizon, run_seq, act_d, notes)
         if unobserved is not None:
             findings.append(unobserved)
     if not n_rel:

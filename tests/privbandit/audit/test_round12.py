@@ -109,3 +109,24 @@ def test_far_ledger_run_exceeds_a_schedule_that_stops_counting(cls, passed):
     assert res.passed is passed, res.summary()
     if not passed:
         assert res.violations[0].kind == "mu"
+
+
+class _NeedsALedger(type(make_policy("dp_ucb_bound"))):
+    """Correct with a ledger; raises without one (its update reads the ledger)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        update = run.update
+
+        def upd(t, arms, rewards):
+            ledger.draws  # AttributeError when there is none
+            return update(t, arms, rewards)
+
+        run.update = upd
+        return run
+
+
+def test_a_run_that_cannot_go_without_a_ledger_is_noted_not_refuted():
+    res = whitebox_audit(_NeedsALedger(), 100, 2, 16, seed=0, law=False)
+    assert res.checks == [], res.summary()
+    assert any(n.startswith("ledger_observer: the run without a ledger raised AttributeError") for n in res.notes)
