@@ -26,6 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS, DEPLOY_CONTROLS, ROUND4,  # noqa: E402
                                 ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11, drive_deployment)
+from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12, ROUND12_BUGS,  # noqa: E402
+                                   drive_deployment12)
+
+BUGS = {**BUGS, **ROUND12_BUGS}
 
 import functools  # noqa: E402
 
@@ -41,6 +45,10 @@ try:  # round 11's more-arms and late runs (older trees lack them: the guard the
     from privbandit.audit.cli import WB_LATE, WB_MANY_ARMS  # noqa: E402
 except ImportError:
     WB_LATE, WB_MANY_ARMS = dict(factor=1, cap=0), 2
+try:  # round 12's far ledger run and graph shape size (older trees: none, 6 arms)
+    from privbandit.audit.cli import FAR, GRAPH  # noqa: E402
+except ImportError:
+    FAR, GRAPH = None, dict(shape_arms=6)
 from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
@@ -80,7 +88,14 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
         cases = [(k, {"max_degree": d}, rel) for k, d in ((2, 1), (6, 3)) for rel in ("entry", "round")]
-    return any(cert(bug, *c) != cert(clean, *c) for c in cases)
+    if any(cert(bug, *c) != cert(clean, *c) for c in cases):
+        return True
+    # round 12: the far ledger run's horizon (a schedule wrong only late); K-armed policies only
+    if FAR and not (_graph(bug) or _contextual(bug)):
+        far = FAR["horizon"]
+        return (schedule_for(bug, far, 2).mu(far), schedule_for(bug, far, 2).events(far)) != \
+            (schedule_for(clean, far, 2).mu(far), schedule_for(clean, far, 2).events(far))
+    return False
 
 
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
@@ -142,7 +157,8 @@ def armed(cls) -> str:
     runs = [(2, probe, 64, False, "path"), (2, long, 8, False, "path"), (2, long, 8, True, "path")]
     # round 11: the audit's more-arms and late runs (K-armed), its star and redrawn graphs (graph policies)
     if _graph(bug):
-        runs += [(6, 200, 16, False, "star"), (6, 200, 16, False, "redrawn")]
+        shape_arms = GRAPH["shape_arms"]
+        runs += [(shape_arms, 200, 16, False, "star"), (shape_arms, 200, 16, False, "redrawn")]
     elif not _contextual(bug) and WB_MANY_ARMS > 2:
         late = min(WB_LATE["cap"], WB_LATE["factor"] * long)
         runs += [(WB_MANY_ARMS, probe, 16, False, "path")] + ([(2, late, 4, False, "path")] if late > long else [])
@@ -159,8 +175,19 @@ def armed(cls) -> str:
                 equal = all(u.shape == v.shape and np.array_equal(u, v, equal_nan=True) for u, v in zip(x, y))
             if not equal:
                 return ""
+    if not (_contextual(bug) or _graph(bug)):
+        try:  # round 12: the white-box run repeated without a ledger (check ledger_observer)
+            from privbandit.audit.whitebox import _run_unobserved
+        except ImportError:
+            _run_unobserved = None
+        if _run_unobserved is not None:
+            tape, _, _, _ = neighbour_tapes(2, probe, 64, np.random.default_rng(12345))
+            if not np.array_equal(_run_unobserved(bug, tape, probe, np.random.SeedSequence(0)),
+                                  _run_unobserved(clean, tape, probe, np.random.SeedSequence(0))):
+                return ""
     return ("no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, "
-            "planned too, and the audit's extra runs: more arms, late rounds, other graphs)")
+            "planned too, and the audit's extra runs: more arms, late rounds, other graphs, no ledger, the far "
+            "schedule)")
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
@@ -200,7 +227,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else 'no'))))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else 'no')))))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
@@ -208,13 +235,14 @@ def main() -> None:
 
         print("\n| deployment case | kind | verdict | caught by | seconds |")
         print("|---|---|---|---|---:|")
-        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS}.items():
+        round12 = {**DEPLOY_BUGS12, **DEPLOY_CONTROLS12}
+        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **round12}.items():
             with tempfile.TemporaryDirectory() as tmp:
                 started = time.perf_counter()
-                drive_deployment(cls, os.path.join(tmp, "store.db"))
+                (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
                 res = deployment_audit(os.path.join(tmp, "store.db"))
                 seconds = round(time.perf_counter() - started, 1)
-            kind = "bug" if key in DEPLOY_BUGS else "control"
+            kind = "bug" if key in DEPLOY_BUGS or key in DEPLOY_BUGS12 else "control"
             rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
                          "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
             print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
@@ -235,15 +263,15 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's and 11's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in {**CONTROLS10, **CONTROLS11}.items():
+        # round 10's, 11's and 12's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12}.items():
             if opts.controls is not None and key not in opts.controls:
                 continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} (round {10 if key in CONTROLS10 else 11} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else 12)} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:

@@ -1742,22 +1742,27 @@ class GraphHubRoundTagsTruncated(DPUCBN):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _remember_choice(run)
-
-        def learn(t, observed, values):
-            positions = run.counts.copy()
-            run.hybrid.insert(values, observed)
-            run.counts += observed
-            arms = getattr(run, "_bug_arms", None)
-            if arms is None:
-                note_rounds(run.ledger, t, observed, positions)
-                return
-            pulled = observed & _pulled_mask(run, arms)
-            side = observed & ~pulled
-            note_rounds(run.ledger, t, pulled | (side & (np.cumsum(side, axis=1) <= 2)), positions)
-
-        run.learn = learn
+        truncate_round_tags(run, 2)
         return run
+
+
+def truncate_round_tags(run, side_slots: int) -> None:
+    """A DP-UCB-N run whose round tags keep the played arm and at most ``side_slots`` side observations."""
+    _remember_choice(run)
+
+    def learn(t, observed, values):
+        positions = run.counts.copy()
+        run.hybrid.insert(values, observed)
+        run.counts += observed
+        arms = getattr(run, "_bug_arms", None)
+        if arms is None:
+            note_rounds(run.ledger, t, observed, positions)
+            return
+        pulled = observed & _pulled_mask(run, arms)
+        side = observed & ~pulled
+        note_rounds(run.ledger, t, pulled | (side & (np.cumsum(side, axis=1) <= side_slots)), positions)
+
+    run.learn = learn
 
 
 class _SharedRowNoise(NoiseSampler):

@@ -56,11 +56,20 @@ WB_LATE = dict(factor=4, cap=40_000, replicates=4)
 run's horizon (8,000 rounds for most policies, at most 40,000), changing late records: a bug that waits past
 the long run's last round (a scale cut at round 3,000) is reached. Skipped when it would not go further."""
 
-WB_MANY_ARMS = 6
-"""The white-box audit's extra coupled run with this many arms when ``--arms`` is smaller (round 11): the
-replicates change arm ``r mod K``, so arms 3, 4, 5 hold changed records, and a leak keyed to a high arm
-index or to K >= 5 (a 4-column noise buffer) is reached. A quarter of the tier's white-box budget (125
-replicates at T = 200), with the noise law (its own family-wise alpha)."""
+WB_MANY_ARMS = 8
+"""The white-box audit's extra coupled run with this many arms when ``--arms`` is smaller (round 11, 6
+arms; round 12, 8): the replicates change arm ``r mod K``, so arms 3-7 hold changed records, and a leak
+keyed to a high arm index (>= 3 in round 11, >= 6 in round 12) or to K >= 5 (a 4-column noise buffer) is
+reached. A quarter of the tier's white-box budget (125 replicates at T = 200), with the noise law (its
+own family-wise alpha)."""
+
+FAR = dict(horizon=2**17, replicates=1)
+"""The far ledger run (round 12): the cheap ledger audit (mu and pure epsilon, realized <= certified) on
+one replicate of 2^17 = 131,072 rounds, on a *starving* environment -- arm 0 pays 1 every round, every
+other arm 0 -- so that a record of a starved arm stays in (nearly) every later release: the worst case a
+schedule must bound. A schedule that stops counting releases late (a cap at 10,000 rounds) is exceeded
+there; the white-box runs end by 40,000 rounds and, on the mixed tapes, rarely starve a stream. Untraced
+(the engine's own run and ledger): 7-15 s per policy on the shared 2-core machine."""
 
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
@@ -234,6 +243,18 @@ def run(args: argparse.Namespace) -> int:
         if res is None:
             continue
         _print_audit(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n", res)
+    # 1b''. Round 12: the far ledger run (a starving environment, 2^17 rounds, one replicate).
+    far = None
+    if args.tier != "smoke" and FAR["horizon"] > max(horizon, late_horizon):
+        starving = Bernoulli([1.0] + [0.0] * (k - 1))
+        if edgeless:
+            from privbandit.envs.graph import GraphFeedback
+
+            starving = GraphFeedback(starving, np.eye(k, dtype=bool))
+        far = ledger_audit(policy, starving, FAR["horizon"], FAR["replicates"], seeds=(args.seed + 7,), tight=False)
+        print(f"## Far ledger run (starving environment, T={FAR['horizon']}, {FAR['replicates']} replicate)\n")
+        print(far.summary())
+        print()
 
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
@@ -306,7 +327,8 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
-    if not tight.passed or not cheap.passed or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
+    if not tight.passed or not cheap.passed or (far is not None and not far.passed) \
+            or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
             or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
             or any(r is not None and r.verdict == "VIOLATION" for r in (wb_many, wb_late, *wb_shapes.values())):
@@ -316,6 +338,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         verdict = "INCONCLUSIVE"
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in (tight, cheap) if not r.passed]
+                  + (["ledger (far, starving)"] if far is not None and not far.passed else [])
                   + [f"white-box {c}" for c in wb.checks]
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
@@ -373,6 +396,8 @@ def run(args: argparse.Namespace) -> int:
                                                                            for shape, r in wb_shapes.items()))},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
+            "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,
+                                                    "violations": [v.describe() for v in far.violations]},
             "black_box": [{"observation": r.observation, "verdict": r.verdict,
                            "rows": [{k2: (v if not isinstance(v, float) or math.isfinite(v) else str(v))
                                      for k2, v in row.items()} for row in r.table("rows")]}
@@ -386,14 +411,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[verdict]
 
 
-GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=6, shape_replicates=64)
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=8, shape_replicates=64)
 """The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
 complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
 entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
 (privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
 certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
 replicates, 2-8 s. Round 11: a star and a graph redrawn every round (:func:`privbandit.audit.graph.graph_sequence`)
-on at least 6 arms, 64 replicates each."""
+on at least 6 arms, 64 replicates each; round 12: at least 8 arms (the star's hub has degree 7)."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at

@@ -20,7 +20,7 @@ replicate changes one user, round h:
   still be a post-processing of the releases, and that is what the ``decisions`` check asks.
 
 Contexts are adversarial for the sensitivities (kind r mod 4, each of norm exactly the declared
-bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L and 16 L on every other group of four
+bound L -- or, for a policy that clips (``contexts="clip"``), 1.5 L and 16 L to 2^16 L on every other group of four
 replicates, so that the projection onto the ball is exercised; one group in four has norms uniform in
 [L/10, L], so that a scale that follows the data's norm shows): dense (every coordinate L / sqrt d: the largest L1 norm, the worst case of the Laplace
 tree's ``b`` entries), one-hot (a random coordinate), uniform on the sphere, and intercept-style
@@ -76,8 +76,8 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
               rng: np.random.Generator, clip: bool = False) -> np.ndarray:
     """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept,
     except replicates with floor(r / 4) = 2 mod 4, whose norms are uniform in [bound / 10, bound] (round 11);
-    ``clip``: those with floor(r / 4) = 1 mod 4 of norm 1.5 ``bound``, 3 mod 4 of 16 ``bound`` (the policy
-    clips them)."""
+    ``clip``: those with floor(r / 4) = 1 mod 4 of norm 1.5 ``bound``, 3 mod 4 of norm log-uniform in
+    [16, 2^16] ``bound`` per round (round 12; 16 ``bound`` in round 11) -- the policy clips them."""
     R, T, K, d = replicates, horizon, n_arms, dim
     kind = np.arange(R) % 4
     z = np.empty((R, T, K, d))
@@ -106,6 +106,13 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
         # an unclipped context of 16 L exceeds even the sensitivity declared for the round relation
         z[group % 2 == 1] *= 1.5
         z[group == 3] *= 16.0 / 1.5
+        # round 12: those of 16 L stretched log-uniformly per round over [16 L, 2^16 L], so that a clip that
+        # misbehaves only past some norm (a "units" guard above 64 L) is reached at any threshold up to 2^16 L
+        # (far beyond, an unclipped context overflows the Gram matrix: a crash, not a witness). One factor for
+        # every arm of a round: per arm, the dense kind's identical contexts (exact ties of the index) would be
+        # clipped by different factors and tie only up to rounding, and the coupled runs' replay (whose sums
+        # differ in the last bits) would then break the ties differently -- a float artefact, not a leak
+        z[group == 3] *= np.exp2(rng.uniform(0.0, 12.0, size=(int(np.count_nonzero(group == 3)), T, 1, 1)))
         return z * bound
     # a policy that rejects longer contexts: a hair inside the ball (a norm of L can round above L)
     return z * (bound * (1.0 - 1e-9))

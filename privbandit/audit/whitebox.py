@@ -71,7 +71,14 @@ changed arm's stream, so every release whose statistic changed must be reported 
    nodes' traced releases (the prefix sum is post-processing of the nodes, Chan, Shi & Song 2011): node
    noise altered after the draw, dropped or stale, fails it, to a relative 1e-8.
 
-Checks 1-4 and 6-10 are exact (a violation is a deterministic witness, reproducible from the seed).
+12. **ledger_observer** (round 12) -- the ledger observes, it does not steer: the run on D repeated
+   without a ledger (``start(..., ledger=None)``, as ``simulate(..., ledger=False)`` and a deployment
+   that does not track run it) and without the tracer, on the same tapes and seed, must take the same
+   actions. Every check above reads runs *with* a ledger, so a policy whose noise, scale or releases
+   change when nobody records them (a "fast path" without reporting) would otherwise be audited on
+   a path it never takes in production.
+
+Checks 1-4 and 6-12 are exact (a violation is a deterministic witness, reproducible from the seed).
 Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
 """
 
@@ -352,6 +359,44 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     return actions, tracer
 
 
+def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np.ndarray:
+    """:func:`_run` round by round without a ledger and without the tracer: the actions (R, T) of the
+    path a run takes when nobody records its releases (check 12)."""
+    R, K, _ = tapes.shape
+    run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=None)
+    pulls = np.zeros((R, K), dtype=np.int64)
+    rows = np.arange(R)
+    actions = np.empty((R, horizon), dtype=np.int64)
+    for t in range(1, horizon + 1):
+        arms = np.asarray(run.select(t)).astype(np.int64)
+        j = pulls[rows, arms]
+        pulls[rows, arms] += 1
+        run.update(t, arms, tapes[rows, arms, j])
+        actions[:, t - 1] = arms
+    return actions
+
+
+def _ledger_observer(policy: Policy, tapes: np.ndarray, horizon: int, seed, act_d: np.ndarray,
+                     notes: list[str] | None = None) -> Finding | None:
+    """Check 12: the run on D repeated without a ledger acts as the run with one. A run that cannot go
+    without a ledger (it raises) is noted, not refuted: a crash is no release."""
+    try:
+        act_u = _run_unobserved(policy, tapes, horizon, seed)
+    except Exception as exc:  # noqa: BLE001 -- whatever the policy raises, the other checks still stand
+        if notes is not None:
+            notes.append(f"ledger_observer: the run without a ledger raised {type(exc).__name__}: {exc}; not compared")
+        return None
+    differ = np.flatnonzero((act_u != act_d).any(axis=1))
+    if not differ.size:
+        return None
+    r = int(differ[0])
+    t = int(np.flatnonzero(act_u[r] != act_d[r])[0]) + 1
+    return Finding("ledger_observer", (
+        f"{differ.size} of {act_d.shape[0]} replicates act differently when the run has no ledger (same tapes, same "
+        f"seed): e.g. replicate {r} plays arm {int(act_u[r, t - 1])} in round {t} without a ledger, arm "
+        f"{int(act_d[r, t - 1])} with one -- the path audited here (with a ledger) is not the path taken without"))
+
+
 def probe_horizon(policy: Policy, n_arms: int, *, minimum: int = 200, cap: int = 20_000) -> int:
     """A horizon long enough for the white-box audit: ``minimum``, the pre-pulls plus 100 rounds, and
     a quarter more than the round by which one run (on a constant 0.5 tape) has released at least one
@@ -459,6 +504,47 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
         tail = _tail_p(family, np.abs(resid[floating] / rel["param"][idx][floating]))
         out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit),
                               dkw > crit or tail < a, 0, tail))
+    if test_law and idx_ok.size and "st" in rel and len(rel["st"]) == ok.size:
+        out.extend(_stream_law(rel, idx_ok, fam, alpha))
+    return out
+
+
+STREAM_OCTAVE = -1
+"""The ``octave`` of a per-stream noise-law group (round 12): every mechanism and footprint length."""
+
+
+def _octave_label(g: NoiseGroup) -> str:
+    return "every footprint length" if g.octave == STREAM_OCTAVE else f"footprint octave {g.octave}"
+
+
+def _stream_law(rel: dict, idx_ok: np.ndarray, fam: np.ndarray, alpha: float) -> list[NoiseGroup]:
+    """Check 5, per stream (round 12): the residuals / scale of *every* release on one stream (all
+    mechanisms and footprint lengths of one family; each is Laplace(1) or N(0, 1) under the contract, so
+    they pool) against the declared law, DKW-Massart at ``alpha`` Bonferroni-split over these groups (its
+    own share: the white-box run's statistical budget grows by ``alpha``). The mechanism groups pool
+    every stream: a scale wrong on a few streams only (arms >= 6, one hub) is diluted there by the
+    others -- 2 of 8 arms at half the scale move a pooled group's CDF by ~0.03, one stream's by 0.125."""
+    st = rel["st"][idx_ok].astype(np.int64)
+    lap = (fam[idx_ok] == "laplace").astype(np.int64)
+    codes = np.stack([st, lap], axis=1)
+    inv = _row_inverse(codes)
+    order = np.argsort(inv, kind="stable")
+    parts = [p for p in np.split(order, np.flatnonzero(np.diff(inv[order])) + 1) if p.size >= MIN_GROUP]
+    if len(parts) < 2:  # one stream: the mechanism groups already pool it
+        return []
+    out = []
+    a = alpha / len(parts)
+    for part in parts:
+        idx = idx_ok[part]
+        family = fam[idx[0]]
+        u = np.sort((rel["out"][idx] - rel["stat"][idx]) / rel["param"][idx])
+        n = u.size
+        cdf = sps.laplace.cdf(u) if family == "laplace" else sps.norm.cdf(u)
+        grid = np.arange(1, n + 1) / n
+        dkw = float(max(np.max(grid - cdf), np.max(cdf - (grid - 1.0 / n))))
+        crit = math.sqrt(math.log(2.0 / a) / (2.0 * n))
+        out.append(NoiseGroup(f"stream {int(rel['st'][idx[0]])} (every mechanism)", family, STREAM_OCTAVE, n, dkw,
+                              crit, _power(family, n, crit), dkw > crit, 0, 1.0))
     return out
 
 
@@ -625,7 +711,8 @@ def check_audit_arguments(policy, counts, alpha) -> tuple[int, ...]:
 
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
-                   late_records: bool = False, planned: bool = False, schedule_records: int = 0) -> WhiteBoxResult:
+                   late_records: bool = False, planned: bool = False, schedule_records: int = 0,
+                   observer: bool = True) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -638,7 +725,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     policy's own release schedule -- the last record of an interval, an epoch batch, a fresh batch, a
     gap batch, or the first after it -- read off the run on D itself (:func:`release_boundaries`,
     :func:`schedule_positions`): their D tapes are unchanged mixed tapes, and D' moves the record on
-    the boundary to the far end of [0, 1] (a change of 1/2 to 1). ``replicates`` are the others. No
+    the boundary to the far end of [0, 1] (a change of 1/2 to 1). ``replicates`` are the others.
+    ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
     holds as before."""
@@ -685,6 +773,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law,
                                               spend, notes)
+    if observer and not planned:
+        unobserved = _ledger_observer(policy, tape, horizon, run_seq, act_d, notes)
+        if unobserved is not None:
+            findings.append(unobserved)
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
@@ -857,18 +949,18 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
         tails = [g for g in bad if g.dkw <= g.critical and not g.reused]
         if g.reused:
             findings.append(Finding("noise_law", (
-                f"{g.reused} residuals of {g.mechanism} ({g.family}, footprint octave {g.octave}, n={g.n}) repeat an "
+                f"{g.reused} residuals of {g.mechanism} ({g.family}, {_octave_label(g)}, n={g.n}) repeat an "
                 f"earlier residual exactly: one noise value was used for several releases")))
         elif len(tails) == len(bad):
             g = min(tails, key=lambda g: g.tail_p)
             findings.append(Finding("noise_law", (
                 f"{len(bad)} of {len(groups)} residual groups miss the declared law's tails: in {g.mechanism} "
-                f"({g.family}, footprint octave {g.octave}, n={g.n}) the largest |residual| / scale has probability "
+                f"({g.family}, {_octave_label(g)}, n={g.n}) the largest |residual| / scale has probability "
                 f"{g.tail_p:.3g} of being so small (family-wise alpha {alpha:g}): truncated or clamped noise")))
         else:
             findings.append(Finding("noise_law", (
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
-                f"({g.family}, footprint octave {g.octave}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
+                f"({g.family}, {_octave_label(g)}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
                 f"(family-wise alpha {alpha:g})")))
     if n_rel and law:
         findings.extend(_noise_coincidences(rel_d, alpha))
