@@ -656,7 +656,7 @@ class Ledger:
         for recorder in self._prefix:
             if recorder.pending:
                 counts, recorder.pending = recorder.buffer[: recorder.pending], 0
-                self._drain_prefix(recorder.kind, recorder.parameters, counts)
+                self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
         if sparse:
             self._drain_sparse(sparse)
@@ -833,13 +833,16 @@ class Ledger:
             return False
         return int(np.concatenate(h_reps).max()) < self._n_tracked
 
-    def _drain_prefix(self, kind: int, parameters, counts: np.ndarray) -> None:
-        """Fold in staged prefix releases: ``counts`` (calls, R, K), one release per entry k >= 1
-        with footprint [0, k) and (param, sensitivity) = ``parameters(k)``."""
-        if counts.min() >= 1:  # every stream holds a record (the common case): each call released all
-            self._draws += counts.shape[0]
-        else:
-            self._draws += np.count_nonzero(counts >= 1, axis=0)
+    def _drain_prefix(self, kind: int, parameters, counts: np.ndarray, *, count_draws: bool = False) -> None:
+        """Fold in staged prefix releases: ``counts`` (calls, rows, K) of the first ``rows`` >= the
+        tracked replicates, one release per entry k >= 1 with footprint [0, k) and (param,
+        sensitivity) = ``parameters(k)``. ``count_draws``: the counts hold every replicate and their
+        draws are not counted yet (a recorder pickled before draws were counted at each call)."""
+        if count_draws:
+            if counts.min() >= 1:  # every stream holds a record (the common case): each call released all
+                self._draws += counts.shape[0]
+            else:
+                self._draws += np.count_nonzero(counts >= 1, axis=0)
         if self._n_tracked and (top := int(counts[:, : self._n_tracked].max())) > self._capacity:
             self._grow(top)  # may shrink the tracked rows
         calls, n_cells = counts.shape[0], self._n_tracked * self.streams
@@ -1433,18 +1436,52 @@ class Ledger:
         return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]
 
 
+_PREFIX_DRAWS = []  # [privbandit.mechanisms._kernels.prefix_draws], imported on first use (the mechanisms import the ledger)
+
+
+def _count_prefix_draws(counts: np.ndarray, draws: np.ndarray) -> None:
+    """``draws += counts >= 1`` for one prefix call (``counts`` broadcast to the (R, K) ``draws``;
+    ValueError if it does not): the compiled :func:`~privbandit.mechanisms._kernels.prefix_draws` over
+    flat arrays where it runs compiled, numpy's pass otherwise (interpreted, numpy's is the faster one;
+    the same integers either way). Looked up at each call, not kept: a ledger must pickle."""
+    if not _PREFIX_DRAWS:
+        from privbandit.mechanisms._kernels import prefix_draws
+        _PREFIX_DRAWS.append(prefix_draws)
+    kern = _PREFIX_DRAWS[0]
+    way = kern.at(draws.shape[0])
+    if way is kern.py_func or counts.shape != draws.shape or not counts.flags.c_contiguous:
+        draws += np.broadcast_to(counts, draws.shape) >= 1
+    else:
+        way(counts.reshape(-1), draws.reshape(-1))
+
+
 class _PrefixRecorder:
-    """Staging buffer of one :meth:`Ledger.prefix_recorder`: the counts of up to ``_STAGE_ROUNDS`` calls."""
+    """Staging buffer of one :meth:`Ledger.prefix_recorder`: the tracked replicates' counts of up to
+    ``_STAGE_ROUNDS`` calls. The draw counts of every replicate are added at each call (one compiled
+    pass over the (R, K) counts), so only the tracked rows are staged: a Gaussian TS round at 1000
+    replicates with 8 tracked copied all 5000 counts into a 10 MB buffer, and every drain scanned it
+    (7.6-11.5 us a round in the loop, against ~1 us now; docs/benchmarks.md "Session 10 (s10/gts)")."""
+
+    # recorders pickled before draws were counted at each call staged every replicate's counts and
+    # counted their draws at the drain: they keep doing so (__dict__ lacks the attribute)
+    counts_draws = False
 
     def __init__(self, ledger: Ledger, kind: int, parameters) -> None:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
         # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
-        # function of its state alone (deployments compare snapshot digests, privbandit.deploy)
-        self.buffer = np.zeros((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
+        # function of its state alone (deployments compare snapshot digests, privbandit.deploy).
+        # The tracked rows only ever shrink (Ledger._grow): the first ones of a staged call are theirs.
+        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked, ledger.streams))
+        self.counts_draws = True
         self.pending = 0
 
     def record(self, counts: np.ndarray) -> None:
-        self.buffer[self.pending] = counts
+        if not self.counts_draws:
+            self.buffer[self.pending] = counts
+        else:
+            counts = np.asarray(counts, dtype=float)
+            _count_prefix_draws(counts, self.ledger._draws)
+            self.buffer[self.pending] = counts[: self.buffer.shape[1]] if counts.ndim == 2 else counts
         self.pending += 1
         if self.pending == _STAGE_ROUNDS:
             self.ledger._drain()

