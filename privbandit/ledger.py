@@ -655,7 +655,8 @@ class Ledger:
         and staging form)."""
         for recorder in self._prefix:
             if recorder.pending:
-                counts, recorder.pending = recorder.buffer[: recorder.pending], 0
+                calls, recorder.pending = recorder.pending, 0
+                counts = recorder.buffer[:calls].reshape(calls, -1, self.streams)  # (calls, rows, K)
                 self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
         if sparse:
@@ -1436,23 +1437,7 @@ class Ledger:
         return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]
 
 
-_PREFIX_DRAWS = []  # [privbandit.mechanisms._kernels.prefix_draws], imported on first use (the mechanisms import the ledger)
-
-
-def _count_prefix_draws(counts: np.ndarray, draws: np.ndarray) -> None:
-    """``draws += counts >= 1`` for one prefix call (``counts`` broadcast to the (R, K) ``draws``;
-    ValueError if it does not): the compiled :func:`~privbandit.mechanisms._kernels.prefix_draws` over
-    flat arrays where it runs compiled, numpy's pass otherwise (interpreted, numpy's is the faster one;
-    the same integers either way). Looked up at each call, not kept: a ledger must pickle."""
-    if not _PREFIX_DRAWS:
-        from privbandit.mechanisms._kernels import prefix_draws
-        _PREFIX_DRAWS.append(prefix_draws)
-    kern = _PREFIX_DRAWS[0]
-    way = kern.at(draws.shape[0])
-    if way is kern.py_func or counts.shape != draws.shape or not counts.flags.c_contiguous:
-        draws += np.broadcast_to(counts, draws.shape) >= 1
-    else:
-        way(counts.reshape(-1), draws.reshape(-1))
+_PREFIX_STAGE = []  # [privbandit.mechanisms._kernels.prefix_stage], imported on first use (the mechanisms import the ledger)
 
 
 class _PrefixRecorder:
@@ -1470,8 +1455,9 @@ class _PrefixRecorder:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
         # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
         # function of its state alone (deployments compare snapshot digests, privbandit.deploy).
-        # The tracked rows only ever shrink (Ledger._grow): the first ones of a staged call are theirs.
-        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked, ledger.streams))
+        # One flat row per call: the tracked replicates' counts, row-major. The tracked rows only
+        # ever shrink (Ledger._grow), so a staged call's first rows are theirs.
+        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked * ledger.streams))
         self.counts_draws = True
         self.pending = 0
 
@@ -1479,9 +1465,20 @@ class _PrefixRecorder:
         if not self.counts_draws:
             self.buffer[self.pending] = counts
         else:
+            led = self.ledger
+            draws, row = led._draws, self.buffer[self.pending]
             counts = np.asarray(counts, dtype=float)
-            _count_prefix_draws(counts, self.ledger._draws)
-            self.buffer[self.pending] = counts[: self.buffer.shape[1]] if counts.ndim == 2 else counts
+            if not _PREFIX_STAGE:
+                from privbandit.mechanisms._kernels import prefix_stage
+                _PREFIX_STAGE.append(prefix_stage)
+            kern = _PREFIX_STAGE[0]
+            way = kern.at(led.replicates)  # looked up at each call, not kept: a ledger must pickle
+            if counts.shape == draws.shape and counts.flags.c_contiguous and way is not kern._py:
+                way(counts.reshape(-1), draws.reshape(-1), row)
+            else:  # interpreted (numpy's passes are the faster ones there), or counts to broadcast
+                full = np.broadcast_to(counts, draws.shape)  # ValueError on a shape that does not broadcast
+                draws += full >= 1
+                row[:] = full[: row.size // led.streams].reshape(-1)
         self.pending += 1
         if self.pending == _STAGE_ROUNDS:
             self.ledger._drain()

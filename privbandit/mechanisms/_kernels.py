@@ -633,10 +633,13 @@ def partition(hit: np.ndarray, f: np.ndarray, rr: np.ndarray, kk: np.ndarray, t:
 
 
 @kernel
-def prefix_draws(counts: np.ndarray, draws: np.ndarray) -> None:
-    """``draws[i] += 1`` wherever ``counts[i] >= 1`` (a NaN count is no release), over flat arrays: the
-    draw counts of one call of a ledger's prefix recorder (:meth:`privbandit.ledger.Ledger.prefix_recorder`),
-    the same integers as numpy's ``draws += counts >= 1``. Branch-free (the comparison's 0 or 1 is
-    added), so the loop runs in SIMD lanes: ~1 us for 5000 entries, against a 2-D loop's ~9."""
+def prefix_stage(counts: np.ndarray, draws: np.ndarray, row: np.ndarray) -> None:
+    """One call of a ledger's prefix recorder (:meth:`privbandit.ledger.Ledger.prefix_recorder`), over
+    flat row-major arrays: ``draws[i] += 1`` wherever ``counts[i] >= 1`` (a NaN count is no release; the
+    same integers as numpy's ``draws += counts >= 1``), and the first ``row.size`` counts (the tracked
+    replicates') copied into the staging row. The comparison's 0 or 1 is added without a branch, so
+    the loop runs in SIMD lanes (measured ~1 us at 5000 entries, against ~9 for a 2-D loop with a branch)."""
     for i in range(draws.shape[0]):
         draws[i] += counts[i] >= 1.0
+    for i in range(row.shape[0]):
+        row[i] = counts[i]
