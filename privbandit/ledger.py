@@ -1437,33 +1437,43 @@ class Ledger:
         return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]
 
 
+_STAGE_PASS_ENTRIES = 2048
+"""From this many (replicate, stream) entries on, a prefix recorder counts draws at each call and
+stages only the tracked rows (see :class:`_PrefixRecorder`)."""
 _PREFIX_STAGE = []  # [privbandit.mechanisms._kernels.prefix_stage], imported on first use (the mechanisms import the ledger)
 
 
 class _PrefixRecorder:
     """Staging buffer of one :meth:`Ledger.prefix_recorder`: the tracked replicates' counts of up to
-    ``_STAGE_ROUNDS`` calls. The draw counts of every replicate are added at each call (one compiled
-    pass over the (R, K) counts), so only the tracked rows are staged: a Gaussian TS round at 1000
-    replicates with 8 tracked copied all 5000 counts into a 10 MB buffer, and every drain scanned it
-    (7.6-11.5 us a round in the loop, against ~1 us now; docs/benchmarks.md "Session 10 (s10/gts)")."""
+    ``_STAGE_ROUNDS`` calls. The draw counts of every replicate are added at each call, in the same
+    compiled pass that stages the tracked rows: a Gaussian TS round at 1000 replicates with 8 tracked
+    copied all 5000 counts into a 10 MB buffer that every drain scanned again (measured in the
+    round loop: docs/benchmarks.md "Session 10 (s10/gts)")."""
 
-    # recorders pickled before draws were counted at each call staged every replicate's counts and
-    # counted their draws at the drain: they keep doing so (__dict__ lacks the attribute)
+    # Below this many (replicate, stream) entries a call stages every replicate's counts and the
+    # drain counts their draws: one array copy is cheaper than the compiled pass's call (measured,
+    # loaded machine, per call: 1.2-1.5 against 2.2 us at 100 x 5, and 1 replicate paid ~2 us more
+    # a round); above it the pass wins (4.2-4.6 against 5.0-6.0 us at 1000 x 5) and the staging
+    # buffer stays small (256 calls x 5000 entries were 10 MB). Recorders pickled before session 10
+    # lack the attribute and keep the old layout too.
     counts_draws = False
 
     def __init__(self, ledger: Ledger, kind: int, parameters) -> None:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
         # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
         # function of its state alone (deployments compare snapshot digests, privbandit.deploy).
-        # One flat row per call: the tracked replicates' counts, row-major. The tracked rows only
-        # ever shrink (Ledger._grow), so a staged call's first rows are theirs.
-        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked * ledger.streams))
-        self.counts_draws = True
+        # One flat row per call: the tracked replicates' counts (every replicate's in the old
+        # layout), row-major. The tracked rows only ever shrink (Ledger._grow), so a staged call's
+        # first rows are theirs.
+        self.counts_draws = ledger.replicates * ledger.streams >= _STAGE_PASS_ENTRIES
+        rows = ledger._n_tracked if self.counts_draws else ledger.replicates
+        self.buffer = np.zeros((_STAGE_ROUNDS, rows * ledger.streams))
         self.pending = 0
 
     def record(self, counts: np.ndarray) -> None:
         if not self.counts_draws:
-            self.buffer[self.pending] = counts
+            row = self.buffer[self.pending]
+            row.reshape(-1, self.ledger.streams)[...] = counts  # (a buffer pickled before session 10 is (256, R, K))
         else:
             led = self.ledger
             draws, row = led._draws, self.buffer[self.pending]

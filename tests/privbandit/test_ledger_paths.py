@@ -312,23 +312,31 @@ def test_prefix_drain_equals_the_previous_drain(monkeypatch, gaussian, track):
             counts[np.arange(R), rng.integers(0, K, R)] += rng.integers(0, 2, R)
         return _state(led)
 
-    new = run()
+    with monkeypatch.context() as m:
+        m.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 0)  # the per-call pass at every size
+        new = run()
+    _assert_same(new, run())  # the default: below the threshold, every replicate staged
     monkeypatch.setattr(Ledger, "_drain_prefix", _previous_drain_prefix)
     _legacy_recorders(monkeypatch)
     _assert_same(new, run())
 
 
 def _legacy_recorders(monkeypatch):
-    """Prefix recorders as they were before session 10: every replicate's counts staged, the draws
-    counted at the drain (the path a recorder pickled then still takes)."""
-    from privbandit.ledger import _STAGE_ROUNDS, _PrefixRecorder
+    """Prefix recorders as they were before session 10 (and still are below _STAGE_PASS_ENTRIES):
+    every replicate's counts staged, the draws counted at the drain."""
+    from privbandit.ledger import _PrefixRecorder
 
-    def init(self, ledger, kind, parameters):
-        self.ledger, self.kind, self.parameters = ledger, kind, parameters
-        self.buffer = np.zeros((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
-        self.pending = 0
+    monkeypatch.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 2**62)
+    # a recorder of the old class: no instance attribute, its buffer (calls, R, K)
+    init = _PrefixRecorder.__init__
 
-    monkeypatch.setattr(_PrefixRecorder, "__init__", init)
+    def old_init(self, ledger, kind, parameters):
+        init(self, ledger, kind, parameters)
+        assert self.counts_draws is False
+        del self.counts_draws
+        self.buffer = self.buffer.reshape(self.buffer.shape[0], ledger.replicates, ledger.streams)
+
+    monkeypatch.setattr(_PrefixRecorder, "__init__", old_init)
 
 
 def _posterior_parameters(k):  # (module level: a ledger holding it pickles)
@@ -366,19 +374,27 @@ def test_prefix_recorder_stages_tracked_rows_and_counts_draws_per_call(monkeypat
             if t in (100, 420):
                 led.realized_epsilon(1e-6)
             counts[np.arange(R), rng.integers(0, K, R)] += rng.integers(0, 2, R)
-        return _state(led)
+        return _state(led), vars(led._prefix[0]).get("counts_draws")  # the layout taken (None: pickled old)
 
-    new = run()
+    with monkeypatch.context() as m:
+        m.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 27)  # 9 x 3 entries: the per-call pass
+        new, layout = run()
+        assert layout is True
     assert new["n"] < (9 if track is None else track) or track == 0  # tracking shrank on growth
+    below, layout = run()  # below the threshold: every replicate staged, draws counted at the drain
+    assert layout is False
+    _assert_same(new, below)
     with monkeypatch.context() as m:
         m.setattr(Ledger, "_drain_prefix", _previous_drain_prefix)
         _legacy_recorders(m)
-        old = run()
+        old, layout = run()
+    assert layout is None
     _assert_same(new, old)
     # a ledger pickled with old-layout recorders (their instances lack counts_draws), reloaded mid-block
     with monkeypatch.context() as m:
         _legacy_recorders(m)
-        mixed = run(legacy_from=130)
+        mixed, layout = run(legacy_from=130)
+    assert layout is None
     _assert_same(new, mixed)
 
 
