@@ -1462,18 +1462,17 @@ class _PrefixRecorder:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
         # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
         # function of its state alone (deployments compare snapshot digests, privbandit.deploy).
-        # One flat row per call: the tracked replicates' counts (every replicate's in the old
-        # layout), row-major. The tracked rows only ever shrink (Ledger._grow), so a staged call's
-        # first rows are theirs.
+        # Per call, the tracked replicates' counts as one flat row (row-major; the tracked rows only
+        # ever shrink, Ledger._grow, so a staged call's first rows are theirs), or in the old layout
+        # every replicate's (R, K) counts.
         self.counts_draws = ledger.replicates * ledger.streams >= _STAGE_PASS_ENTRIES
-        rows = ledger._n_tracked if self.counts_draws else ledger.replicates
-        self.buffer = np.zeros((_STAGE_ROUNDS, rows * ledger.streams))
+        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked * ledger.streams) if self.counts_draws
+                               else (_STAGE_ROUNDS, ledger.replicates, ledger.streams))
         self.pending = 0
 
     def record(self, counts: np.ndarray) -> None:
         if not self.counts_draws:
-            row = self.buffer[self.pending]
-            row.reshape(-1, self.ledger.streams)[...] = counts  # (a buffer pickled before session 10 is (256, R, K))
+            self.buffer[self.pending] = counts
         else:
             led = self.ledger
             draws, row = led._draws, self.buffer[self.pending]

@@ -332,9 +332,8 @@ def _legacy_recorders(monkeypatch):
 
     def old_init(self, ledger, kind, parameters):
         init(self, ledger, kind, parameters)
-        assert self.counts_draws is False
+        assert self.counts_draws is False and self.buffer.shape[1:] == (ledger.replicates, ledger.streams)
         del self.counts_draws
-        self.buffer = self.buffer.reshape(self.buffer.shape[0], ledger.replicates, ledger.streams)
 
     monkeypatch.setattr(_PrefixRecorder, "__init__", old_init)
 
