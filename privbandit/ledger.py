@@ -733,8 +733,9 @@ class Ledger:
         and staging form)."""
         for recorder in self._prefix:
             if recorder.pending:
-                counts, recorder.pending = recorder.buffer[: recorder.pending], 0
-                self._drain_prefix(recorder.kind, recorder.parameters, counts)
+                calls, recorder.pending = recorder.pending, 0
+                counts = recorder.buffer[:calls].reshape(calls, -1, self.streams)  # (calls, rows, K)
+                self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
         if sparse:
             self._drain_sparse(sparse)
@@ -917,13 +918,16 @@ class Ledger:
             return False
         return int(np.concatenate(h_reps).max()) < self._n_tracked
 
-    def _drain_prefix(self, kind: int, parameters, counts: np.ndarray) -> None:
-        """Fold in staged prefix releases: ``counts`` (calls, R, K), one release per entry k >= 1
-        with footprint [0, k) and (param, sensitivity) = ``parameters(k)``."""
-        if counts.min() >= 1:  # every stream holds a record (the common case): each call released all
-            self._draws += counts.shape[0]
-        else:
-            self._draws += np.count_nonzero(counts >= 1, axis=0)
+    def _drain_prefix(self, kind: int, parameters, counts: np.ndarray, *, count_draws: bool = False) -> None:
+        """Fold in staged prefix releases: ``counts`` (calls, rows, K) of the first ``rows`` >= the
+        tracked replicates, one release per entry k >= 1 with footprint [0, k) and (param,
+        sensitivity) = ``parameters(k)``. ``count_draws``: the counts hold every replicate and their
+        draws are not counted yet (a recorder pickled before draws were counted at each call)."""
+        if count_draws:
+            if counts.min() >= 1:  # every stream holds a record (the common case): each call released all
+                self._draws += counts.shape[0]
+            else:
+                self._draws += np.count_nonzero(counts >= 1, axis=0)
         if self._n_tracked and (top := int(counts[:, : self._n_tracked].max())) > self._capacity:
             self._grow(top)  # may shrink the tracked rows
         calls, n_cells = counts.shape[0], self._n_tracked * self.streams
@@ -1591,18 +1595,57 @@ class Ledger:
         return [(int(r), int(s), names[int(m)], int(n)) for (r, s, m, n) in uniq[counts > 1]]
 
 
+_STAGE_PASS_ENTRIES = 2048
+"""From this many (replicate, stream) entries on, a prefix recorder counts draws at each call and
+stages only the tracked rows (see :class:`_PrefixRecorder`)."""
+_PREFIX_STAGE = []  # [privbandit.mechanisms._kernels.prefix_stage], imported on first use (the mechanisms import the ledger)
+
+
 class _PrefixRecorder:
-    """Staging buffer of one :meth:`Ledger.prefix_recorder`: the counts of up to ``_STAGE_ROUNDS`` calls."""
+    """Staging buffer of one :meth:`Ledger.prefix_recorder`: the tracked replicates' counts of up to
+    ``_STAGE_ROUNDS`` calls. The draw counts of every replicate are added at each call, in the same
+    compiled pass that stages the tracked rows: a Gaussian TS round at 1000 replicates with 8 tracked
+    copied all 5000 counts into a 10 MB buffer that every drain scanned again (measured in the
+    round loop: docs/benchmarks.md "Session 10 (s10/gts)")."""
+
+    # Below this many (replicate, stream) entries a call stages every replicate's counts and the
+    # drain counts their draws: one array copy is cheaper than the compiled pass's call (measured,
+    # loaded machine, per call: 1.2-1.5 against 2.2 us at 100 x 5, and 1 replicate paid ~2 us more
+    # a round); above it the pass wins (4.2-4.6 against 5.0-6.0 us at 1000 x 5) and the staging
+    # buffer stays small (256 calls x 5000 entries were 10 MB). Recorders pickled before session 10
+    # lack the attribute and keep the old layout too.
+    counts_draws = False
 
     def __init__(self, ledger: Ledger, kind: int, parameters) -> None:
         self.ledger, self.kind, self.parameters = ledger, kind, parameters
         # zeros, not empty: rows past ``pending`` are then deterministic, so a pickled ledger is a
-        # function of its state alone (deployments compare snapshot digests, privbandit.deploy)
-        self.buffer = np.zeros((_STAGE_ROUNDS, ledger.replicates, ledger.streams))
+        # function of its state alone (deployments compare snapshot digests, privbandit.deploy).
+        # Per call, the tracked replicates' counts as one flat row (row-major; the tracked rows only
+        # ever shrink, Ledger._grow, so a staged call's first rows are theirs), or in the old layout
+        # every replicate's (R, K) counts.
+        self.counts_draws = ledger.replicates * ledger.streams >= _STAGE_PASS_ENTRIES
+        self.buffer = np.zeros((_STAGE_ROUNDS, ledger._n_tracked * ledger.streams) if self.counts_draws
+                               else (_STAGE_ROUNDS, ledger.replicates, ledger.streams))
         self.pending = 0
 
     def record(self, counts: np.ndarray) -> None:
-        self.buffer[self.pending] = counts
+        if not self.counts_draws:
+            self.buffer[self.pending] = counts
+        else:
+            led = self.ledger
+            draws, row = led._draws, self.buffer[self.pending]
+            counts = np.asarray(counts, dtype=float)
+            if not _PREFIX_STAGE:
+                from privbandit.mechanisms._kernels import prefix_stage
+                _PREFIX_STAGE.append(prefix_stage)
+            kern = _PREFIX_STAGE[0]
+            way = kern.at(led.replicates)  # looked up at each call, not kept: a ledger must pickle
+            if counts.shape == draws.shape and counts.flags.c_contiguous and way is not kern._py:
+                way(counts.reshape(-1), draws.reshape(-1), row)
+            else:  # interpreted (numpy's passes are the faster ones there), or counts to broadcast
+                full = np.broadcast_to(counts, draws.shape)  # ValueError on a shape that does not broadcast
+                draws += full >= 1
+                row[:] = full[: row.size // led.streams].reshape(-1)
         self.pending += 1
         if self.pending == _STAGE_ROUNDS:
             self.ledger._drain()

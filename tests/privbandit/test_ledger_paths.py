@@ -257,8 +257,9 @@ def test_gaussian_prefix_realized_from_first_records_equals_every_record():
     assert old._from_zero is False
 
 
-def _previous_drain_prefix(led: Ledger, kind, parameters, counts):
-    """The prefix drain before its numpy calls were trimmed (session 5), as the reference."""
+def _previous_drain_prefix(led: Ledger, kind, parameters, counts, count_draws=True):
+    """The prefix drain before its numpy calls were trimmed (session 5), as the reference: ``counts``
+    holds every replicate of each staged call (see _legacy_recorders) and their draws are counted here."""
     from privbandit.ledger import _KIND_STATS
 
     if counts.min() >= 1:
@@ -311,9 +312,89 @@ def test_prefix_drain_equals_the_previous_drain(monkeypatch, gaussian, track):
             counts[np.arange(R), rng.integers(0, K, R)] += rng.integers(0, 2, R)
         return _state(led)
 
-    new = run()
+    with monkeypatch.context() as m:
+        m.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 0)  # the per-call pass at every size
+        new = run()
+    _assert_same(new, run())  # the default: below the threshold, every replicate staged
     monkeypatch.setattr(Ledger, "_drain_prefix", _previous_drain_prefix)
+    _legacy_recorders(monkeypatch)
     _assert_same(new, run())
+
+
+def _legacy_recorders(monkeypatch):
+    """Prefix recorders as they were before session 10 (and still are below _STAGE_PASS_ENTRIES):
+    every replicate's counts staged, the draws counted at the drain."""
+    from privbandit.ledger import _PrefixRecorder
+
+    monkeypatch.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 2**62)
+    # a recorder of the old class: no instance attribute, its buffer (calls, R, K)
+    init = _PrefixRecorder.__init__
+
+    def old_init(self, ledger, kind, parameters):
+        init(self, ledger, kind, parameters)
+        assert self.counts_draws is False and self.buffer.shape[1:] == (ledger.replicates, ledger.streams)
+        del self.counts_draws
+
+    monkeypatch.setattr(_PrefixRecorder, "__init__", old_init)
+
+
+def _posterior_parameters(k):  # (module level: a ledger holding it pickles)
+    return np.sqrt(2.0 / (k + 1.0)), 1.0 / (k + 1.0)
+
+
+@pytest.mark.parametrize("track", [None, 3, 0])
+def test_prefix_recorder_stages_tracked_rows_and_counts_draws_per_call(monkeypatch, track):
+    """Session 10: a call adds every replicate's draws at once and stages only the tracked rows. The
+    same state, bit for bit, as the recorder that staged every replicate (also when tracking shrinks
+    on growth, with NaN and fractional counts, and with counts broadcast from one row); a recorder
+    pickled in the old layout, mid-block, keeps counting its staged calls' draws at the drain."""
+    import pickle
+
+    def run(legacy_from=None):
+        rng = np.random.default_rng(4)
+        R, K = 9, 3
+        led = Ledger(R, K, track_replicates=track, capacity=16, max_tracked_bytes=6 * K * 65 * 8)
+        record = led.prefix_recorder(_posterior_parameters, "post")
+        counts = np.zeros((R, K))
+        for t in range(700):
+            if t == legacy_from:  # pickle and reload the whole ledger mid-block (pending calls staged)
+                rec = led._prefix[0]
+                assert 0 < rec.pending and "counts_draws" not in vars(rec)
+                led = pickle.loads(pickle.dumps(led))
+                record = led._prefix[0].record
+            if t == 50:
+                record(counts[0])  # one row, broadcast to every replicate
+            elif t == 60:
+                bad = counts.copy()
+                bad[8, 1], bad[2, 0] = np.nan, 0.5  # (a NaN in a tracked row fails the drain either way)
+                record(bad)
+            else:
+                record(counts)
+            if t in (100, 420):
+                led.realized_epsilon(1e-6)
+            counts[np.arange(R), rng.integers(0, K, R)] += rng.integers(0, 2, R)
+        return _state(led), vars(led._prefix[0]).get("counts_draws")  # the layout taken (None: pickled old)
+
+    with monkeypatch.context() as m:
+        m.setattr("privbandit.ledger._STAGE_PASS_ENTRIES", 27)  # 9 x 3 entries: the per-call pass
+        new, layout = run()
+        assert layout is True
+    assert new["n"] < (9 if track is None else track) or track == 0  # tracking shrank on growth
+    below, layout = run()  # below the threshold: every replicate staged, draws counted at the drain
+    assert layout is False
+    _assert_same(new, below)
+    with monkeypatch.context() as m:
+        m.setattr(Ledger, "_drain_prefix", _previous_drain_prefix)
+        _legacy_recorders(m)
+        old, layout = run()
+    assert layout is None
+    _assert_same(new, old)
+    # a ledger pickled with old-layout recorders (their instances lack counts_draws), reloaded mid-block
+    with monkeypatch.context() as m:
+        _legacy_recorders(m)
+        mixed, layout = run(legacy_from=130)
+    assert layout is None
+    _assert_same(new, mixed)
 
 
 @pytest.mark.parametrize("name", ["dp_ucb", "gaussian_ts", "private_ucb", "lazy_dp_ts", "dp_ucb_bound"])

@@ -255,3 +255,18 @@ def test_hybrid_shared_footprints_are_the_per_row_footprints(monkeypatch, tight)
         else:
             assert np.array_equal(book.draws, other.draws)
             assert np.array_equal(book.realized_epsilon(1e-6), other.realized_epsilon(1e-6), equal_nan=True)
+
+
+@pytest.mark.parametrize("way", ["py_func", "jit"])
+def test_prefix_stage_counts_draws_and_stages_the_first_counts(way):
+    """One call of the ledger's prefix recorder (Ledger.prefix_recorder): numpy's ``draws += counts >= 1``
+    (NaN, infinite, negative and fractional counts included) and the first counts copied."""
+    from privbandit.mechanisms._kernels import prefix_stage
+
+    counts = np.array([0.0, 1.0, np.nan, 0.999, 2.0, -1.0, 1.0, np.inf, -np.inf, 1.0 + 2**-52])
+    draws = np.arange(counts.size, dtype=np.int64)
+    want = draws + (counts >= 1)
+    row = np.full(4, -5.0)
+    getattr(prefix_stage, way)(counts, draws, row)
+    assert np.array_equal(draws, want) and draws.dtype == np.int64
+    assert np.array_equal(row, counts[:4], equal_nan=True)
