@@ -52,6 +52,7 @@ except ImportError:
 from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
+from privbandit.cli_checks import whole
 
 
 def cli(argv: list[str]) -> tuple[int, dict, float]:
@@ -202,7 +203,7 @@ def row(name: str, argv: list[str], label: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=("bugs", "controls", "all"), default="all")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
     ap.add_argument("--controls", nargs="+", default=None, help="only these unmodified policies")

@@ -31,6 +31,7 @@ from privbandit.audit import (Audit, Budget, Neighbours, gaussian_release, lapla
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.audit.runner import auto_trace  # noqa: E402
 from privbandit.envs import Bernoulli  # noqa: E402
+from privbandit.cli_checks import positive, whole
 
 CONFIGS = {
     # the configurations of AUDIT.md's prototype, with the pre-pulls inside the horizon
@@ -150,9 +151,9 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200_000, help="runs per side per policy audit (default 2e5)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seconds", type=float, default=30.0, help="wall-clock cap per black-box audit (default 30)")
+    ap.add_argument("--runs", type=whole(1), default=200_000, help="runs per side per policy audit (default 2e5)")
+    ap.add_argument("--seed", type=whole(0), default=0)
+    ap.add_argument("--seconds", type=positive, default=30.0, help="wall-clock cap per black-box audit (default 30)")
     ap.add_argument("--write", action="store_true", help="rewrite the table in docs/audit.md and the figures")
     args = ap.parse_args(argv)
     figures = os.path.join(ROOT, "docs", "figures") if args.write else None

@@ -19,15 +19,16 @@ import numpy as np
 from privbandit.engine import simulate
 from privbandit.envs import Bernoulli, switching_best_arm
 from privbandit.policies import BatchedPrivateEXP3, DPEXP3Lap, PrivateEXP3
+from privbandit.cli_checks import positive, whole
 
 FIVE_ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--horizon", type=int, default=100_000)
-    parser.add_argument("--replicates", type=int, default=20)
-    parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.01, 0.003])
+    parser.add_argument("--horizon", type=whole(1), default=100_000)
+    parser.add_argument("--replicates", type=whole(1), default=20)
+    parser.add_argument("--eps", type=positive, nargs="+", default=[0.1, 0.01, 0.003])
     args = parser.parse_args()
     T, R = args.horizon, args.replicates
     switching = switching_best_arm(T, 5, 4, seed=2017)

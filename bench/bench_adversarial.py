@@ -22,6 +22,7 @@ import numpy as np
 from privbandit.engine import simulate
 from privbandit.envs import switching_best_arm
 from privbandit.policies import BatchedPrivateEXP3, DPEXP3Lap, EXP3, EXP3Tau
+from privbandit.cli_checks import whole
 
 
 def engine_rate(policy, env, T, R, ledger):
@@ -47,8 +48,8 @@ def raw_rate(tau, laplace, T, R):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--horizon", type=int, default=20_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--horizon", type=whole(1), default=20_000)
+    parser.add_argument("--repeats", type=whole(1), default=3)
     parser.add_argument("--only", default=None, help="bench only the policies whose name contains this")
     args = parser.parse_args()
     T = args.horizon

@@ -20,6 +20,7 @@ from accountants.kov import KOVHeterogeneousAccountant
 from accountants.pure import PureAccountant
 from privbandit import budget
 from privbandit.policies import DPSE, DPUCBInt, GaussianTS, LazyDPTS, PrivateTS, PrivateUCB
+from privbandit.cli_checks import whole
 
 K, DELTA = 5, 1e-6
 CLOSED = [PureAccountant, KOVHeterogeneousAccountant, AdvancedCompositionAccountant, GDPAccountant]
@@ -42,7 +43,7 @@ def timed(fn):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--max-exponent", type=int, default=7)
+    ap.add_argument("--max-exponent", type=whole(1), default=7)
     args = ap.parse_args()
     print("| policy | horizon | eps (closed form) | ms | eps (all but PLD) | ms | eps (all) | ms | inversion ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -18,12 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from privbandit.contextual import LinearContextual  # noqa: E402
 from privbandit.engine import simulate  # noqa: E402
 from privbandit.policies.linear import JointDPLinUCB, LinTS, LinUCB, PrivateLinTS, PrivateLinUCB  # noqa: E402
+from privbandit.cli_checks import whole
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=400)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--rounds", type=whole(1), default=400)
+    ap.add_argument("--repeat", type=whole(1), default=2)
     args = ap.parse_args()
     grid = [(5, 10, 50), (20, 50, 10), (50, 100, 2)]
     print("| d | K | replicates | policy | pulls/s |")

@@ -31,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from privbandit.deploy import Deployment  # noqa: E402
+from privbandit.cli_checks import whole
 
 MEANS = (0.2, 0.4, 0.6, 0.8, 0.5)
 
@@ -92,8 +93,8 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", action="append", help="policy name (repeatable; default lazy_dp_ts and dp_ucb_bound)")
-    ap.add_argument("--decisions", type=int, default=2000)
-    ap.add_argument("--arms", type=int, default=5)
+    ap.add_argument("--decisions", type=whole(1), default=2000)
+    ap.add_argument("--arms", type=whole(1), default=5)
     ap.add_argument("--synchronous", action="append", choices=["full", "normal"],
                     help="store durability (repeatable; default both)")
     args = ap.parse_args()

@@ -43,6 +43,7 @@ from privbandit.engine import simulate
 from privbandit.envs import Bernoulli
 from privbandit.policies import REGISTRY, BetaTS, GaussianTS, UCB1
 from privbandit.testing import reference
+from privbandit.cli_checks import whole
 
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 PRIVATE = ["private_ucb", "dp_ucb_bound", "dp_ucb", "dp_ucb_int", "dp_se", "anytime_lazy_ucb", "dp_ts",
@@ -369,20 +370,20 @@ def final_ts_state(horizon, replicates):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--horizon", type=int, default=20_000)
-    parser.add_argument("--horizon-1000", type=int, default=5_000, help="horizon at 1000 replicates")
-    parser.add_argument("--horizon-1", type=int, default=5_000, help="horizon at 1 replicate")
-    parser.add_argument("--replicates", type=int, default=100, help="replicates of the --peers tables")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--horizon", type=whole(1), default=20_000)
+    parser.add_argument("--horizon-1000", type=whole(1), default=5_000, help="horizon at 1000 replicates")
+    parser.add_argument("--horizon-1", type=whole(1), default=5_000, help="horizon at 1 replicate")
+    parser.add_argument("--replicates", type=whole(1), default=100, help="replicates of the --peers tables")
+    parser.add_argument("--repeats", type=whole(1), default=3)
     parser.add_argument("--policies", default=",".join(PRIVATE))
     parser.add_argument("--peers", action="store_true", help="also the Beta-TS/UCB1 peer and Gaussian-TS tables")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: process time, for a machine shared with other work (ratios stay meaningful)")
     parser.add_argument("--peer-path", default=None,
                         help="a local checkout of keirp/private-bandits: also the one-replicate comparison with it")
-    parser.add_argument("--peer-horizon", type=int, default=10_000)
+    parser.add_argument("--peer-horizon", type=whole(1), default=10_000)
     parser.add_argument("--skip-table", action="store_true", help="skip the per-policy table")
-    parser.add_argument("--warmup", type=int, default=4, metavar="F",
+    parser.add_argument("--warmup", type=whole(0), default=4, metavar="F",
                         help="before each row's timed runs, an untimed ledger-on and ledger-off run of "
                              "horizon/F rounds (0: no warm-up; default %(default)s)")
     args = parser.parse_args()

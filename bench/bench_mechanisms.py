@@ -17,6 +17,7 @@ import numpy as np
 from privbandit.ledger import Ledger
 from privbandit.mechanisms import (FreshBatchMean, HybridMechanism, IntervalMean, LogarithmicMechanism,
                                    NoiseSampler, SplitMechanism, TreeMechanism)
+from privbandit.cli_checks import whole
 
 R, K = 100, 5  # overridden by --replicates
 EPS = 1.0
@@ -198,9 +199,9 @@ def bench_samplers(n=100_000):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--steps", type=int, default=1024, help="inserts per stream (default 1024)")
-    ap.add_argument("--loop-streams", type=int, default=100, help="streams run by the Python loop")
-    ap.add_argument("--replicates", type=int, default=100, help="replicates of the vectorised run (default 100)")
+    ap.add_argument("--steps", type=whole(1), default=1024, help="inserts per stream (default 1024)")
+    ap.add_argument("--loop-streams", type=whole(1), default=100, help="streams run by the Python loop")
+    ap.add_argument("--replicates", type=whole(1), default=100, help="replicates of the vectorised run (default 100)")
     args = ap.parse_args()
     global R
     R = args.replicates

@@ -13,6 +13,9 @@ import json
 import subprocess
 import sys
 
+from privbandit.cli_checks import whole
+from privbandit.policies import policy_class
+
 CHILD = r"""
 import json, resource, sys, time
 from privbandit import simulate
@@ -29,14 +32,18 @@ print(json.dumps({"policy": name, "horizon": T, "replicates": R, "seconds": time
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default="beta_ts")
-    parser.add_argument("--horizons", nargs="+", default=["1e6", "1e7"])
-    parser.add_argument("--replicates", type=int, default=100)
+    parser.add_argument("--policy", default="beta_ts", help="a registry name (privbandit.policies.REGISTRY)")
+    parser.add_argument("--horizons", nargs="+", type=whole(1), default=[10**6, 10**7])
+    parser.add_argument("--replicates", type=whole(1), default=100)
     args = parser.parse_args()
+    try:
+        policy_class(args.policy)  # an unknown name: the registry's message, before any child starts
+    except ValueError as err:
+        parser.error(f"argument --policy: {err}")
     print("| policy | horizon | replicates | peak RSS (MB) | seconds | final regret |")
     print("|---|---:|---:|---:|---:|---:|")
     for horizon in args.horizons:
-        out = subprocess.run([sys.executable, "-c", CHILD, args.policy, horizon, str(args.replicates)],
+        out = subprocess.run([sys.executable, "-c", CHILD, args.policy, str(horizon), str(args.replicates)],
                              capture_output=True, text=True, check=True)
         row = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {row['policy']} | {row['horizon']:.0e} | {row['replicates']} | {row['peak_rss_mb']:.0f} | "

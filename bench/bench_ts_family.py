@@ -27,6 +27,7 @@ from privbandit.envs import Bernoulli
 from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
 from privbandit.policies.private_ts import PrivateTS
+from privbandit.cli_checks import whole
 
 ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 K = len(ARMS)
@@ -161,8 +162,8 @@ POLICIES = {
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=4000)
-    ap.add_argument("--replicates", type=int, default=100)
+    ap.add_argument("--rounds", type=whole(1), default=4000)
+    ap.add_argument("--replicates", type=whole(1), default=100)
     args = ap.parse_args(argv)
     T, R = args.rounds, args.replicates
     env = Bernoulli(ARMS)

@@ -32,6 +32,7 @@ from privbandit.ledger import Ledger  # noqa: E402
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt  # noqa: E402
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB  # noqa: E402
 from privbandit.policies.private_ucb import PrivateUCB  # noqa: E402
+from privbandit.cli_checks import whole
 
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 EPS = 1.0
@@ -227,9 +228,9 @@ def raw_rate(T, R, draws):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--horizon", type=int, default=20_000)
-    ap.add_argument("--replicates", type=int, default=100)
-    ap.add_argument("--loop-runs", type=int, default=5)
+    ap.add_argument("--horizon", type=whole(1), default=20_000)
+    ap.add_argument("--replicates", type=whole(1), default=100)
+    ap.add_argument("--loop-runs", type=whole(1), default=5)
     args = ap.parse_args(argv)
     T, R = args.horizon, args.replicates
     print(f"5-arm instance, eps = {EPS}, T = {T}, {R} replicates; pulls per second\n")

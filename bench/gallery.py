@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PIL import Image  # noqa: E402  (matplotlib's own dependency)
 
 from privbandit.experiments import EXPERIMENTS, run_experiment  # noqa: E402
+from privbandit.cli_checks import whole
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "figures"
 
@@ -91,8 +92,8 @@ SIZES = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--horizon", type=int, default=20_000)
-    parser.add_argument("--replicates", type=int, default=10)
+    parser.add_argument("--horizon", type=whole(1), default=20_000)
+    parser.add_argument("--replicates", type=whole(1), default=10)
     parser.add_argument("--only", nargs="*", choices=list(EXPERIMENTS),
                         help="regenerate these figures only (none: rewrite the README only)")
     args = parser.parse_args()

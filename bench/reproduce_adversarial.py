@@ -17,13 +17,14 @@ import time
 
 from privbandit.experiments import DELTA, EXPERIMENTS, run_experiment
 from privbandit.sweep import sweep
+from privbandit.cli_checks import whole
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--horizon", type=int, default=100_000)
-    parser.add_argument("--replicates", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=2017)
+    parser.add_argument("--horizon", type=whole(1), default=100_000)
+    parser.add_argument("--replicates", type=whole(1), default=20)
+    parser.add_argument("--seed", type=whole(0), default=2017)
     parser.add_argument("--only", default=None, help="run only the policies whose label contains this")
     parser.add_argument("--sequence", default=None, help="run only the sequences whose label contains this")
     args = parser.parse_args()

@@ -13,12 +13,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from privbandit.experiments import run_experiment  # noqa: E402
+from privbandit.cli_checks import whole
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--horizon", type=int, default=20_000)
-    ap.add_argument("--replicates", type=int, default=50)
+    ap.add_argument("--horizon", type=whole(1), default=20_000)
+    ap.add_argument("--replicates", type=whole(1), default=50)
     args = ap.parse_args()
     res = run_experiment("chowdhury2022-linear", args.horizon, args.replicates, seed=0, delta=0.1)
     print("| policy | final regret | certified eps at delta = 0.1 | seconds |")

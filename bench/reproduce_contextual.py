@@ -22,15 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from privbandit.contextual import LinearContextual  # noqa: E402
 from privbandit.engine import simulate  # noqa: E402
 from privbandit.policies.linear import JointDPLinUCB, LinTS, LinUCB, PrivateLinTS, PrivateLinUCB  # noqa: E402
+from privbandit.cli_checks import positive, whole
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--horizon", type=int, default=10_000)
-    ap.add_argument("--replicates", type=int, default=20)
-    ap.add_argument("--dim", type=int, default=5)
-    ap.add_argument("--arms", type=int, default=10)
-    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--horizon", type=whole(1), default=10_000)
+    ap.add_argument("--replicates", type=whole(1), default=20)
+    ap.add_argument("--dim", type=whole(1), default=5)
+    ap.add_argument("--arms", type=whole(1), default=10)
+    ap.add_argument("--epsilon", type=positive, default=1.0)
     args = ap.parse_args()
     d, k, eps = args.dim, args.arms, args.epsilon
     cells = [

@@ -17,12 +17,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from privbandit.experiments import mishra2015_contextual_replay, run_experiment  # noqa: E402
+from privbandit.cli_checks import whole
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--horizon", type=int, default=5_000)
-    ap.add_argument("--replicates", type=int, default=10)
+    ap.add_argument("--horizon", type=whole(1), default=5_000)
+    ap.add_argument("--replicates", type=whole(1), default=10)
     args = ap.parse_args()
     on = run_experiment("mishra2015-contextual", args.horizon, args.replicates, seed=0)
     rep = mishra2015_contextual_replay(args.horizon, max(2, args.replicates // 2), seed=0)

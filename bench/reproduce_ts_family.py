@@ -25,6 +25,7 @@ from privbandit.envs import Bernoulli, TruncatedExponential
 from privbandit.policies.gaussian_ts import GaussianTS
 from privbandit.policies.hu_hegde import DPTS, LazyDPTS
 from privbandit.policies.private_ts import PrivateTS
+from privbandit.cli_checks import whole
 
 ARMS = [0.75, 0.625, 0.5, 0.375, 0.25]
 RATES = [0.1, 1, 2, 5, 10]
@@ -110,8 +111,8 @@ def routes(T):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--horizon", type=int, default=100_000)
-    ap.add_argument("--replicates", type=int, default=20)
+    ap.add_argument("--horizon", type=whole(1), default=100_000)
+    ap.add_argument("--replicates", type=whole(1), default=20)
     ap.add_argument("--out", default="bench/results_ts_family.json")
     ap.add_argument("--only", choices=["hu_hegde", "ou", "routes"], default=None)
     args = ap.parse_args(argv)

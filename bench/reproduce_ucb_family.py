@@ -34,6 +34,7 @@ from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt  # noqa: E402
 from privbandit.policies.elimination import DPSE, AnytimeLazyUCB  # noqa: E402
 from privbandit.policies.private_ucb import PrivateUCB  # noqa: E402
 from privbandit.policies.ucb import UCB1  # noqa: E402
+from privbandit.cli_checks import positive, whole
 
 DELTA = 1e-6
 DELTA_INT = math.exp(-10)  # delta' conjectured for the paper's DP-UCB-Int calibration (ALGORITHMS.md 4.5)
@@ -79,12 +80,12 @@ def table(title, rows, T, baseline=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--horizon", type=int, default=100_000)
-    ap.add_argument("--replicates", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=2016)
+    ap.add_argument("--horizon", type=whole(1), default=100_000)
+    ap.add_argument("--replicates", type=whole(1), default=100)
+    ap.add_argument("--seed", type=whole(0), default=2016)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--only", choices=["tossou", "sheffet", "all"], default="all")
-    ap.add_argument("--sheffet-eps", type=float, nargs="+", default=[0.1, 0.25, 0.5, 1.0])
+    ap.add_argument("--sheffet-eps", type=positive, nargs="+", default=[0.1, 0.25, 0.5, 1.0])
     args = ap.parse_args(argv)
     T, R = args.horizon, args.replicates
     results, md = {}, []

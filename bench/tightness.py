@@ -23,6 +23,7 @@ from privbandit.engine import simulate
 from privbandit.envs import Bernoulli
 from privbandit.policies import (DPSE, DPTS, AnytimeLazyUCB, DPUCB, DPUCBBound, DPUCBInt, GaussianTS,
                                  LazyDPTS, PrivateTS, PrivateUCB)
+from privbandit.cli_checks import whole
 
 INTRO = """# Tightness: what per-record accounting certifies, and what the slack buys
 
@@ -128,8 +129,8 @@ def table_regret(lines: list[str], horizon: int, replicates: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--horizon", type=int, default=20_000)
-    ap.add_argument("--replicates", type=int, default=20)
+    ap.add_argument("--horizon", type=whole(1), default=20_000)
+    ap.add_argument("--replicates", type=whole(1), default=20)
     ap.add_argument("--write", action="store_true", help="write docs/tightness.md")
     args = ap.parse_args()
     start = time.perf_counter()

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from accountants import Composed, Laplace
+from privbandit.cli_checks import whole
 from tests.accountants._exact import laplace_log_delta_lower
 from tests.accountants.test_exact_extremes import _every_epsilon as every_epsilon
 
@@ -52,7 +53,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ks", default="100,1000,10000")
     ap.add_argument("--e0s", default="0.001,0.01,0.1,1")
-    ap.add_argument("--mixes", type=int, default=0, help="random heterogeneous mixes instead (seed 9)")
+    ap.add_argument("--mixes", type=whole(0), default=0, help="random heterogeneous mixes instead (seed 9)")
     args = ap.parse_args()
     below = 0
     if args.mixes:

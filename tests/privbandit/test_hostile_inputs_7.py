@@ -285,3 +285,22 @@ def test_every_runnable_bench_script_parses_its_command_line_with_argparse():
         if runnable and "argparse" not in imports:
             missing.append(script.name)
     assert not missing, missing
+
+
+def test_bench_scripts_numeric_options_use_the_cli_range_checks():
+    # `bench_adversarial.py --repeats -1` failed with "max() arg is an empty sequence", `bench_deploy.py
+    # --decisions -1` with an AssertionError, `bench_memory.py` with a child's CalledProcessError, and several
+    # scripts started running on -1: a bare `type=int` / `type=float` accepts any sign. Numeric options take
+    # privbandit.cli_checks' types (whole / real / positive), which refuse out-of-range values by name.
+    import ast
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    bare = []
+    for script in sorted(bench.glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                for kw in node.keywords:
+                    if kw.arg == "type" and isinstance(kw.value, ast.Name) and kw.value.id in ("int", "float"):
+                        bare.append(f"{script.name}: {ast.unparse(node.args[0]) if node.args else '?'}")
+    assert not bare, bare
