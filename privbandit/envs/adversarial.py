@@ -141,7 +141,15 @@ class OneMemoryAdversary(Environment):
     regret against the best constant action (module docstring)."""
 
     name = "one_memory_adversary"
-    rewards_in_unit_interval = True
+
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """Whether every reward x (1 - cost [switch]) lies in [0, 1], so the engine may skip its
+        per-round clipping. Judged at each look (once per run, O(T K)) rather than fixed at
+        construction: a table or cost changed afterwards (``env.table[0, 0] = 5``) would otherwise
+        reach the policies unclipped, outside the [0, 1] range their sensitivities assume."""
+        table, cost = self.table, self.cost
+        return bool(0.0 <= cost <= 1.0 and np.all((table >= 0.0) & (table <= 1.0)))
 
     def __init__(self, table, cost: float = 0.5) -> None:
         table = real_array("table", table)

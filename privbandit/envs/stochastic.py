@@ -87,6 +87,14 @@ class TruncatedExponential(StationaryEnvironment):
         super().__init__(truncated_exponential_mean(rates))
         self._mass = -np.expm1(-rates)  # 1 - e^-lambda, the untruncated mass of [0, 1]
 
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """The inverse CDF maps into [0, 1] only for rates in [1e-300, inf) (a negative rate gave
+        negative rewards, NaN NaN): checked at each look (once per run, O(K)), so rates changed after
+        construction are clipped by the engine, never fed to a policy unclipped."""
+        rates, mass = self.rates, self._mass
+        return bool(np.all((rates >= 1e-300) & np.isfinite(rates)) and np.all((mass > 0.0) & (mass <= 1.0)))
+
     def start(self, replicates, rng):
         return _InverseCdfRun(self, replicates, rng)
 

@@ -304,3 +304,33 @@ def test_bench_scripts_numeric_options_use_the_cli_range_checks():
                     if kw.arg == "type" and isinstance(kw.value, ast.Name) and kw.value.id in ("int", "float"):
                         bare.append(f"{script.name}: {ast.unparse(node.args[0]) if node.args else '?'}")
     assert not bare, bare
+
+
+def test_library_environments_changed_after_construction_lose_the_unit_interval_promise():
+    # OneMemoryAdversary declared rewards_in_unit_interval = True for the class, and TruncatedExponential
+    # inherited StationaryEnvironment's True, while both draw from attributes a user can change after
+    # construction: `env.table[:] = 7` or `env.rates[0] = -5` then reached the policies unclipped (the engine
+    # skips clipping for the library's own environments), outside the [0, 1] range every sensitivity assumes.
+    # The promise is now judged from the attributes at each run's start.
+    import numpy as np
+    from privbandit import simulate
+    from privbandit.envs import TruncatedExponential
+    from privbandit.envs.adversarial import OneMemoryAdversary
+    from privbandit.policies import make_policy
+
+    adversary = OneMemoryAdversary(np.full((40, 3), 0.5))
+    assert adversary.rewards_in_unit_interval
+    adversary.table[:, :] = 7.0
+    assert not adversary.rewards_in_unit_interval
+    with pytest.raises(ValueError, match=r"outside \[0, 1\].*one_memory_adversary"):
+        simulate(make_policy("dp_exp3_lap"), adversary, 40, 2, seed=0, progress=False, strict_rewards=True)
+    adversary = OneMemoryAdversary(np.full((40, 3), 0.5))
+    adversary.cost = 3.0  # x (1 - cost) < 0 after every switch
+    assert not adversary.rewards_in_unit_interval
+
+    exponential = TruncatedExponential([0.1, 1.0, 2.0])
+    assert exponential.rewards_in_unit_interval
+    exponential.rates[:] = -5.0
+    assert not exponential.rewards_in_unit_interval
+    with pytest.raises(ValueError, match=r"outside \[0, 1\].*truncated_exponential"):
+        simulate(make_policy("gaussian_ts"), exponential, 40, 2, seed=0, progress=False, strict_rewards=True)
