@@ -54,8 +54,15 @@ class GraphFeedback(StationaryEnvironment):
                 raise ValueError("redraw=True needs a GraphModel to draw from, not a fixed graph")
             self.model = None
             self.graph = check_adjacency(graph, arms.n_arms)
-        # (the arms' promise holds for the library's own arm environments only: see envs.base.unit_rewards)
-        self.rewards_in_unit_interval = arms.rewards_in_unit_interval and library_code(arms, ("start",))
+
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """The arms' promise, judged at each look (once per run): it holds for the library's own arm
+        environments only (see envs.base.unit_rewards), and only while their attributes keep it -- the
+        rewards are drawn by ``arms._transform`` at run time, so a TruncatedExponential whose rates were
+        changed after this environment was built must not pass as [0, 1] on a flag read at construction."""
+        arms = self.arms
+        return bool(arms.rewards_in_unit_interval) and library_code(arms, ("start",))
 
     @property
     def max_degree(self) -> int:

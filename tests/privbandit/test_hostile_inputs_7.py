@@ -334,3 +334,13 @@ def test_library_environments_changed_after_construction_lose_the_unit_interval_
     assert not exponential.rewards_in_unit_interval
     with pytest.raises(ValueError, match=r"outside \[0, 1\].*truncated_exponential"):
         simulate(make_policy("gaussian_ts"), exponential, 40, 2, seed=0, progress=False, strict_rewards=True)
+
+    # GraphFeedback draws through its arms' _transform at run time: its promise is the arms' one, judged then
+    from privbandit.envs.graph import GraphFeedback
+    exponential = TruncatedExponential([0.1, 1.0, 2.0])
+    graph = GraphFeedback(exponential, np.ones((3, 3), dtype=bool))
+    assert graph.rewards_in_unit_interval
+    exponential.rates[:] = -5.0
+    assert not graph.rewards_in_unit_interval
+    with pytest.raises(ValueError, match=r"outside \[0, 1\].*graph_feedback"):
+        simulate(make_policy("gaussian_ts_n"), graph, 40, 2, seed=0, progress=False, strict_rewards=True)
