@@ -110,6 +110,12 @@ class LinearContextual(ContextualEnvironment):
     def start(self, replicates, rng):
         return _LinearRun(self, replicates, rng)
 
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """Rewards are clipped to [0, 1] by construction, which NaN passes: a theta or noise set to NaN
+        after construction must not pass for the promise (judged at each run's start, O(K d))."""
+        return bool(np.all(np.isfinite(self.theta)) and math.isfinite(self.noise))
+
     def means(self, contexts: np.ndarray) -> np.ndarray:
         """Expected rewards (R, K) of every arm for contexts (R, K, d)."""
         if self.model == "disjoint":
@@ -151,7 +157,9 @@ class _LinearRun(_ContextRun):
         self._check(t)
         mu = self._means[np.arange(self.replicates), arms]
         if self.env.noise == 0:
-            return mu.copy()
+            # (1 + w.u) / 2 rounds outside [0, 1]: a context opposite to theta gave -5.6e-17, fed to the
+            # private policies unclipped under the promise (rewards_in_unit_interval)
+            return np.clip(mu, 0.0, 1.0)
         return np.clip(mu + self.env.noise * self.rng.standard_normal(self.replicates), 0.0, 1.0)
 
     def regret(self, t, arms) -> np.ndarray:

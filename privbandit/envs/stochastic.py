@@ -139,6 +139,12 @@ class ClippedGaussian(StationaryEnvironment):
     def start(self, replicates, rng):
         return _InverseCdfRun(self, replicates, rng)
 
+    @property
+    def rewards_in_unit_interval(self) -> bool:
+        """The clip maps into [0, 1] except NaN: locs or a scale set to NaN / inf after construction
+        (inf x 0 is NaN) must not pass for the promise (judged at each run's start, O(K))."""
+        return bool(np.all(np.isfinite(self.locs)) and np.isfinite(self.scale))
+
     def _transform(self, z, arms):
         return np.clip(self.locs[arms] + self.scale * z, 0.0, 1.0)
 

@@ -344,3 +344,39 @@ def test_library_environments_changed_after_construction_lose_the_unit_interval_
     assert not graph.rewards_in_unit_interval
     with pytest.raises(ValueError, match=r"outside \[0, 1\].*graph_feedback"):
         simulate(make_policy("gaussian_ts_n"), graph, 40, 2, seed=0, progress=False, strict_rewards=True)
+
+
+def test_noise_free_linear_contexts_and_nan_attributes_keep_rewards_in_the_unit_interval():
+    # LinearContextual(noise=0) returned theta . z unclipped: (1 + w.u) / 2 rounds outside [0, 1] (a context
+    # opposite to theta gave -5.6e-17), fed to the private policies under the [0, 1] promise. And the
+    # library's clipping lets NaN through: ClippedGaussian / LinearContextual attributes set to NaN after
+    # construction gave NaN rewards that the engine (trusting the promise) did not check.
+    import numpy as np
+    from privbandit import simulate
+    from privbandit.contextual.envs import LinearContextual
+    from privbandit.envs import ClippedGaussian
+    from privbandit.policies import make_policy
+
+    w = np.random.default_rng(0).standard_normal(4)
+    w /= np.linalg.norm(w)
+    theta = np.concatenate([[1.0], w]) / np.sqrt(2.0)
+    env = LinearContextual(5, 2, noise=0.0, theta=np.stack([theta, theta]))
+    run = env.start(1, np.random.default_rng(0))
+    run.offer(1)
+    run._means = env.means(np.broadcast_to(np.concatenate([[1.0], -w]) / np.sqrt(2.0), (1, 2, 5)))
+    assert run._means.min() < 0.0  # the rounding this test is about
+    assert run.rewards(1, np.array([0])).min() >= 0.0
+
+    env = LinearContextual(5, 2, noise=0.1)
+    assert env.rewards_in_unit_interval
+    env.noise = float("nan")
+    assert not env.rewards_in_unit_interval
+    with pytest.raises(ValueError, match="nan"):
+        simulate(make_policy("private_lin_ucb"), env, 20, 2, seed=0, progress=False)
+
+    gauss = ClippedGaussian([0.2, 0.8])
+    assert gauss.rewards_in_unit_interval
+    gauss.scale = float("nan")
+    assert not gauss.rewards_in_unit_interval
+    with pytest.raises(ValueError, match="nan"):
+        simulate(make_policy("gaussian_ts"), gauss, 20, 2, seed=0, progress=False)
