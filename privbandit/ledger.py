@@ -330,6 +330,24 @@ class Ledger:
         grow past it). The memory guard applies to it as to any growth.
     """
 
+    # False only for the ledgers of runs without one (:meth:`unrecorded`). A class attribute, so that
+    # a recording ledger's pickled state is what it was before the flag existed (deployments compare
+    # snapshot digests, privbandit.deploy).
+    _recording = True
+
+    @classmethod
+    def unrecorded(cls, replicates: int, streams: int) -> "Ledger":
+        """What a mechanism reports to in a run without a ledger (``simulate(ledger=False)``,
+        ``policy.start(..., ledger=None)``): every report is accepted and dropped -- nothing is
+        staged, counted or summed -- so "ledger off" costs only the calls (docs/engine.md, "Ledger
+        off"). The run's certificate never needs the ledger: it is the policy's static schedule.
+        The reports still pass through :meth:`_store` / :meth:`_record_dense`, where the audit's
+        tracer sees them (privbandit.audit.tracing). Its queries (``draws``, ``realized_*``, ...)
+        raise a ValueError: it has nothing to answer from."""
+        book = cls(replicates, streams, track_replicates=0, capacity=1)
+        book._recording = False
+        return book
+
     def __init__(self, replicates: int, streams: int, *, tight: bool = False,
                  max_tracked_bytes: int = 256 * 2 ** 20, track_replicates: int | None = None,
                  capacity: int = 64) -> None:
@@ -587,7 +605,7 @@ class Ledger:
         """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
         arrays of that length or scalars (``nd`` likewise, used in tight mode only). ``fresh``: the
         caller never touches these arrays again, so they are staged as they are, uncopied."""
-        if rep.size == 0:
+        if rep.size == 0 or not self._recording:
             return
         if self.tight:
             m = rep.size
@@ -677,6 +695,8 @@ class Ledger:
         (and before any query or growth) by one vectorised scatter, so a call costs a few array
         copies instead of a dozen small numpy operations.
         """
+        if not self._recording:
+            return
         self._draws += mask
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
         lo = np.broadcast_to(np.asarray(lo, dtype=np.int64), mask.shape)
@@ -697,6 +717,9 @@ class Ledger:
 
     def _settle(self) -> None:
         """Fold any staged releases in (before a query or a look at capacity / tracking)."""
+        if not self._recording:
+            raise ValueError("this ledger records nothing (a run without a ledger, Ledger.unrecorded): "
+                             "run with ledger=True to query draws or realized spend")
         if self._staged or self._sparse or any(rec.pending for rec in self._prefix):
             self._drain()
 
@@ -717,7 +740,7 @@ class Ledger:
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError(f"mechanism must be a non-empty string, got {shown(mechanism)}")
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
-        if self.tight or discrete:
+        if self.tight or discrete or not self._recording:  # (unrecorded: _record_dense drops them)
             def record(counts: np.ndarray) -> None:
                 k = np.asarray(counts).astype(np.int64)
                 param, sens = parameters(k)
@@ -1069,6 +1092,8 @@ class Ledger:
             raise ValueError(f"stream must lie in [0, {self.streams})")
         if pos.min() < 0:
             raise ValueError(f"position must lie in [0, inf), got {pos.min()}")
+        if not self._recording:
+            return
         if self.tight:
             self._round_chunks.append(np.stack([rep, st, pos, np.full(rep.size, t, np.int64)]))
         if int(pos.max()) >= self._capacity:
@@ -1089,6 +1114,8 @@ class Ledger:
         they were inserted at (valid by construction: the mechanisms' counts). Equivalent to
         ``note_rounds(rows, cols, positions[rows, cols], t)`` over ``np.nonzero(observed)``, but it
         looks at the tracked replicates' rows only (the others' tags are never kept)."""
+        if not self._recording:
+            return
         if self.tight:  # the full list of notes is kept: the public path
             rows, cols = np.nonzero(observed)
             if rows.size:
