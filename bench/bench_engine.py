@@ -12,7 +12,9 @@ For Beta-TS and UCB1 on the 5-arm instance [0.75, 0.625, 0.5, 0.375, 0.25] with 
   identical ``betaincinv`` before importing it, and says so).
 
 Per private policy (issue 19, item 6; ``--policies``): pulls/s at 100 and 1000 replicates with the
-ledger on (default tracking) and off, the ledger's extra time, the policy's *own* raw RNG limit
+ledger on (default tracking) and off (``simulate(ledger=False)``: since session 11 no recording at
+all, docs/engine.md "Ledger off"; before, the mechanisms still staged into an internal ledger that
+counted draws, which understated the ledger's cost), the ledger's extra time, the policy's *own* raw RNG limit
 (drawing, in bulk with numpy, exactly the random numbers that policy consumed in the measured run:
 its Laplace / normal / Beta / uniform draws counted by a counting Generator, plus one reward
 uniform per replicate per round), the fraction of that limit, and pulls/s and microseconds per

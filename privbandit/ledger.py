@@ -330,6 +330,24 @@ class Ledger:
         grow past it). The memory guard applies to it as to any growth.
     """
 
+    # False only for the ledgers of runs without one (:meth:`unrecorded`). A class attribute, so that
+    # a recording ledger's pickled state is what it was before the flag existed (deployments compare
+    # snapshot digests, privbandit.deploy).
+    _recording = True
+
+    @classmethod
+    def unrecorded(cls, replicates: int, streams: int) -> "Ledger":
+        """What a mechanism reports to in a run without a ledger (``simulate(ledger=False)``,
+        ``policy.start(..., ledger=None)``): every report is accepted and dropped -- nothing is
+        staged, counted or summed -- so "ledger off" costs only the calls (docs/engine.md, "Ledger
+        off"). The run's certificate never needs the ledger: it is the policy's static schedule.
+        The reports still pass through :meth:`_store` / :meth:`_record_dense`, where the audit's
+        tracer sees them (privbandit.audit.tracing). Its queries (``draws``, ``realized_*``, ...)
+        raise a ValueError: it has nothing to answer from."""
+        book = cls(replicates, streams, track_replicates=0, capacity=1)
+        book._recording = False
+        return book
+
     def __init__(self, replicates: int, streams: int, *, tight: bool = False,
                  max_tracked_bytes: int = 256 * 2 ** 20, track_replicates: int | None = None,
                  capacity: int = 64) -> None:
@@ -352,10 +370,14 @@ class Ledger:
         limit = self.replicates if track_replicates is None else min(
             self.replicates, _whole("track_replicates", track_replicates, 0))
         self._n_tracked = self._fit(self._capacity, limit)
-        # One difference array per statistic, (position, replicate, stream), allocated when a release
-        # first touches that statistic: a Gaussian-only run writes two of the six, and lock-step runs
-        # write near the same positions in every stream, so recording touches contiguous memory.
+        # One difference array per statistic, (replicate, stream, position): stream-major, so that a
+        # stream's records are contiguous -- a query's per-record sums run along memory, and a drain's
+        # additions for one stream (its new records, and the nodes reaching back a few records) land
+        # on a few cache lines of that stream (session 11; the (position, replicate, stream) layout of
+        # sessions 1-10 is migrated on unpickling, see __setstate__). Allocated when a release first
+        # touches that statistic: a Gaussian-only run writes two of the six.
         self._diff: dict[int, np.ndarray] = {}
+        self._stream_major = True  # pickled: a ledger pickled without it holds the old layout
         # The positions some folded-in footprint starts or ends at (capacity + 1,): at every other
         # position every difference array is exactly +0.0, so each record there has the totals of
         # the record before it, and a worst-record query need only evaluate the marked positions
@@ -415,6 +437,11 @@ class Ledger:
         # numpy's generic path (measured ~30x slower on the difference arrays): views with the
         # canonical float64 dtype hold the same values, bit for bit.
         self._diff = {stat: diff.view(np.float64) for stat, diff in self._diff.items()}
+        if not state.get("_stream_major", False):
+            # pickled before session 11 (deployment snapshots among them): the difference arrays were
+            # (position, replicate, stream); the same values, moved to (replicate, stream, position)
+            self._diff = {stat: np.array(np.moveaxis(diff, 0, 2), order="C") for stat, diff in self._diff.items()}
+            self._stream_major = True
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
@@ -423,7 +450,7 @@ class Ledger:
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
             marked = np.zeros(self._capacity + 1, dtype=bool)
             for diff in self._diff.values():
-                marked |= (diff != 0).reshape(diff.shape[0], -1).any(axis=1)
+                marked |= (diff != 0).reshape(-1, diff.shape[-1]).any(axis=0)
             self._marked = marked
 
     # --- bookkeeping --------------------------------------------------------------------------
@@ -455,9 +482,9 @@ class Ledger:
             cap *= 2
         n_tracked = self._fit(cap, self._n_tracked)
         for stat, old in self._diff.items():
-            new = np.zeros((cap + 1, n_tracked, self.streams))
+            new = np.zeros((n_tracked, self.streams, cap + 1))
             # positions 0..capacity (the old terminal slot holds subtractions at hi == capacity)
-            new[: self._capacity + 1] = old[:, :n_tracked]
+            new[:, :, : self._capacity + 1] = old[:n_tracked]
             self._diff[stat] = new
         marked = np.zeros(cap + 1, dtype=bool)
         marked[: self._capacity + 1] = self._marked
@@ -587,7 +614,7 @@ class Ledger:
         """Record validated releases: ``rep``, ``st`` 1-D int arrays; ``lo_``, ``hi_``, ``p``, ``s``
         arrays of that length or scalars (``nd`` likewise, used in tight mode only). ``fresh``: the
         caller never touches these arrays again, so they are staged as they are, uncopied."""
-        if rep.size == 0:
+        if rep.size == 0 or not self._recording:
             return
         if self.tight:
             m = rep.size
@@ -677,6 +704,8 @@ class Ledger:
         (and before any query or growth) by one vectorised scatter, so a call costs a few array
         copies instead of a dozen small numpy operations.
         """
+        if not self._recording:
+            return
         self._draws += mask
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
         lo = np.broadcast_to(np.asarray(lo, dtype=np.int64), mask.shape)
@@ -697,6 +726,9 @@ class Ledger:
 
     def _settle(self) -> None:
         """Fold any staged releases in (before a query or a look at capacity / tracking)."""
+        if not self._recording:
+            raise ValueError("this ledger records nothing (a run without a ledger, Ledger.unrecorded): "
+                             "run with ledger=True to query draws or realized spend")
         if self._staged or self._sparse or any(rec.pending for rec in self._prefix):
             self._drain()
 
@@ -717,7 +749,7 @@ class Ledger:
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError(f"mechanism must be a non-empty string, got {shown(mechanism)}")
         kind = (_KIND_ZCDP if discrete else _KIND_GAUSSIAN) if gaussian else _KIND_LAPLACE
-        if self.tight or discrete:
+        if self.tight or discrete or not self._recording:  # (unrecorded: _record_dense drops them)
             def record(counts: np.ndarray) -> None:
                 k = np.asarray(counts).astype(np.int64)
                 param, sens = parameters(k)
@@ -962,11 +994,12 @@ class Ledger:
             weighted = {_S_MU2: (sens / param) ** 2 * lengths, _S_GAUSS: lengths}
         else:
             weighted = {stat: column * lengths for stat, column in self._leaf_columns(kind, param, sens).items()}
-        at = hi * n_cells + cells
+        width = self._capacity + 1
+        at = cells * width + hi
         for stat in _KIND_STATS[kind]:
-            flat = self._stat_diff(stat).reshape(-1)  # index = position * (R_t K) + cell
+            flat = self._stat_diff(stat).reshape(-1)  # index = cell * (capacity + 1) + position
             # every footprint starts at record 0: the additions are one weighted bincount per cell
-            flat[:n_cells] += np.bincount(cells, weights=weighted[stat], minlength=n_cells)
+            flat[::width] += np.bincount(cells, weights=weighted[stat], minlength=n_cells)
             np.subtract.at(flat, at, weighted[stat])
         self._marked[0] = True
         self._marked[hi] = True
@@ -982,11 +1015,11 @@ class Ledger:
         ``hi``, ``par``, ``sen`` hold one value per entry of ``repeat`` releases, on ``cells`` each
         (the same as passing every release, entry after entry)."""
         columns = self._leaf_columns(kind, par, sen, count=lo.size * repeat)
-        stride = self._n_tracked * self.streams
+        starts = cells * (self._capacity + 1)  # stream-major flat indices: cell * (capacity + 1) + position
         if repeat == 1:
-            add_at, subtract_at = lo * stride + cells, hi * stride + cells  # position-major flat indices
-        else:
-            add_at, subtract_at = (((x * stride)[:, None] + cells).reshape(-1) for x in (lo, hi))
+            add_at, subtract_at = starts + lo, starts + hi
+        else:  # entry by entry, each over every cell (the order np.repeat gives the columns below)
+            add_at, subtract_at = ((x[:, None] + starts).reshape(-1) for x in (lo, hi))
         for stat in _KIND_STATS[kind]:
             flat = self._stat_diff(stat).reshape(-1)
             column = columns[stat]
@@ -1006,10 +1039,10 @@ class Ledger:
             np.minimum.at(self._low, cells, lo if repeat == 1 else int(lo.min()))
 
     def _stat_diff(self, stat: int) -> np.ndarray:
-        """The difference array of one statistic, (capacity + 1, R_tracked, K), created on first use."""
+        """The difference array of one statistic, (R_tracked, K, capacity + 1), created on first use."""
         diff = self._diff.get(stat)
         if diff is None:
-            diff = self._diff[stat] = np.zeros((self._capacity + 1, self._n_tracked, self.streams))
+            diff = self._diff[stat] = np.zeros((self._n_tracked, self.streams, self._capacity + 1))
         return diff
 
     def _record_from_mechanism(self, rep, st, lo, hi, scale, sensitivity, mechanism: str, node,
@@ -1069,6 +1102,8 @@ class Ledger:
             raise ValueError(f"stream must lie in [0, {self.streams})")
         if pos.min() < 0:
             raise ValueError(f"position must lie in [0, inf), got {pos.min()}")
+        if not self._recording:
+            return
         if self.tight:
             self._round_chunks.append(np.stack([rep, st, pos, np.full(rep.size, t, np.int64)]))
         if int(pos.max()) >= self._capacity:
@@ -1089,6 +1124,8 @@ class Ledger:
         they were inserted at (valid by construction: the mechanisms' counts). Equivalent to
         ``note_rounds(rows, cols, positions[rows, cols], t)`` over ``np.nonzero(observed)``, but it
         looks at the tracked replicates' rows only (the others' tags are never kept)."""
+        if not self._recording:
+            return
         if self.tight:  # the full list of notes is kept: the public path
             rows, cols = np.nonzero(observed)
             if rows.size:
@@ -1155,13 +1192,13 @@ class Ledger:
         out = []
         for stat in stats:
             if stat in self._diff:
-                diff = self._diff[stat][: self._top] if rows is None else self._diff[stat][rows]
-                # summed along a contiguous axis: the same sequential sums as np.cumsum(diff, axis=0)
-                # (an accumulation adds in order, whatever the memory layout), bit for bit, without
-                # striding through the (positions, R_tracked, K) array once per stream. A copy always
-                # (np.array): ascontiguousarray would hand back a view of the difference array itself
-                # when R_tracked = K = 1, and the in-place sums would overwrite the ledger's state.
-                totals = np.array(np.moveaxis(diff, 0, 2), order="C")
+                # each stream's positions are contiguous: summed in place along them (sequential
+                # sums, np.cumsum over positions, bit for bit). A copy always: the slice of the first
+                # ``top`` positions is itself contiguous when R_tracked = K = 1, and ascontiguousarray
+                # would hand back the difference array, whose state the in-place sums would overwrite
+                # (the fancy-indexed distinct rows are a fresh array already).
+                totals = (np.array(self._diff[stat][:, :, : self._top]) if rows is None
+                          else self._diff[stat][:, :, rows])
                 out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
@@ -1206,19 +1243,19 @@ class Ledger:
         if 2 * int(np.maximum(end - ok, 0).sum()) > n_cells * top:
             # most records to sum again (the engine's geometric checkpoints: the last query of a run
             # follows the one before at a tenth of its round or less): the whole columns at once, as
-            # the plain sums do (a stream at a time gathers one cache line per record), then kept
-            totals = np.array(np.moveaxis(self._diff[stat][:top], 0, 2), order="C")
+            # the plain sums do, then kept
+            totals = np.array(self._diff[stat][:, :, :top])
             np.cumsum(totals, axis=2, out=totals)
             kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top] = totals
             ok[:] = top
             totals.flags.writeable = False
             return totals
-        diff = self._diff[stat].reshape(self._capacity + 1, n_cells)  # a view: (position, cell)
+        diff = self._diff[stat].reshape(n_cells, self._capacity + 1)  # a view: (cell, position)
         for c in np.flatnonzero(ok < top).tolist():
             start, stop, row = int(ok[c]), int(end[c]), kept[c]
             if start < stop:
                 seg = row[start:stop]
-                seg[:] = diff[start:stop, c]
+                seg[:] = diff[c, start:stop]
                 if start:
                     seg[0] += row[start - 1]
                 np.cumsum(seg, out=seg)
@@ -1243,13 +1280,11 @@ class Ledger:
             values = np.zeros(reps.size)
             if stat in self._diff and reps.size:
                 diff = self._diff[stat]
-                # the picked columns up to the last record any of them needs, gathered in one pass over
-                # the positions (a column at a time strides through the whole array once per pick),
-                # each accumulated along a contiguous axis: sequential sums, the same bits
+                # the picked streams up to the last record any of them needs (fancy indexing: a fresh
+                # (pick, position) array), each accumulated along its positions: sequential sums, the same bits
                 end = int(records.max()) + 1
-                picked = (diff[: min(self._top, end)][:, reps, streams] if rows is None
-                          else diff[rows[:end, None], reps[None, :], streams[None, :]])
-                columns = np.ascontiguousarray(picked.T)
+                columns = (diff[reps, streams, : min(self._top, end)] if rows is None
+                           else diff[reps[:, None], streams[:, None], rows[None, :end]])
                 np.cumsum(columns, axis=1, out=columns)
                 values = columns[np.arange(reps.size), records]
             out.append(values)
@@ -1353,9 +1388,9 @@ class Ledger:
                 # Every footprint starts at record 0: a stream's totals are diff[0] at its first record
                 # and never grow after it (later positions hold only subtractions, and x + y <= x in
                 # floating point for y <= 0), so the first records' totals hold the maximum, exactly.
-                mu2 = (self._diff[_S_MU2][:1] if self._top and _S_MU2 in self._diff
-                       else np.zeros((0, self._n_tracked, self.streams)))
-                worst = np.maximum(np.moveaxis(mu2, 0, 2).reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
+                mu2 = (self._diff[_S_MU2][:, :, :1] if self._top and _S_MU2 in self._diff
+                       else np.zeros((self._n_tracked, self.streams, 0)))
+                worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)
             else:
                 (mu2,) = self._totals(_S_MU2)
                 worst = np.maximum(mu2.reshape(self._n_tracked, -1).max(axis=1, initial=0.0), 0.0)

@@ -46,9 +46,10 @@ def probability(name: str, value) -> float:
 
 def check_ledger(ledger, replicates: int, streams: int) -> Ledger:
     """The ledger to record into. ``None`` (a run without a ledger, ``simulate(ledger=False)``) gives
-    an internal one that keeps only the draw counts, so mechanisms never branch on it."""
+    one that records nothing (:meth:`Ledger.unrecorded`), so mechanisms never branch on it and a run
+    without a ledger pays for no recording (docs/engine.md, "Ledger off")."""
     if ledger is None:
-        return Ledger(replicates, streams, track_replicates=0)
+        return Ledger.unrecorded(replicates, streams)
     if not isinstance(ledger, Ledger):
         raise ValueError(f"ledger must be a privbandit.ledger.Ledger, got {type(ledger).__name__}")
     if (ledger.replicates, ledger.streams) != (replicates, streams):

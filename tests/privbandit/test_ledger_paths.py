@@ -284,11 +284,10 @@ def _previous_drain_prefix(led: Ledger, kind, parameters, counts, count_draws=Tr
     cells, hi, lengths = starts[live] // calls, hi[live].astype(np.int64), lengths[live]
     param, sens = (np.broadcast_to(np.asarray(a, dtype=float), hi.shape) for a in parameters(hi))
     vals = led._leaf_stats(kind, param, sens) * lengths[:, None]
-    at = hi * n_cells + cells
     for stat in _KIND_STATS[kind]:
-        flat = led._stat_diff(stat).reshape(-1)
-        flat[:n_cells] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
-        np.subtract.at(flat, at, vals[:, stat])
+        diff = led._stat_diff(stat).reshape(n_cells, -1)  # (cell, position): session 11's layout
+        diff[:, 0] += np.bincount(cells, weights=vals[:, stat], minlength=n_cells)
+        np.subtract.at(diff, (cells, hi), vals[:, stat])
     led._marked[0] = True
     led._marked[hi] = True
     led._top = max(led._top, int(hi.max()))
@@ -666,8 +665,7 @@ def test_queries_leave_the_difference_arrays_unchanged(R, K):
 
 def _full_totals(led: Ledger, stat: int) -> np.ndarray:
     """The per-record totals by definition: the sequential sums of the whole difference column."""
-    diff = led._diff[stat][: led._top]
-    return np.cumsum(np.array(np.moveaxis(diff, 0, 2), order="C"), axis=2)
+    return np.cumsum(led._diff[stat][:, :, : led._top], axis=2)
 
 
 @pytest.mark.parametrize("seed", range(4))
