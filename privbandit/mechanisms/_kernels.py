@@ -3,9 +3,11 @@
 Each kernel here is the ONE implementation of its step: plain Python over scalars and arrays,
 compiled by numba when the optional ``fast`` extra is installed (``pip install "privbandit[fast]"``)
 and run by CPython otherwise -- same source, same arithmetic, same results bit for bit
-(tests/privbandit/mechanisms/test_kernels.py). No kernel draws random numbers: the caller draws
-the noise with the mechanism's :class:`~privbandit.mechanisms.sampling.NoiseSampler` and reports
-every release to the ledger, so the privacy path is the same whichever way a kernel runs.
+(tests/privbandit/mechanisms/test_kernels.py). No mechanism kernel draws random numbers: the caller
+draws the noise with the mechanism's :class:`~privbandit.mechanisms.sampling.NoiseSampler` and
+reports every release to the ledger, so the privacy path is the same whichever way a kernel runs.
+(:func:`call_sampler` is the Thompson-sampling kernels' route to numpy's own Beta sampler, a
+post-processing draw: :mod:`privbandit.policies._ts_kernels`.)
 
 Callers pick the way per call with :meth:`Kernel.at`: interpreted below ``JIT_MIN_ROWS`` rows
 (one replicate: measured 28 vs 23 us per tree insert, against the 0.5-0.9 s numba's import and
@@ -22,6 +24,7 @@ decides each round in about two thirds of the interpreted time (docs/benchmarks.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import math
 import os
@@ -153,6 +156,54 @@ def _rebind(fn, way):
 
 
 kernel = Kernel
+
+
+# --- numpy's C samplers, called from kernels -----------------------------------------------------
+
+_SAMPLER_TYPE = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
+_SAMPLERS_BY_ADDRESS: dict[int, object] = {}
+
+
+def sampler_address(fn) -> int:
+    """The address of a ctypes function ``double f(bitgen_t *, double, double)`` -- numpy's exported
+    samplers such as ``random_beta`` -- as kernels take it (:func:`call_sampler`): an
+    integer, which numba's dispatch reads like any integer, where a ctypes function argument is
+    typed anew on every call (``beta_argmax`` at 100 x 5: ~1 us of ~25 a call, measured).
+    """
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    if address not in _SAMPLERS_BY_ADDRESS:
+        _SAMPLERS_BY_ADDRESS[address] = _SAMPLER_TYPE(address)
+    return address
+
+
+class _SamplerCall(Kernel):
+    """:func:`call_sampler`'s kernel: interpreted, the Python function (a ctypes call); compiled, one
+    indirect call of the C function at the address (:mod:`privbandit.mechanisms._native`, inlined
+    into the kernels calling it)."""
+
+    @property
+    def compiled(self):
+        if self._dispatcher is None and COMPILED and not _FAILED:
+            try:
+                from privbandit.mechanisms._native import call_sampler_compiled
+            except Exception as exc:  # numba installed but unusable (e.g. built for another numpy)
+                _fall_back(f"numba could not be imported ({exc})")
+                return None
+            global _LOADED
+            _LOADED = True
+            self._dispatcher = call_sampler_compiled
+        return self._dispatcher
+
+
+def call_sampler(fn: int, state: int, a: float, b: float) -> float:
+    """``f(state, a, b)`` for the numpy C sampler ``f`` at address ``fn`` (:func:`sampler_address`) on
+    the bit generator at address ``state`` (``Generator.bit_generator.ctypes.bit_generator.value``):
+    one draw of numpy's own code, advancing that Generator's stream as its method would. The caller
+    holds the bit generator's lock (as numpy's methods take it)."""
+    return _SAMPLERS_BY_ADDRESS[fn](state, a, b)
+
+
+call_sampler = _SamplerCall(call_sampler)
 
 
 def row_helper(fn) -> Kernel:

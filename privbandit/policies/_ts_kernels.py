@@ -10,7 +10,8 @@ elementwise; the posterior draws and the transcendental functions (np.log2, whos
 differ from libm's in the last bit) stay in numpy, in the policies. Beta variates, a post-processing
 draw, are taken with numpy's own code: :func:`beta_argmax_rows` calls numpy's C sampler
 ``random_beta`` on the Generator's bit generator, element by element as ``Generator.beta`` does, so
-the values and the stream are numpy's. The arg max over arms (:func:`argmax_rows`, through
+the values and the stream are numpy's (through ``call_sampler`` at the function's integer address:
+a ctypes function passed as a kernel argument cost ~1 us of numba's typing per call). The arg max over arms (:func:`argmax_rows`, through
 :func:`row_argmax`) is numpy's ``argmax(axis=1)``, first maximum and first NaN alike (Gaussian TS: at
 1000 rows of 5 arms numpy's axis-1 reduction spends most of its time in per-row setup).
 """
@@ -21,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from privbandit.mechanisms._kernels import kernel
+from privbandit.mechanisms._kernels import call_sampler, kernel, sampler_address
 
 
 @kernel
@@ -192,6 +193,7 @@ def row_argmax(x: np.ndarray) -> np.ndarray:
 
 # --- Beta draws with numpy's own sampler, from compiled code ---------------------------------------
 _NUMPY_BETA: list = []  # [the ctypes function, or None], resolved on first use
+_BETA_ADDRESS: list = []  # [its address for the kernels (``sampler_address``), or None]
 
 
 def numpy_beta():
@@ -203,7 +205,9 @@ def numpy_beta():
     ``Generator.beta``'s on the same stream, bit for bit, and leave the stream in the same state;
     otherwise (another numpy's ABI) None, and the callers draw with ``Generator.beta``."""
     if not _NUMPY_BETA:
-        _NUMPY_BETA.append(_load_numpy_beta())
+        fn = _load_numpy_beta()
+        _BETA_ADDRESS.append(None if fn is None else sampler_address(fn))
+        _NUMPY_BETA.append(fn)
     return _NUMPY_BETA[0]
 
 
@@ -228,9 +232,10 @@ def _load_numpy_beta():
 
 
 @kernel
-def beta_argmax_rows(beta, state: int, a: np.ndarray, b: np.ndarray, theta: np.ndarray, out: np.ndarray) -> int:
-    """``out = Generator.beta(a, b).argmax(axis=1)`` for (R, K) parameters, drawn by ``beta`` (numpy's
-    ``random_beta``, :func:`numpy_beta`) on the bit generator at address ``state``: the same sampler
+def beta_argmax_rows(beta: int, state: int, a: np.ndarray, b: np.ndarray, theta: np.ndarray, out: np.ndarray) -> int:
+    """``out = Generator.beta(a, b).argmax(axis=1)`` for (R, K) parameters, drawn by numpy's
+    ``random_beta`` (:func:`numpy_beta`) at address ``beta`` (``sampler_address``; through
+    ``call_sampler``) on the bit generator at address ``state``: the same sampler
     on the same stream in the same (row-major) order, so the same values (into ``theta``) and the same
     stream afterwards, without the array call's two argument checks and broadcasting iterator (~10 us
     of ~30 at 100 x 5). The arg max is :func:`argmax_rows`, numpy's rule.
@@ -244,7 +249,7 @@ def beta_argmax_rows(beta, state: int, a: np.ndarray, b: np.ndarray, theta: np.n
                 return 1
     for r in range(R):
         for k in range(K):
-            theta[r, k] = beta(state, a[r, k], b[r, k])
+            theta[r, k] = call_sampler(beta, state, a[r, k], b[r, k])
     argmax_rows(theta, out)
     return 0
 
@@ -266,12 +271,11 @@ def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.nd
     way = beta_argmax_rows.at(rows)
     if (way is not beta_argmax_rows.py_func and type(rng) is np.random.Generator and a.ndim == 2
             and a.shape == b.shape and a.dtype == b.dtype == np.float64):
-        beta = numpy_beta()
-        if beta is not None:
+        if numpy_beta() is not None:
             out = np.empty(rows, dtype=np.intp)
             bits = rng.bit_generator
             with bits.lock:
-                refused = way(beta, bits.ctypes.bit_generator.value, a, b, np.empty(a.shape), out)
+                refused = way(_BETA_ADDRESS[0], bits.ctypes.bit_generator.value, a, b, np.empty(a.shape), out)
             if not refused:
                 return out
     if a.size > SCALAR_BETA_MAX:

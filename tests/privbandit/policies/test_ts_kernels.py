@@ -15,6 +15,7 @@ import pytest
 from privbandit.envs import Bernoulli
 from privbandit.ledger import Ledger
 from privbandit.mechanisms import _kernels
+from privbandit.mechanisms._kernels import call_sampler
 from privbandit.mechanisms.fresh_batch import FreshBatchMean, fresh_batch_append
 from privbandit.policies import GaussianTS, make_policy
 from privbandit.policies._ts_kernels import add_pulled, argmax_rows, beta_argmax_rows, numpy_beta, row_argmax
@@ -294,13 +295,41 @@ def test_beta_argmax_rows_draws_generator_betas_values_and_stream(way, shape):
     kernel = getattr(beta_argmax_rows, way)
     theta, out = np.empty(shape), np.empty(shape[0], dtype=np.intp)
     for _ in range(5):
-        assert kernel(beta, mine.bit_generator.ctypes.bit_generator.value, a, b, theta, out) == 0
+        assert kernel(_kernels.sampler_address(beta), mine.bit_generator.ctypes.bit_generator.value, a, b, theta,
+                      out) == 0
         want = ref.beta(a, b)
         assert np.array_equal(theta, want) and np.array_equal(out, want.argmax(axis=1))
     assert mine.bit_generator.state == ref.bit_generator.state
     # a parameter Generator.beta refuses: nothing drawn, the caller lets numpy raise
     a[-1, -1] = 0.0
-    assert kernel(beta, mine.bit_generator.ctypes.bit_generator.value, a, b, theta, out) == 1
+    assert kernel(_kernels.sampler_address(beta), mine.bit_generator.ctypes.bit_generator.value, a, b, theta,
+                  out) == 1
+    assert mine.bit_generator.state == ref.bit_generator.state
+
+
+@_kernels.kernel
+def _test_draw_betas(fn, state, a, b, out):
+    for i in range(a.size):
+        out[i] = call_sampler(fn, state, a[i], b[i])
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_call_sampler_is_one_draw_of_numpys_c_sampler_at_an_integer_address(way):
+    # the kernels' route to numpy's exported samplers: the C function at an integer address (compiled:
+    # an indirect call; interpreted: its ctypes function), one draw of Generator.beta's own code per
+    # call, the stream advanced as Generator.beta advances it; the address is stable per function
+    beta = numpy_beta()
+    if beta is None:
+        pytest.skip(f"numpy {np.__version__} does not export random_beta")
+    address = _kernels.sampler_address(beta)
+    assert isinstance(address, int) and address == _kernels.sampler_address(beta)
+
+    data = np.random.default_rng(11)
+    a, b = 0.2 + data.random(300) * 40, np.where(data.random(300) < 0.5, 0.3, 1.0 + data.random(300) * 9)
+    mine, ref = np.random.default_rng(21), np.random.default_rng(21)
+    out = np.empty(300)
+    getattr(_test_draw_betas, way)(address, mine.bit_generator.ctypes.bit_generator.value, a, b, out)
+    assert np.array_equal(out, ref.beta(a, b))
     assert mine.bit_generator.state == ref.bit_generator.state
 
 
