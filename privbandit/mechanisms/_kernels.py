@@ -10,12 +10,15 @@ reports every release to the ledger, so the privacy path is the same whichever w
 post-processing draw: :mod:`privbandit.policies._ts_kernels`.)
 
 Callers pick the way per call with :meth:`Kernel.at`: interpreted below ``JIT_MIN_ROWS`` rows
-(one replicate: measured 28 vs 23 us per tree insert, against the 0.5-0.9 s numba's import and
-cache load add to a process -- so a process that only ever runs one replicate, a deployment or a
-CLI call, never imports numba),
+(one replicate: a kernel call costs ~1-3 us more interpreted, against the 0.3-0.9 s numba's
+import and first cache load add to a process -- so a short one-replicate process, a deployment or
+a CLI call, never imports numba),
 compiled from there on -- and at every size once a kernel has imported numba in this process (a
 one-replicate run after a many-replicate one, or DP-UCB's K-row inserts of one replicate): the
-import is paid, and loading a further kernel from the disk cache costs milliseconds. Compilation is lazy (first use) and cached on disk across processes.
+import is paid, and loading a further kernel from the disk cache costs milliseconds -- or once the
+process has made ``JIT_RENT_CALLS`` interpreted calls (a long one-replicate run: the import has
+then been paid for in interpreted time, the ski-rental rule). Compilation is lazy (first use) and
+cached on disk across processes.
 Set ``PRIVBANDIT_NO_JIT=1`` to run everything interpreted even where numba is installed, and
 ``PRIVBANDIT_JIT=always`` to run compiled at every size from the first call: for a long-lived
 one-replicate process (a deployment, a long single run), which then pays numba's import once and
@@ -47,6 +50,18 @@ if _JIT_MODE not in ("", "auto", "always"):  # a typo must not pass for the defa
 _LOADED = COMPILED and _JIT_MODE == "always"
 """Whether every call runs compiled: a kernel of this process imported numba (the import is paid), or
 ``PRIVBANDIT_JIT=always`` asked for it from the start."""
+
+JIT_RENT_CALLS = 200_000
+"""Interpreted calls below ``JIT_MIN_ROWS`` rows after which a process imports numba and runs every
+kernel compiled from then on (where numba is installed; a no-op otherwise): the ski-rental rule.
+Staying interpreted costs ~1-3 us a call more than compiled (one replicate, measured per round:
+DP-UCB-Bound 28 against 15 us over ~5 kernel calls, Private-UCB 17 against 14.6 over ~4, DP-TS 48
+against 33), and loading numba costs ~0.3-0.7 s once (its import plus the first kernel's cache
+load, loaded machine): a process that has already paid about that much in interpreted calls --
+a long one-replicate run (~40,000-70,000 rounds of a tree or hybrid policy), or many short ones --
+buys, so it never pays more than about twice what the better of the two ways would have cost it.
+Short runs, CLI calls and deployments that make few decisions never import numba."""
+_RENT = JIT_RENT_CALLS  # interpreted calls left before the switch (may go negative without numba)
 
 _KERNELS: dict[str, "Kernel"] = {}
 
@@ -125,7 +140,10 @@ class Kernel:
     def at(self, n: int):
         # called several times per insert: the cached functions first, the properties only once
         if n < JIT_MIN_ROWS and not _LOADED:
-            return self._py or self.py_func
+            global _RENT
+            _RENT -= 1  # one interpreted call more (see JIT_RENT_CALLS)
+            if _RENT >= 0:
+                return self._py or self.py_func
         return self._jit or self.jit
 
     def __call__(self, *args):

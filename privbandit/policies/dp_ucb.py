@@ -91,30 +91,41 @@ def hybrid_bounds(n: np.ndarray, lg: np.ndarray, c: float, out: np.ndarray) -> N
 
 
 @dividing_kernel
-def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, two_log_t: float, lg: float, c: float, bound: bool,
-              index: np.ndarray, arms: np.ndarray) -> None:
-    """DP-UCB's index s/N + sqrt(2 ln t / N) (``two_log_t`` = 2 ln t) of every (replicate, arm), plus
-    DP-UCB-Bound's nu/N if ``bound`` (nu the hybrid error bound at ln(4/gamma) = ``lg``, ``c`` =
-    2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
-    np.argmax picks it (the first maximum; the first NaN if any). Every count is >= 1 (no zero
-    divisor: compiled without the check, see :func:`dividing_kernel`).
+def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, offset: float, two_log_t: float, lg: float, c: float,
+              bound: bool, index: np.ndarray, arms: np.ndarray) -> None:
+    """The UCB index (s + offset)/N + sqrt(2 ln t / N) (``two_log_t`` = 2 ln t) of every (replicate,
+    arm), plus DP-UCB-Bound's nu/N if ``bound`` (nu the hybrid error bound at ln(4/gamma) = ``lg``,
+    ``c`` = 2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
+    np.argmax picks it (the first maximum; the first NaN if any). ``offset`` is Private-UCB's
+    confidence relaxation Gamma (Mishra & Thakurta 2015, Alg. 1 line 10: (r_a + Gamma)/n_a), 0 for
+    DP-UCB / DP-UCB-Bound (Tossou & Dimitrakakis 2016, Alg. 1-2: s + 0.0 is s, bit for bit, except
+    that -0.0 becomes +0.0, which the positive sqrt term then absorbs).
 
-    Three passes over the flat (R*K,) views, none with a data-dependent branch but the argmax:
-    compiled, the first runs in SIMD lanes; the bound's term is added to the first pass's value,
-    the same two additions in the same order as one expression would make."""
+    An arm with no pull yet (N = 0: only when a caller skips the round robin of rounds 1..K) has
+    index +inf, as numpy's (s + Gamma)/0 gave Private-UCB: it is played first. Interpreted, 0 as a
+    divisor raised ZeroDivisionError here (a traceback), compiled it gave NaN: the guard makes both
+    ways agree.
+
+    Three passes over the flat (R*K,) views, none with a data-dependent branch but the guard's
+    select and the argmax: compiled, the first runs in SIMD lanes; the bound's term is added to the
+    first pass's value, the same two additions in the same order as one expression would make."""
     s, n_all, out = noisy_sum.reshape(-1), counts.reshape(-1), index.reshape(-1)
     for i in range(n_all.size):
         # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
         n = float(n_all[i])
-        out[i] = float(s[i]) / n + math.sqrt(two_log_t / n)
+        out[i] = (float(s[i]) + offset) / n + math.sqrt(two_log_t / n) if n > 0.0 else math.inf
     if bound:
         for i in range(n_all.size):
             n = int(n_all[i])
-            out[i] = float(out[i]) + _hybrid_bound(n, lg, c) / n
+            if n > 0:
+                out[i] = float(out[i]) + _hybrid_bound(n, lg, c) / n
+    k = counts.shape[1]
     for r in range(counts.shape[0]):
-        best, arm = index[r, 0], 0
-        for a in range(1, counts.shape[1]):
-            x = index[r, a]
+        # the flat view (one integer index: interpreted, a tuple index costs more per element)
+        first = r * k
+        best, arm = float(out[first]), 0
+        for a in range(1, k):
+            x = float(out[first + a])
             if x > best or (x != x and best == best):
                 best, arm = x, a
         arms[r] = arm
@@ -177,7 +188,7 @@ class _HybridRun(PolicyRun):
         # gamma = t^-4 for DP-UCB-Bound: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
         replicates, log_t = self.replicates, math.log(t)
         index, arms = np.empty((replicates, self.n_arms)), np.empty(replicates, dtype=np.intp)
-        ucb_index.at(replicates)(self.hybrid.noisy_sum, self.counts, 2.0 * log_t, _LOG4 + 4.0 * log_t,
+        ucb_index.at(replicates)(self.hybrid.noisy_sum, self.counts, 0.0, 2.0 * log_t, _LOG4 + 4.0 * log_t,
                                  2.0 * _SQRT8 / self.epsilon, self.bound, index, arms)
         return index, arms
 

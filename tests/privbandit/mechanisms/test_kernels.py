@@ -110,6 +110,40 @@ def test_jit_always_compiles_a_one_replicate_run_to_the_same_results():
     assert runs["always"][1] == runs[""][1]
 
 
+def test_a_long_one_replicate_process_switches_to_compiled_with_the_same_results():
+    """The ski-rental rule (JIT_RENT_CALLS): once a process has made that many interpreted one-row
+    calls, it imports numba (where installed) and runs compiled from then on, mid-run, with the arms
+    and realized spend of a run that stayed interpreted throughout, bit for bit. (The allowance is
+    lowered here so that a 300-round run crosses it; its default is checked to exceed a short run.)"""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, hashlib, numpy as np\n"
+            "from privbandit.mechanisms import _kernels\n"
+            "assert _kernels.JIT_RENT_CALLS >= 100_000\n"
+            "_kernels._RENT = int(sys.argv[1])\n"
+            "from privbandit.engine import simulate\n"
+            "from privbandit.envs import Bernoulli\n"
+            "from privbandit.policies import DPUCBBound, PrivateUCB\n"
+            "h, loaded = hashlib.sha256(), []\n"
+            "for p in (DPUCBBound(1.0), PrivateUCB(1.0)):\n"
+            "    r = simulate(p, Bernoulli([0.2, 0.8, 0.5]), 300, 1, seed=3, progress=False, keep_arms=True)\n"
+            "    h.update(r.arms.tobytes()); h.update(np.nan_to_num(r.realized_epsilon).tobytes())\n"
+            "    loaded.append('numba' in sys.modules)\n"
+            "print(*loaded, h.hexdigest())\n")
+    env = dict(os.environ, PRIVBANDIT_JIT="")
+    env.pop("PRIVBANDIT_NO_JIT", None)
+    runs = {rent: subprocess.run([sys.executable, "-c", code, str(rent)], capture_output=True, text=True, check=True,
+                                 env=env).stdout.split() for rent in (10**9, 500)}
+    assert runs[10**9][:2] == ["False", "False"]  # never switches within the allowance
+    compiled = str(importlib.util.find_spec("numba") is not None)
+    # ~4 calls a round: the switch happens inside DP-UCB-Bound's run (round ~125 of 300)
+    assert runs[500][:2] == [compiled, compiled]
+    assert runs[500][2] == runs[10**9][2]
+
+
 @pytest.mark.parametrize("way", ["py_func", "jit"])
 def test_pulled_index_reports_bad_arms_and_values(way):
     pulled_index = getattr(_kernels.pulled_index, way)

@@ -293,7 +293,7 @@ def test_index_and_bound_kernels_agree_compiled_and_interpreted():
         got = []
         for way in ("py_func", "jit"):
             index, arms = np.empty((7, 6)), np.empty(7, dtype=np.intp)
-            getattr(dp_ucb.ucb_index, way)(noisy, counts, 2.0 * math.log(99), math.log(4) + 4 * math.log(99),
+            getattr(dp_ucb.ucb_index, way)(noisy, counts, 0.0, 2.0 * math.log(99), math.log(4) + 4 * math.log(99),
                                            2.0 * math.sqrt(8) / 0.3, bound, index, arms)
             got.append((index, arms))
             assert arms.tolist() == np.argmax(index, axis=1).tolist()
@@ -362,3 +362,44 @@ def test_hybrid_bound_shortcut_is_the_full_formula_at_its_boundary():
             out = np.empty(n_arr.size)
             getattr(dp_ucb.hybrid_bounds, way)(n_arr, np.full(n_arr.size, float(lg)), 2.7, out)
             assert np.array_equal(out.view(np.int64), want.view(np.int64)), (way, lg)
+
+
+@pytest.mark.parametrize("name", ["dp_ucb_bound", "dp_ucb", "private_ucb"])
+@pytest.mark.parametrize("way", ["py_func", "jit"])
+def test_an_arm_never_pulled_has_infinite_index_both_ways(name, way, monkeypatch):
+    """A caller that skips the round robin (select(t > K) before any update) gets the first arm
+    without a pull -- index +inf, as numpy's (s + Gamma)/0 gave Private-UCB -- interpreted and
+    compiled alike: interpreted, the index kernel raised ZeroDivisionError (a traceback), compiled
+    it returned NaN."""
+    from privbandit.policies import REGISTRY, dp_ucb
+
+    kernel = dp_ucb.ucb_index
+    monkeypatch.setattr(kernel, "at", lambda n: getattr(kernel, way))
+    run = REGISTRY[name](epsilon=1.0).start(4, 2, 100, np.random.default_rng(0))
+    assert run.select(9).tolist() == [0, 0]
+    for t, arm in ((1, 0), (2, 2), (3, 0)):  # pulls of arms 0 and 2 only, in both replicates
+        run.update(t, np.array([arm, arm]), np.array([0.5, 0.25]))
+    assert run.select(9).tolist() == [1, 1]
+    index = run.index(9)
+    assert np.isinf(index[:, [1, 3]]).all() and np.isfinite(index[:, [0, 2]]).all()
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the interpreted path exists")
+def test_private_ucb_index_is_the_numpy_expression_bit_for_bit():
+    """Private-UCB's index through the shared kernel (offset = Gamma) is (noisy_sum + Gamma) / n +
+    sqrt(2 ln t / n) as numpy evaluated it, bit for bit, compiled and interpreted, and its argmax
+    is np.argmax's (first maximum)."""
+    from privbandit.policies import dp_ucb
+
+    g = np.random.default_rng(8)
+    counts = g.integers(1, 2**40, (9, 5))
+    counts[0] = [1, 2, 3, 2**33, 7]
+    noisy = g.standard_normal((9, 5)) * 300
+    noisy[1], counts[1] = -2.5, 11  # ties: the first maximum
+    gamma, t = 1234.5678, 99_991
+    want = (noisy + gamma) / counts.astype(float) + np.sqrt(2.0 * math.log(t) / counts.astype(float))
+    for way in ("py_func", "jit"):
+        index, arms = np.empty((9, 5)), np.empty(9, dtype=np.intp)
+        getattr(dp_ucb.ucb_index, way)(noisy, counts, gamma, 2.0 * math.log(t), 0.0, 0.0, False, index, arms)
+        assert np.array_equal(index.view(np.int64), want.view(np.int64))
+        assert arms.tolist() == np.argmax(want, axis=1).tolist()
