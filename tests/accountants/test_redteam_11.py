@@ -1,0 +1,150 @@
+"""Session 11 (s11/acc): the outsider's red team of every accountant entry point, turned into guards.
+
+* ApproxDP and DiscreteLaplace releases used to reach the PLD through dp-accounting's own composition,
+  whose FFT rounding was covered by an unproven allowance (8 u log2 N per release); they now go through
+  the fast engine, whose rounding bound is proven (session 10), with their exact leaf PMFs.
+* References are exact (mpmath): k-fold randomized response (Kairouz, Oh & Viswanath 2015, Thm 3.3),
+  its (eps0, delta0) extension, and the discrete Laplace's (u + 1)-atom loss composed exactly.
+"""
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import fft as sfft
+
+from accountants import ApproxDP, DiscreteLaplace, Laplace, PLDAccountant, PureDP
+from accountants.fastpld import ComposedPLD, leaf_pmf
+
+from tests.accountants.test_fft_rounding_bound import _exact_l1_error
+
+U = 2.0 ** -52
+
+
+# --- exact references (mpmath, 60 digits) ---------------------------------------------------------
+@mpmath.workdps(60)
+def _rr_delta(groups, eps):
+    """Exact delta(eps) of heterogeneous randomized responses [(eps0, n)] (enumerated)."""
+    dist = {mpmath.mpf(0): mpmath.mpf(1)}
+    for e0, n in groups:
+        e0 = mpmath.mpf(e0)
+        p, q = 1 / (1 + mpmath.exp(-e0)), 1 / (1 + mpmath.exp(e0))
+        step = {(n - 2 * j) * e0: mpmath.binomial(n, j) * p ** (n - j) * q ** j for j in range(n + 1)}
+        new = {}
+        for a, pa in dist.items():
+            for b, pb in step.items():
+                new[a + b] = new.get(a + b, 0) + pa * pb
+        dist = new
+    eps = mpmath.mpf(eps)
+    return mpmath.fsum(pr * -mpmath.expm1(eps - loss) for loss, pr in dist.items() if loss > eps)
+
+
+@mpmath.workdps(60)
+def _approx_delta(groups, eps):
+    """delta(eps) of the (eps0, delta0) extremal pairs [(eps0, delta0, n)]: 1 - prod (1 - delta0)^n (1 - RR)
+    (exact for the KOV pair; every valid certificate for ApproxDP releases lies above it)."""
+    keep = mpmath.fprod((1 - mpmath.mpf(d0)) ** n for _, d0, n in groups)
+    return 1 - keep * (1 - _rr_delta([(e0, n) for e0, _, n in groups], eps))
+
+
+@mpmath.workdps(60)
+def _dlap_delta(t, u, k, eps):
+    """Exact delta(eps) of k discrete Laplace releases (P(z) ~ e^{-|z|/t}, shift u; integers)."""
+    r = mpmath.exp(-mpmath.mpf(1) / t)
+    one = {u: 1 / (1 + r), -u: r ** u / (1 + r)}
+    for z in range(1, u):
+        one[u - 2 * z] = (1 - r) / (1 + r) * r ** z
+    dist = {0: mpmath.mpf(1)}
+    for _ in range(k):
+        new = {}
+        for a, pa in dist.items():
+            for b, pb in one.items():
+                new[a + b] = new.get(a + b, 0) + pa * pb
+        dist = new
+    eps = mpmath.mpf(eps)
+    return mpmath.fsum(pr * -mpmath.expm1(eps - mpmath.mpf(l) / t) for l, pr in dist.items() if mpmath.mpf(l) / t > eps)
+
+
+# --- item 2: no certificate from dp-accounting's unproven composition ------------------------------
+ROUTED = [ApproxDP(0.5, 1e-6) * 40, ApproxDP(0.3, 1e-9) * 10 + Laplace(10.0) * 30,
+          DiscreteLaplace(2.0 ** -10, 2.0 ** -18) * 50, DiscreteLaplace(10.0, 1.0, 1.0) * 20 + Laplace(5.0) * 5]
+
+
+@pytest.mark.parametrize("event", ROUTED, ids=range(len(ROUTED)))
+def test_approx_and_discrete_laplace_go_through_the_proven_engine(event):
+    # before: dp-accounting's PLD with the allowance 8 u log2 N (counts + groups), not proven
+    acc = PLDAccountant().compose(event)
+    engine = acc._engine()
+    assert isinstance(engine, ComposedPLD)
+    assert acc.rounding_margin() == engine.margin >= engine.rounding_bound > 0
+
+
+def test_approx_dp_leaf_is_the_kov_pair():
+    # loss +inf w.p. delta0, else randomized response: +-eps0 w.p. (1 - delta0) p, (1 - delta0) q
+    h = 0.5 / 8 * (1 + 4 * U)
+    lo, m, inf = leaf_pmf(ApproxDP(0.5, 1e-3), h)
+    assert (lo, len(m), np.count_nonzero(m), inf) == (-8, 17, 2, 1e-3)
+    p = 1 / (1 + math.exp(-0.5))
+    assert m[-1] == pytest.approx(0.999 * p, rel=1e-15) and m[0] == pytest.approx(0.999 * (1 - p), rel=1e-15)
+
+
+@pytest.mark.parametrize("t, u, h", [(3, 1, 0.07), (10, 4, 0.013), (1024, 7, 1e-4)])
+def test_discrete_laplace_leaf_atoms_are_rounded_up_exactly(t, u, h):
+    lo, m, inf = leaf_pmf(DiscreteLaplace(float(t), float(u), 1.0), h)
+    assert inf == 0.0 and float(m.sum()) == pytest.approx(1.0, abs=1e-15)
+    loss_of = {}  # every loss (u - 2z)/t must sit at the first grid point at or above it (exact)
+    for z in range(u + 1):
+        loss = Fraction(u - 2 * z, t)
+        j = math.ceil(loss / Fraction(h))
+        assert Fraction(j) * Fraction(h) >= loss > Fraction(j - 1) * Fraction(h)
+        loss_of[j] = loss_of.get(j, 0) + 1
+    assert set(np.flatnonzero(m) + lo) == set(loss_of)
+
+
+def test_bound_covers_the_exact_error_with_approx_and_discrete_laplace():
+    # the session-10 exact check (integer arithmetic) on compositions only the fast engine now builds
+    groups = {ApproxDP(0.25, 1e-3): 9, DiscreteLaplace(4.0, 2.0, 1.0): 6, Laplace(1.0): 3}
+    err, eng = _exact_l1_error(groups, 1 / 16)
+    assert 0 < err <= Fraction(eng.rounding_bound)
+
+
+def test_margin_covers_the_first_order_worst_case_of_a_lattice_approx_dp():
+    # aligned grid, atoms at -+m h: the FFT's hardest structure; the allowance 8 u log2 N (n + 1) was
+    # ~30x short of n alpha_N ||m||_1 sqrt(S) here (measured in the session-10 lattice PureDP case)
+    n, h = 1000, 0.05 / 16 * (1 + 4 * U)
+    eng = ComposedPLD({ApproxDP(0.05, 1e-12): n}, h, 1 << 22)
+    _, m, _ = leaf_pmf(ApproxDP(0.05, 1e-12), h)
+    mag = np.abs(sfft.fft(m, eng.n_fft))
+    need = n * (math.log2(eng.n_fft) + 2) * 16 * U * float(m.sum()) * math.sqrt(float(np.sum(mag ** (2 * (n - 1)))))
+    assert eng.margin - eng.tail_bound >= need > 8 * U * math.log2(eng.n_fft) * (n + 1) * 10
+
+
+APPROX = [[(0.5, 1e-8, 12)], [(1.0, 0.0, 7), (0.1, 1e-9, 20)], [(0.05, 1e-300, 30), (2.0, 1e-12, 2)]]
+
+
+@pytest.mark.parametrize("groups", APPROX, ids=range(len(APPROX)))
+@pytest.mark.parametrize("delta", [1e-2, 1e-5])
+def test_pld_of_approx_dp_is_above_the_exact_extremal_pair(groups, delta):
+    acc = PLDAccountant()
+    for e0, d0, n in groups:
+        acc.compose(ApproxDP(e0, d0), n)
+    eps = acc.epsilon(delta)
+    assert math.isfinite(eps) and _approx_delta(groups, eps) <= delta
+    for e in (0.0, eps / 2, eps):
+        assert _approx_delta(groups, e) <= acc.delta(e)
+
+
+@pytest.mark.parametrize("t, u, k", [(3, 1, 6), (10, 2, 4), (20, 3, 3)])
+@pytest.mark.parametrize("delta", [1e-3, 1e-7])
+def test_pld_of_discrete_laplace_is_above_the_exact_composition(t, u, k, delta):
+    acc = PLDAccountant().compose(DiscreteLaplace(float(t), float(u), 1.0) * k)
+    eps = acc.epsilon(delta)
+    assert math.isfinite(eps) and _dlap_delta(t, u, k, eps) <= delta
+    # and within 1% of the exact epsilon (the grid rounds each atom up by < h)
+    lo, hi = 0.0, eps
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _dlap_delta(t, u, k, mid) <= delta else (mid, hi)
+    assert eps <= hi * 1.01 + 1e-12
