@@ -148,3 +148,23 @@ def test_pld_of_discrete_laplace_is_above_the_exact_composition(t, u, k, delta):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _dlap_delta(t, u, k, mid) <= delta else (mid, hi)
     assert eps <= hi * 1.01 + 1e-12
+
+
+# --- a delta below the least subnormal is not 0 ------------------------------------------------------
+def test_no_delta_underflows_to_zero_where_the_truth_is_positive():
+    # Laplace(10) * 10^4 at eps = 900 < its largest loss 1000: the truth is positive (~e^-870 and above
+    # any e^-2000); gdp, optimal, rdp and best_delta reported exactly 0.0, an (eps, 0) claim
+    from accountants import (GDPAccountant, OptimalHomogeneousAccountant, RDPAccountant, best_delta,
+                             gdp_conversion)
+    event = Laplace(10.0) * 10_000
+    for cls in (GDPAccountant, OptimalHomogeneousAccountant, RDPAccountant):
+        assert cls().compose(event).delta(900.0) > 0, cls.name
+    assert best_delta(event, 900.0).value > 0
+    with mpmath.workdps(40):
+        truth = mpmath.ncdf(-39.5) - mpmath.exp(40) * mpmath.ncdf(-40.5)  # 1-GDP at eps = 40
+    assert 0 < truth < 1e-320
+    assert gdp_conversion.delta_for_epsilon(1.0, 40.0) >= truth
+    assert np.all(gdp_conversion.delta_for_epsilon(np.array([1.0, 1.0]), np.array([40.0, 1.0])) > 0)
+    # where the truth is 0 (beyond the largest loss), 0 stays
+    assert OptimalHomogeneousAccountant().compose(PureDP(1.0) * 10).delta(10.5) == 0.0
+    assert RDPAccountant().compose(event).delta(1001.0) == 0.0
