@@ -258,7 +258,8 @@ class ComposedPLD:
 
     def __init__(self, groups: dict[LeafEvent, int], h: float, max_bins: int) -> None:
         self.h = h
-        parts = [(leaf_pmf(leaf, h), n) for leaf, n in sorted(groups.items(), key=lambda kv: repr(kv[0]))]
+        leaves = sorted(groups.items(), key=lambda kv: repr(kv[0]))
+        parts = [(leaf_pmf(leaf, h), n) for leaf, n in leaves]
         log_keep_terms = []
         mean = var = 0.0
         offset = 0
@@ -354,10 +355,29 @@ class ComposedPLD:
         y = np.roll(y, -(rel % n_fft))
         self.base = base
         self.masses = np.maximum(y, 0.0)
-        self.margin = self.tail_bound + self.rounding_bound
+        #: bound on the delta lost where a two-point leaf's atom sits BELOW its real loss: the aligned grid
+        #: puts -eps0 at -m h < -eps0 (m h is eps0 (1 + 4u)); uniform scaling of every loss is harmless
+        #: alone, but in a mix the shift lowers the sum S. delta(eps) = E[(1 - e^{eps - S})_+] is 1-Lipschitz
+        #: in S, so the loss is at most E[downward shift] = sum n (mass x excess) over such atoms (exact)
+        self.atom_bound = self._atom_bound(leaves, parts, h)
+        self.margin = self.tail_bound + self.rounding_bound + self.atom_bound
         # the sums in ``delta`` have non-negative terms, each within 3 u: numpy's pairwise summation
         # (blocks of 128 with 8 accumulators, then halving) is within gamma_{log2 N + 21} relative
         self.sum_factor = 1.0 + 2.0 * _U * (math.log2(n_fft) + 24.0)
+
+    @staticmethod
+    def _atom_bound(leaves, parts, h: float) -> float:
+        """sum over PureDP / ApproxDP groups of n x (mass x how far each atom lies below its loss), rounded up
+        (session 11; exact in Fractions: the grid point lo h against the real -eps0, hi h against eps0)."""
+        total = Fraction(0)
+        for (leaf, n), ((lo, m, _), _) in zip(leaves, parts):
+            if not isinstance(leaf, (PureDP, ApproxDP)):
+                continue
+            eps0, hh = Fraction(leaf.epsilon), Fraction(h)
+            below_lo = -eps0 - lo * hh  # > 0: the atom at lo h lies below -eps0
+            below_hi = eps0 - (lo + len(m) - 1) * hh
+            total += n * (max(below_lo, 0) * Fraction(float(m[0])) + max(below_hi, 0) * Fraction(float(m[-1])))
+        return float(total) * (1.0 + 2.0 * _U) if total else 0.0
 
     @staticmethod
     def _chernoff_upper(parts, a: int, mean: float, var: float) -> float:
