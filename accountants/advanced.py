@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable
 
 from accountants._validate import shown
-from accountants import _validate
+from accountants import _validate, gdp_conversion
 from accountants._sums import ROUND_UP, CompensatedSum
 from accountants.base import Accountant
 from accountants.events import LeafEvent
@@ -112,4 +112,6 @@ class AdvancedCompositionAccountant(Accountant):
         while delta_prime < 1.0 and _closed_form(s2, s3, delta_prime) > epsilon:
             delta_prime = min(1.0, delta_prime * (1 + step) + 1e-300)
             step *= 2.0
+        # on the lattice (verified): the walk's end was not monotone in epsilon (session 11)
+        delta_prime = gdp_conversion.lattice_up(delta_prime, lambda d: d >= 1.0 or _closed_form(s2, s3, d) <= epsilon)
         return min(1.0, d0 + delta_prime)

@@ -27,12 +27,13 @@ epsilon(delta) solves the affine-in-e^eps piece exactly between grid points and 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import fft as sfft
 
 from accountants import gdp_conversion
-from accountants.events import GDP, Gaussian, Laplace, LeafEvent, PureDP
+from accountants.events import GDP, ApproxDP, DiscreteLaplace, Gaussian, Laplace, LeafEvent, PureDP
 
 _U = 2.0 ** -52
 # Error model of scipy's pocketfft (the only assumption of the rounding bound; docs/accountants.md,
@@ -59,7 +60,7 @@ _TAIL = 1e-22  # target wrap-around mass (its Chernoff bound is added to delta)
 
 
 def supports(leaf: LeafEvent) -> bool:
-    return type(leaf) in (Laplace, Gaussian, GDP, PureDP)
+    return type(leaf) in (Laplace, Gaussian, GDP, PureDP, ApproxDP, DiscreteLaplace)
 
 
 def _connect_dots(idx: np.ndarray, deltas: np.ndarray, h: float) -> tuple[np.ndarray, float]:
@@ -80,8 +81,12 @@ def _connect_dots(idx: np.ndarray, deltas: np.ndarray, h: float) -> tuple[np.nda
 
 def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
     """(first grid index, masses, mass at +infinity) of one release's pessimistic PMF on h Z."""
-    if isinstance(leaf, PureDP):
+    if isinstance(leaf, (PureDP, ApproxDP)):
+        # an (eps0, delta0) release: the tight pair of Kairouz, Oh & Viswanath 2015 (Thm 3.3's proof) --
+        # loss +infinity w.p. delta0, else randomized response (+-eps0 w.p. (1 - delta0) p, (1 - delta0) q);
+        # PureDP is delta0 = 0
         eps0 = leaf.epsilon
+        keep = 1.0 - leaf.delta if isinstance(leaf, ApproxDP) else 1.0
         m_f = eps0 / h
         m = round(m_f)
         if m >= 1 and abs(m_f - m) <= 1e-9 * m and m * h >= eps0:
@@ -92,8 +97,27 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
             lo, hi = math.ceil(-eps0 / h), math.ceil(eps0 / h)
         p, q = 1.0 / (1.0 + math.exp(-eps0)), 1.0 / (1.0 + math.exp(eps0))
         masses = np.zeros(hi - lo + 1)
-        masses[0] += q
-        masses[-1] += p
+        masses[0] += q * keep
+        masses[-1] += p * keep
+        return lo, masses, (leaf.delta if isinstance(leaf, ApproxDP) else 0.0)
+    if isinstance(leaf, DiscreteLaplace):
+        # P(z) ~ r^|z| (r = e^{-1/t}) against the shift by u: the loss is u/t for z <= 0 (mass 1/(1+r)),
+        # -u/t for z >= u (mass r^u/(1+r)) and (u - 2z)/t at 0 < z < u (mass c r^z, c = (1-r)/(1+r)) --
+        # u + 1 atoms, no discretisation of a curve. Each atom goes to the grid point at or above its
+        # loss, computed exactly (Fraction): delta(eps) is increasing in every loss, so rounding losses up
+        # can only raise the composed delta
+        t, u = leaf.t, leaf.u
+        log_r = -1.0 / t
+        r = math.exp(log_r)
+        z = np.arange(u + 1)
+        masses_z = -math.expm1(log_r) / (1.0 + r) * np.exp(z * log_r)
+        masses_z[0] = 1.0 / (1.0 + r)
+        masses_z[-1] = math.exp(u * log_r) / (1.0 + r)
+        h_exact = Fraction(h)
+        idx = [-((-Fraction(u - 2 * int(k), t)) // h_exact) for k in z]  # ceil((u - 2z)/t / h), exact
+        lo = int(min(idx))
+        masses = np.zeros(int(max(idx)) - lo + 1)
+        np.add.at(masses, np.asarray(idx, dtype=np.int64) - lo, masses_z)
         return lo, masses, 0.0
     if isinstance(leaf, Laplace):
         eps0 = leaf.pure_epsilon()
@@ -234,22 +258,27 @@ class ComposedPLD:
 
     def __init__(self, groups: dict[LeafEvent, int], h: float, max_bins: int) -> None:
         self.h = h
-        parts = [(leaf_pmf(leaf, h), n) for leaf, n in sorted(groups.items(), key=lambda kv: repr(kv[0]))]
-        log_keep = 0.0
+        leaves = sorted(groups.items(), key=lambda kv: repr(kv[0]))
+        parts = [(leaf_pmf(leaf, h), n) for leaf, n in leaves]
+        log_keep_terms = []
         mean = var = 0.0
         offset = 0
         width = 0
         for (lo, m, inf), n in parts:
             tot = float(m.sum())
             if inf > 0:
-                log_keep += n * math.log1p(-inf)
+                log_keep_terms.append(n * math.log1p(-inf))
             j = np.arange(len(m))
             mu_j = float((m * j).sum() / tot)
             mean += n * (lo + mu_j)
             var += n * float((m * (j - mu_j) ** 2).sum() / tot)
             offset += n * lo
             width = max(width, len(m))
-        self.inf_mass = -math.expm1(log_keep)
+        # mass at +infinity, 1 - prod (1 - inf_i)^n_i, rounded up: each term n log1p(-inf) is within 1.5 u
+        # (all of one sign), fsum adds 0.5 u, expm1 1 u -- an (eps0, delta0) release puts delta0 there, so
+        # this is no longer a Gaussian's 1e-44 tail but up to the whole answer
+        log_keep = math.fsum(log_keep_terms) * (1.0 + 4.0 * _U)
+        self.inf_mass = min(1.0, -math.expm1(log_keep) * (1.0 + 2.0 * _U))
         sd = math.sqrt(var)
         # window half-width: grow until the Chernoff bound on the mass above the window is small
         z = 8.0
@@ -326,10 +355,29 @@ class ComposedPLD:
         y = np.roll(y, -(rel % n_fft))
         self.base = base
         self.masses = np.maximum(y, 0.0)
-        self.margin = self.tail_bound + self.rounding_bound
+        #: bound on the delta lost where a two-point leaf's atom sits BELOW its real loss: the aligned grid
+        #: puts -eps0 at -m h < -eps0 (m h is eps0 (1 + 4u)); uniform scaling of every loss is harmless
+        #: alone, but in a mix the shift lowers the sum S. delta(eps) = E[(1 - e^{eps - S})_+] is 1-Lipschitz
+        #: in S, so the loss is at most E[downward shift] = sum n (mass x excess) over such atoms (exact)
+        self.atom_bound = self._atom_bound(leaves, parts, h)
+        self.margin = self.tail_bound + self.rounding_bound + self.atom_bound
         # the sums in ``delta`` have non-negative terms, each within 3 u: numpy's pairwise summation
         # (blocks of 128 with 8 accumulators, then halving) is within gamma_{log2 N + 21} relative
         self.sum_factor = 1.0 + 2.0 * _U * (math.log2(n_fft) + 24.0)
+
+    @staticmethod
+    def _atom_bound(leaves, parts, h: float) -> float:
+        """sum over PureDP / ApproxDP groups of n x (mass x how far each atom lies below its loss), rounded up
+        (session 11; exact in Fractions: the grid point lo h against the real -eps0, hi h against eps0)."""
+        total = Fraction(0)
+        for (leaf, n), ((lo, m, _), _) in zip(leaves, parts):
+            if not isinstance(leaf, (PureDP, ApproxDP)):
+                continue
+            eps0, hh = Fraction(leaf.epsilon), Fraction(h)
+            below_lo = -eps0 - lo * hh  # > 0: the atom at lo h lies below -eps0
+            below_hi = eps0 - (lo + len(m) - 1) * hh
+            total += n * (max(below_lo, 0) * Fraction(float(m[0])) + max(below_hi, 0) * Fraction(float(m[-1])))
+        return float(total) * (1.0 + 2.0 * _U) if total else 0.0
 
     @staticmethod
     def _chernoff_upper(parts, a: int, mean: float, var: float) -> float:

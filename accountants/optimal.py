@@ -108,16 +108,22 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
         return -math.inf
     total = log_sum_exp(parts)
     # rounding margin for the log-binomials: magnitudes ~ gammaln(k+1) + k |log p| + k |log q|
-    magnitude = float(special.gammaln(k + 1.0)) + k * (abs(log_p) + abs(log_q)) + abs(epsilon)
+    # (k eps0, not |eps|: every eps reaching here is below k eps0, and a margin growing with eps made delta
+    # 2e-16 larger at eps = 0.238 than at 0 near delta = 1 -- session 11)
+    magnitude = float(special.gammaln(k + 1.0)) + k * (abs(log_p) + abs(log_q)) + k * epsilon0
     return total + 1e-14 * magnitude + 1e-12
 
 
 def _exp_capped(log_d: float) -> float:
-    """min(1, exp(log_d)) without overflow: the rounding margins of :func:`log_delta_randomized_response`
-    grow with k eps0 and can push log_d far above 0 (a delta of 1, not an OverflowError)."""
+    """min(1, exp(log_d)) without overflow or underflow: the rounding margins of
+    :func:`log_delta_randomized_response` grow with k eps0 and can push log_d far above 0 (a delta of 1, not
+    an OverflowError); a finite log_d far below 0 gives the least subnormal, not 0."""
     if log_d >= 0.0:
         return 1.0
-    return math.exp(log_d)
+    if log_d == -math.inf:  # no term: the exact delta is 0
+        return 0.0
+    # a finite log delta below -745 is e^-870, not 0: the least subnormal is the upper bound (session 11)
+    return max(math.exp(log_d), math.ulp(0.0))
 
 
 class OptimalHomogeneousAccountant(Accountant):

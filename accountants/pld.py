@@ -1,9 +1,10 @@
-"""Privacy loss distribution accountant through Google's dp-accounting (Koskela et al. 2020;
-Meiser & Mohammadi 2018; Doroshenko et al. 2022, "Connect the Dots", PETS).
+"""Privacy loss distribution accountant (Koskela et al. 2020; Meiser & Mohammadi 2018; Doroshenko et
+al. 2022, "Connect the Dots", PETS): certificates from the lean engine :mod:`accountants.fastpld`,
+Google's dp-accounting for the optimistic reference and :meth:`PLDAccountant.pld`.
 
 The composed privacy loss distribution is the exact composition of the releases' dominating pairs;
-dp-accounting discretises it pessimistically (connect-the-dots) and composes by FFT, so its
-estimates are upper bounds up to float error. Identical releases are grouped and self-composed
+it is discretised pessimistically (connect-the-dots) and composed by FFT, so its estimates are upper
+bounds up to float error (bounded and added, below). Identical releases are grouped and self-composed
 (one FFT power instead of k sequential compositions); distinct groups are composed in a balanced
 tree. ``compose`` only accumulates the multiset {leaf: count} (O(1)); the PLD is built lazily at
 query time and cached until the next ``compose``.
@@ -29,11 +30,12 @@ Validity at every delta (issue 12). Three numerical effects could make the PLD o
   dp-accounting, and at small deltas it dominates (it is why a Gaussian composition could certify
   below exact GDP at delta 1e-11). ``rounding_margin()`` is added to every delta and subtracted from
   the target delta of ``epsilon``; where it reaches the target delta the PLD answers ``inf`` (the
-  exact and closed-form accountants answer there). With the fast engine (Laplace / Gaussian / GDP /
-  PureDP releases) the margin is a bound on the whole rounding error computed from the spectra,
-  proven under the FFT error model stated in :mod:`accountants.fastpld` (session 10). Through
-  dp-accounting (ApproxDP, DiscreteLaplace) it is still the allowance 8 u log2(N) (sum of counts +
-  number of groups): measured far above the observed error, not proven (docs/accountants.md).
+  exact and closed-form accountants answer there). Every certificate comes from the fast engine
+  (:mod:`accountants.fastpld`: Laplace, Gaussian, GDP, PureDP, and since session 11 ApproxDP and
+  DiscreteLaplace too), whose margin is a bound on the whole rounding error computed from the spectra,
+  proven under the FFT error model stated there (session 10). dp-accounting's own composition, whose
+  spectra are not in hand, kept an unproven allowance 8 u log2(N) (sum of counts + groups) for ApproxDP
+  and DiscreteLaplace until session 11; it now builds only the optimistic reference and :meth:`pld`.
 
 Bounded cost: :meth:`PLDAccountant.estimated_bins` predicts the grid size; above ``max_bins`` the
 accountant declines (``epsilon`` = inf, ``delta`` = 1) instead of running for minutes.
@@ -60,7 +62,6 @@ _MAX_POINT_EPSILON = 700.0  # PureDP / ApproxDP beyond this are unsupported (flo
 _MAX_BINS = 1 << 21  # beyond ~2M grid points a composition costs seconds per FFT: decline
 _TAIL_WIDTH = 20.0  # composed grid ~ this many loss spreads wide (measured ~17 with dp-accounting's bounds)
 _MANY_GROUPS = 32
-_FFT_MARGIN = 8.0 * 2.0 ** -52  # dp-accounting path only: per release and per log2(N), see module docstring
 
 
 def _loss_scale(leaf: LeafEvent) -> float:
@@ -133,7 +134,8 @@ class PLDAccountant(Accountant):
         # by < 1e-4 relative on 1000 heterogeneous Laplace releases (docs/benchmarks.md)
         rel = _REL_RESOLUTION * (10.0 if len(self.groups) > _MANY_GROUPS else 1.0)
         h = float(np.clip(spread * rel, _MIN_INTERVAL, _MAX_INTERVAL))
-        pure = {leaf.epsilon for leaf in self.groups if isinstance(leaf, PureDP)}
+        # (an ApproxDP's finite part is randomized response too, fastpld.leaf_pmf)
+        pure = {leaf.epsilon for leaf in self.groups if isinstance(leaf, (PureDP, ApproxDP)) and leaf.epsilon > 0}
         # (an eps0 of 1e308 has no grid; one below 1e-290 would make a grid step whose reciprocal
         # overflows (5e-324: an OverflowError): its atoms are rounded up to +-h instead, see
         # fastpld.leaf_pmf, which is pessimistic)
@@ -170,8 +172,8 @@ class PLDAccountant(Accountant):
 
     def _engine(self):
         """The composed PLD used by queries (built once, cached until the next ``compose``):
-        :class:`accountants.fastpld.ComposedPLD` for Laplace/Gaussian/GDP/PureDP releases, else
-        dp-accounting's; None when it would exceed ``max_bins``."""
+        :class:`accountants.fastpld.ComposedPLD` for the pessimistic (certifying) accountant, dp-accounting's
+        for the optimistic reference; None when it would exceed ``max_bins``."""
         if self._pld is not None:
             return self._pld
         if not self.groups or not self.feasible():
@@ -185,18 +187,10 @@ class PLDAccountant(Accountant):
         return self.pld()
 
     def rounding_margin(self) -> float:
-        """The delta added for FFT rounding (module doc). With the fast engine: its proven rounding
-        bound plus the Chernoff wrap-around bound; through dp-accounting: the allowance 8 u log2(N)
-        (sum of counts + groups), not proven."""
+        """The delta added for FFT rounding (module doc): the fast engine's proven rounding bound plus
+        its Chernoff wrap-around bound; 0 for the optimistic reference (no certificate, no margin)."""
         engine = self._engine()
-        if engine is None:
-            return 0.0
-        if isinstance(engine, fastpld.ComposedPLD):
-            return engine.margin
-        pld = engine
-        n = max(2, int(pld._pmf_remove.size) + 1)
-        work = sum(self.groups.values()) + len(self.groups)
-        return _FFT_MARGIN * math.log2(n) * work
+        return engine.margin if isinstance(engine, fastpld.ComposedPLD) else 0.0
 
     def _leaf_pld(self, leaf: LeafEvent, interval: float):
         from dp_accounting.pld import common
@@ -271,19 +265,7 @@ class PLDAccountant(Accountant):
             return math.inf
         if isinstance(pld, fastpld.ComposedPLD):
             return pld.epsilon(delta)
-        target = delta - self.rounding_margin() if self.pessimistic else delta
-        if not target > 0:
-            return math.inf
-        eps = float(pld.get_epsilon_for_delta(target))
-        if self.pessimistic and math.isfinite(eps):
-            # dp-accounting's inversion is not exact: for ApproxDP(50, 0) * 7 at 1e-6 its epsilon's own
-            # delta was 2.3e-14 above the target it was asked for (and the exact delta 9e-15 above 1e-6);
-            # step up until the PMF's delta at the answer meets the target
-            step = max(abs(eps), 1e-300) * 2.0 ** -52
-            while float(pld.get_delta_for_epsilon(eps)) > target:
-                eps += step
-                step *= 2.0
-        return max(0.0, eps)
+        return max(0.0, float(pld.get_epsilon_for_delta(delta)))  # the optimistic reference
 
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
@@ -294,5 +276,4 @@ class PLDAccountant(Accountant):
             return 1.0
         if isinstance(pld, fastpld.ComposedPLD):
             return pld.delta(epsilon)
-        margin = self.rounding_margin() if self.pessimistic else 0.0
-        return min(1.0, max(0.0, float(pld.get_delta_for_epsilon(epsilon))) + margin)
+        return min(1.0, max(0.0, float(pld.get_delta_for_epsilon(epsilon))))  # the optimistic reference

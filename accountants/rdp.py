@@ -172,4 +172,5 @@ class RDPAccountant(Accountant):
 
         refined = self._refine(objective, i) if math.isfinite(log_d_grid) else math.inf
         log_d = min(log_d_grid, refined, 0.0)
-        return min(1.0, math.exp(log_d) * (1 + 1e-12))
+        # (a finite log delta below -745 is reported as the least subnormal, never as 0: session 11)
+        return min(1.0, max(math.exp(log_d) * (1 + 1e-12), math.ulp(0.0)))
