@@ -1,0 +1,158 @@
+"""Hostile inputs, eighth round (session 11): user code that writes into what the engine hands it or
+changes a library environment during a run, user graph models, non-finite rewards, the deployment
+store under resource faults and permissions, array-likes at the public numeric parameters, and the
+process context (environment variables, closed or full standard output).
+
+Before the fixes of this round:
+
+* **privacy**: a user's :class:`GraphModel` whose ``max_degree_bound`` understated its draws was
+  taken at its word (``GraphFeedbackRun.reveals_within_structure`` was True for every model): a bound
+  of 1 over complete graphs on 6 arms made DP-UCB-N's and Lazy-DP-TS-N's "round" certificates 2.0
+  while the ledger realized 6.0;
+* **privacy**: a library environment's [0, 1] promise was judged at the run's start, and the run then
+  read the environment's attributes live: code running during the run (a user's policy subclass, a
+  thread) that set ``rates[:] = -5`` fed negative rewards to Gaussian-TS unclipped;
+* a user policy writing into the arms or rewards its ``update`` was given changed the pulls and
+  regret the engine reported (``arms[:] = 0``: UCB1's 20 / 280 pulls read 300 / 0);
+* a user environment's +-inf rewards were clipped to 0 / 1 while NaN was refused (and the deployment,
+  RewardTable and RewardTape refuse both).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from privbandit import simulate
+from privbandit.envs import Bernoulli, TruncatedExponential
+from privbandit.envs.adversarial import OneMemoryAdversary
+from privbandit.envs.base import Environment, EnvironmentRun
+from privbandit.envs.graph import GraphFeedback
+from privbandit.envs.graphs import GraphModel
+from privbandit.policies import make_policy
+from privbandit.policies.ucb import UCB1
+
+
+# ---------------------------------------------------------------- user code inside a run
+def _hooked(policy, select=None, update=None):
+    """``policy`` whose runs are a user's subclass of its own run class, calling ``select(s, t)`` before
+    each select and ``update(t, arms, rewards)`` after each update (the engine drives it as a user's)."""
+    start = policy.start
+
+    def hooked_start(*args, **kwargs):
+        run = start(*args, **kwargs)
+        base = type(run)
+
+        class Hooked(base):
+            def select(s, t, *a):
+                if select is not None:
+                    select(t)
+                return base.select(s, t, *a)
+
+            def update(s, t, arms, rewards):
+                base.update(s, t, arms, rewards)
+                if update is not None:
+                    update(t, arms, rewards)
+
+        run.__class__ = Hooked
+        return run
+
+    policy.start = hooked_start
+    return policy
+
+
+def test_a_policy_writing_into_its_arms_or_rewards_does_not_change_the_reported_run():
+    def zero_arms(t, arms, rewards):
+        arms[:] = 0
+
+    def zero_rewards(t, arms, rewards):
+        rewards[:] = 0.0
+
+    for env in (Bernoulli([0.2, 0.8]), OneMemoryAdversary(np.tile([0.2, 0.8], (300, 1)))):
+        plain = simulate(UCB1(), env, 300, 3, seed=1, progress=False)
+        for hook in (zero_arms, zero_rewards):
+            run = simulate(_hooked(UCB1(), update=hook), env, 300, 3, seed=1, progress=False)
+            # was pulls 300 / 0 (arms[:] = 0 rewrote the arms the engine then stored) and a OneMemoryAdversary
+            # regret of 240 (formed from the rewards array the update had zeroed) instead of 16.4
+            np.testing.assert_array_equal(run.pulls, plain.pulls)
+            np.testing.assert_array_equal(run.final_regret, plain.final_regret)
+
+
+def test_a_library_environment_changed_during_a_run_is_not_fed_unclipped():
+    env = TruncatedExponential([0.5, 1.0, 2.0])
+    seen = []
+
+    def break_promise(t):
+        if t == 5:
+            env.rates[:] = -5.0  # draws below 0 from now on, were the run to read the rates live
+
+    policy = _hooked(make_policy("gaussian_ts"), select=break_promise,
+                     update=lambda t, arms, rewards: seen.append(float(np.min(rewards))))
+    result = simulate(policy, env, 40, 2, seed=0, progress=False)
+    assert len(seen) == 40 and min(seen) >= 0.0  # was -1.8e+01 from round 5 on, unclipped
+    assert np.all(env.rates == -5.0)  # the caller's object is changed; the run drew from it as it was at its start
+    assert result.environment["rates"] == [0.5, 1.0, 2.0]
+
+
+@dataclasses.dataclass(frozen=True)
+class _UnderstatedModel(GraphModel):
+    n: int = 6
+
+    @property
+    def max_degree_bound(self) -> int:
+        return 1  # but every draw is the complete graph (degree 5)
+
+    def sample(self, rng):
+        return np.ones((self.n, self.n), dtype=bool)
+
+
+@pytest.mark.parametrize("name", ["dp_ucb_n", "lazy_dp_ts_n"])
+def test_a_user_graph_model_is_not_taken_at_its_word(name):
+    env = GraphFeedback(Bernoulli([0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), _UnderstatedModel(), redraw=True)
+    # was a certificate of 2.0 with 6.0 realized under the "round" relation
+    with pytest.raises(ValueError, match=r"revealed 6 entries in round 1, more than the max_degree \+ 1 = 2"):
+        simulate(make_policy(name), env, 50, 2, seed=0, progress=False, relation="round")
+    assert not env.rewards_in_unit_interval  # its sample() runs every round: rewards are clipped too
+    honest = GraphFeedback(Bernoulli([0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), _HonestModel(), redraw=True)
+    result = simulate(make_policy(name), honest, 50, 2, seed=0, progress=False, relation="round")
+    assert result.realized_within_certificate()  # a model within its bound runs, its reveals counted
+
+
+@dataclasses.dataclass(frozen=True)
+class _HonestModel(_UnderstatedModel):
+    @property
+    def max_degree_bound(self) -> int:
+        return 5
+
+
+class _Rewards(Environment):
+    """A user's environment returning ``values`` (cycled) every round."""
+
+    n_arms = 2
+
+    def __init__(self, *values):
+        self.values = values
+
+    def start(self, replicates, rng):
+        values = self.values
+
+        class Run(EnvironmentRun):
+            def rewards(self, t, arms):
+                return np.full(replicates, values[(t - 1) % len(values)])
+        return Run()
+
+    def expected(self, t, arms):
+        return np.zeros(np.shape(arms))
+
+    def best(self, t):
+        return np.zeros(np.shape(t))
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_user_rewards_are_refused_like_nan(bad):
+    with pytest.raises(ValueError, match=rf"returned reward {bad!r} in round 2; rewards must be finite"):
+        simulate(make_policy("dp_ucb"), _Rewards(0.5, bad), 10, 2, seed=0, progress=False)  # inf was clipped to 1
+    result = simulate(make_policy("dp_ucb"), _Rewards(0.5, 7.0, -3.0, 1e308), 10, 2, seed=0, progress=False)
+    assert result.horizon == 10  # finite values outside [0, 1] are still clipped (documented)
