@@ -21,6 +21,7 @@ Before the fixes of this round:
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -156,3 +157,107 @@ def test_non_finite_user_rewards_are_refused_like_nan(bad):
         simulate(make_policy("dp_ucb"), _Rewards(0.5, bad), 10, 2, seed=0, progress=False)  # inf was clipped to 1
     result = simulate(make_policy("dp_ucb"), _Rewards(0.5, 7.0, -3.0, 1e308), 10, 2, seed=0, progress=False)
     assert result.horizon == 10  # finite values outside [0, 1] are still clipped (documented)
+
+
+# ---------------------------------------------------------------- deployment store: files and permissions
+def _deployment(path, rounds=0):
+    from privbandit.deploy import Deployment
+
+    dep = Deployment.create(str(path), "dp_ucb_bound", n_arms=3, budget=50.0, delta=1e-6, horizon=1000, seed=1)
+    for _ in range(rounds):
+        d = dep.select()
+        dep.update(d.decision, 0.5)
+    return dep
+
+
+def test_a_store_replaced_while_open_releases_nothing_more(tmp_path):
+    # A restore from backup (or a directory swapped) while a service holds the store open: the connection
+    # kept writing to the old file, so the decisions it released were counted only there, and the store
+    # found at the path (the backup) under-counted them: 3 policy rounds on record after 9 released.
+    import os
+    import shutil
+
+    from privbandit.deploy import Deployment, StoreError
+
+    path = tmp_path / "d.db"
+    _deployment(path, 3).close()
+    shutil.copy(path, tmp_path / "backup.db")
+    dep = Deployment.open(str(path))
+    for _ in range(5):
+        d = dep.select()
+        dep.update(d.decision, 0.5)
+    os.replace(tmp_path / "backup.db", path)
+    with pytest.raises(StoreError, match="deleted, moved or replaced while open; this call's result was not released"):
+        dep.select()  # was Decision(round=9): released, recorded in the replaced file only
+    with pytest.raises(StoreError, match="replaced while open"):
+        dep.select()
+    dep.close()
+    os.remove(path)
+    with pytest.raises(StoreError, match="no such deployment store"):
+        Deployment.open(str(path))
+    other = tmp_path / "e.db"
+    dep = _deployment(other, 1)
+    os.remove(other)
+    with pytest.raises(StoreError, match="deleted, moved or replaced"):
+        dep.select()
+    dep.close()
+    cwd = os.getcwd()
+    try:  # a relative path stays the same file after a chdir
+        os.chdir(tmp_path)
+        dep = _deployment("f.db", 1)
+        os.chdir("/")
+        assert dep.select().kind == "policy"
+        dep.close()
+    finally:
+        os.chdir(cwd)
+    with pytest.raises(StoreError, match="a directory, not a deployment store"):
+        Deployment.open(str(tmp_path))  # was "cannot open (unable to open database file)"
+
+
+_PERMISSIONS = r'''
+import os, shutil, sys
+from privbandit.deploy import Deployment, StoreError
+src, root = sys.argv[1], sys.argv[2]
+d = Deployment.open(src); d.status(); d.close()  # every module a call needs, imported while we may read them
+cases = {"dir_0555": (0o644, 0o555), "file_not_ours": (0o644, 0o755), "file_0000": (0o000, 0o777), "dir_0000": (0o666, 0o000)}
+for name, (fmode, dmode) in cases.items():
+    os.mkdir(os.path.join(root, name)); path = os.path.join(root, name, "s.db"); shutil.copy(src, path)
+    os.chmod(path, fmode); os.chmod(os.path.join(root, name), dmode)
+os.setgid(65534); os.setuid(65534)
+for name in cases:
+    try:
+        Deployment.open(os.path.join(root, name, "s.db")); print(name, "opened")
+    except StoreError as exc:
+        print(name, str(exc).split(": ", 1)[1])
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "setuid") or os.geteuid() != 0, reason="needs root, to drop to uid 65534")
+def test_store_permissions_are_named_not_reported_as_damage(tmp_path):
+    # (the helpers and CI run as root, where every file is writable: a child drops to uid 65534)
+    import subprocess
+    import sys
+
+    src = tmp_path / "src.db"
+    _deployment(src, 1).close()
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="privbandit-permissions-")  # (pytest's tmp_path is 0700: not searchable)
+    try:
+        os.chmod(root, 0o777)
+        proc = subprocess.run([sys.executable, "-c", _PERMISSIONS, str(src), root], capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        for name in os.listdir(root):
+            os.chmod(os.path.join(root, name), 0o755)
+        shutil.rmtree(root)
+    if proc.returncode != 0 and "Operation not permitted" in proc.stderr:
+        pytest.skip("cannot change uid here")
+    assert proc.returncode == 0, proc.stderr
+    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    for name in ("dir_0555", "file_not_ours"):  # were "not a privbandit deployment store (attempt to write ...)"
+        assert out[name].startswith("the deployment store cannot be written (attempt to write a readonly database): "
+                                    "a deployment needs write access to the file and to its directory"), out[name]
+    assert out["file_0000"].startswith("cannot open the deployment store (permission denied")  # "unable to open database file"
+    assert out["dir_0000"] == "cannot open the deployment store (Permission denied)"  # was "no such deployment store"
