@@ -261,3 +261,42 @@ def test_store_permissions_are_named_not_reported_as_damage(tmp_path):
                                     "a deployment needs write access to the file and to its directory"), out[name]
     assert out["file_0000"].startswith("cannot open the deployment store (permission denied")  # "unable to open database file"
     assert out["dir_0000"] == "cannot open the deployment store (Permission denied)"  # was "no such deployment store"
+
+
+# ---------------------------------------------------------------- process context
+class _FullDevice:
+    """A standard output on a full disk (/dev/full): every write fails with ENOSPC."""
+
+    def write(self, text):
+        raise OSError(28, "No space left on device")
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["deploy", "--help"], ["deploy", "status", "--help"],
+                                  ["budget", "dp_ucb", "--horizon", "100"]])
+@pytest.mark.parametrize("stdout", [_FullDevice, None], ids=["full", "closed"])
+def test_output_that_cannot_be_written_is_an_error_not_status_0(argv, stdout, monkeypatch, capsys):
+    from privbandit.cli import main
+
+    monkeypatch.setattr("sys.stdout", stdout() if stdout else None)
+    # --help / --version into /dev/full: argparse swallowed the OSError (status 0, nothing written); a closed
+    # stdout (`>&-`: sys.stdout is None) made every print a no-op and every command "succeed"
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] in ("privbandit: error: the result could not be written to standard output (No space left on device)",
+                       "privbandit: error: [Errno 28] No space left on device",  # a command's own print (as before)
+                       "privbandit: error: standard output is closed: the result could not be written")
+
+
+def test_a_garbled_no_jit_switch_is_named():
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PRIVBANDIT_NO_JIT="false")  # read as "set": the kernels ran interpreted, silently
+    out = subprocess.run([sys.executable, "-W", "always", "-c",
+                          "from privbandit.mechanisms import _kernels; print(_kernels.COMPILED)"],
+                         capture_output=True, text=True, check=True, env=env)
+    assert "PRIVBANDIT_NO_JIT must be '1' (interpreted kernels) or '0' / unset (compiled), got 'false'" in out.stderr
+    assert out.stdout.strip() == "False"
