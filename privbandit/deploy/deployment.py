@@ -298,9 +298,12 @@ class Deployment:
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2, N_ARMS_MAX)
-        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed)
+        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed. For a
+        # numpy scalar the largest float is a float64: a Python float is cast to a float16 budget's own
+        # type, with an "overflow encountered in cast" RuntimeWarning)
+        top = np.float64(1.7976931348623157e308) if isinstance(budget, np.generic) else 1.7976931348623157e308
         if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
-                or budget > 1.7976931348623157e308:
+                or budget > top:
             raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")

@@ -300,3 +300,43 @@ def test_a_garbled_no_jit_switch_is_named():
                          capture_output=True, text=True, check=True, env=env)
     assert "PRIVBANDIT_NO_JIT must be '1' (interpreted kernels) or '0' / unset (compiled), got 'false'" in out.stderr
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- array-likes
+def test_masked_entries_are_refused_not_read_as_data():
+    from privbandit.audit.neighbours import Neighbours
+
+    masked = np.ma.masked_array([0.2, 0.5, 0.8], mask=[True, False, False])
+    with pytest.raises(ValueError, match="means must not hold masked entries .* got 1 masked of 3"):
+        Bernoulli(masked)  # was an arm of mean 0.2, the value under the mask
+    with pytest.raises(ValueError, match="checkpoints must not hold masked entries"):
+        simulate(make_policy("dp_ucb"), Bernoulli([0.2, 0.8]), 50, 2, seed=0, progress=False,
+                 checkpoints=np.ma.masked_array([5, 10], mask=[True, False]))  # was a checkpoint at round 5
+    with pytest.raises(ValueError, match="tape must not hold masked entries"):
+        Neighbours.pair(np.ma.masked_array([[0.5, 1.0], [0.0, 1.0]], mask=[[1, 0], [0, 0]]), [[0.5, 0.0], [0.0, 1.0]])
+    assert np.array_equal(Bernoulli(np.ma.masked_array([0.2, 0.8])).means, [0.2, 0.8])  # nothing masked: its data
+
+
+def test_audit_tapes_are_read_as_numbers_only():
+    from privbandit.audit.neighbours import Neighbours
+    from privbandit.audit.runner import run_policy
+
+    for tape in ([["0.5", "1"], ["0", "1"]], [["abc", 1.0], [0.0, 1.0]], [[0.5, 1 + 1j], [0.0, 1.0]]):
+        # were read as numbers ("0.5"), numpy's "could not convert string to float: 'abc'", and a ComplexWarning
+        with pytest.raises(ValueError, match="tape must be an array of real numbers"):
+            Neighbours.pair(tape, [[0.5, 0.0], [0.0, 1.0]])
+        with pytest.raises(ValueError, match="tape must be an array of real numbers"):
+            run_policy(make_policy("dp_ucb"), tape, 2, 2, np.random.default_rng(0))
+
+
+def test_a_float16_budget_warns_nothing(tmp_path):
+    import warnings
+
+    from privbandit.deploy import Deployment
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # was "RuntimeWarning: overflow encountered in cast" (1.8e308 cast to float16)
+        dep = Deployment.create(str(tmp_path / "h.db"), "dp_ucb", n_arms=3, budget=np.float16(5.0), delta=1e-6,
+                                horizon=1000)
+    assert dep.budget == 5.0
+    dep.close()
