@@ -123,13 +123,16 @@ def probability_closed(name: str, value: object) -> float:
     return x
 
 
-def real_array(name: str, value: object) -> np.ndarray:
+def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
     """``value`` as a float array (any shape; the caller checks shape and range). Numbers only:
     ``np.asarray(x, dtype=float)`` alone reads ``"0.5"`` as 0.5 and ``True`` as 1.0, and fails on
-    an int beyond the floats with an OverflowError or on text with a message naming no parameter."""
+    an int beyond the floats with an OverflowError or on text with a message naming no parameter.
+    ``bools``: a boolean array is read as 0 / 1 (the audit's reward tapes, ``rng.random(shape) < p``)."""
     unmasked(name, value)
     try:
         raw = np.asarray(value)
+        if bools and raw.dtype.kind == "b":
+            return raw.astype(float)
         if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
             raise TypeError(raw.dtype)
         # (an object array turns None into NaN when cast, "0.5" into 0.5 and a Decimal into a float: every

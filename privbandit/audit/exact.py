@@ -174,7 +174,7 @@ def _check_inputs(policy, tape, horizon) -> tuple[int, float, np.ndarray, int]:
     if type(policy) is not GaussianTS:
         raise ValueError(f"policy must be a GaussianTS instance (the only policy with an exact enumerator; "
                          f"subclasses are refused), got {type(policy).__name__}")
-    tape = real_array("tape", tape)
+    tape = real_array("tape", tape, bools=True)
     if tape.ndim != 2 or tape.shape[0] != 2:
         raise ValueError(f"tape must have shape (2, pulls): n_arms must be 2 (with K > 2 arms each choice "
                          f"probability is a Gaussian orthant integral that needs numerical integration, "

@@ -327,6 +327,8 @@ def test_audit_tapes_are_read_as_numbers_only():
             Neighbours.pair(tape, [[0.5, 0.0], [0.0, 1.0]])
         with pytest.raises(ValueError, match="tape must be an array of real numbers"):
             run_policy(make_policy("dp_ucb"), tape, 2, 2, np.random.default_rng(0))
+    bools = np.random.default_rng(3).random((2, 40)) < 0.5  # a boolean tape is 0 / 1 rewards, as it always was
+    assert run_policy(make_policy("dp_ucb"), bools, 40, 2, np.random.default_rng(0))["actions"].shape == (2, 40)
 
 
 def test_a_float16_budget_warns_nothing(tmp_path):
