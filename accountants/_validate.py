@@ -123,12 +123,16 @@ def probability_closed(name: str, value: object) -> float:
     return x
 
 
-def real_array(name: str, value: object) -> np.ndarray:
+def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
     """``value`` as a float array (any shape; the caller checks shape and range). Numbers only:
     ``np.asarray(x, dtype=float)`` alone reads ``"0.5"`` as 0.5 and ``True`` as 1.0, and fails on
-    an int beyond the floats with an OverflowError or on text with a message naming no parameter."""
+    an int beyond the floats with an OverflowError or on text with a message naming no parameter.
+    ``bools``: a boolean array is read as 0 / 1 (the audit's reward tapes, ``rng.random(shape) < p``)."""
+    unmasked(name, value)
     try:
         raw = np.asarray(value)
+        if bools and raw.dtype.kind == "b":
+            return raw.astype(float)
         if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
             raise TypeError(raw.dtype)
         # (an object array turns None into NaN when cast, "0.5" into 0.5 and a Decimal into a float: every
@@ -139,6 +143,16 @@ def real_array(name: str, value: object) -> np.ndarray:
         return raw.astype(float)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}") from None
+
+
+def unmasked(name: str, value: object) -> None:
+    """ValueError when ``value`` is a numpy masked array with a masked entry: ``np.asarray`` drops the
+    mask and the value under it was used as data (``Bernoulli(np.ma.masked_array([0.2, 0.5], mask=[1, 0]))``
+    ran with an arm of mean 0.2). A masked array without masked entries is its data."""
+    if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():
+        raise ValueError(f"{name} must not hold masked entries (a masked array's mask is not applied): got "
+                         f"{int(np.ma.count_masked(value))} masked of {np.size(value)}; pass value.filled(x) or "
+                         "value.compressed()")
 
 
 def count(name: str, value: object) -> int:

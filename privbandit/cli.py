@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 import privbandit
-from privbandit.cli_checks import (positive, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
+from privbandit.cli_checks import (positive, print_message, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
                                    writable_file)
 
 #: the budget helpers' longest horizon (privbandit.budget.HORIZON_MAX, not imported: the parser is built
@@ -318,6 +318,8 @@ class OneLineParser(argparse.ArgumentParser):
         refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
         return super().parse_known_args(args, namespace)
 
+    _print_message = print_message  # (help / version that cannot be written is an error, not status 0)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="privbandit", description="Privacy accounting for private bandits.")
@@ -421,6 +423,28 @@ def _one_line(exc: BaseException | str) -> str:
     return " ".join(words) or type(exc).__name__
 
 
+def _delivered(code: int) -> int:
+    """``code``, once everything printed has reached standard output; otherwise one line on stderr and
+    exit status 2. A closed stdout (``privbandit budget ... >&-``: sys.stdout is None, print() writes
+    nothing) and ``--help`` / ``--version`` into a full device (argparse swallows the OSError) ended
+    with status 0 and no output: a script reading the result saw success."""
+    if code != 0:
+        return code
+    if sys.stdout is None:
+        print("privbandit: error: standard output is closed: the result could not be written", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        # (the unwritten text stays buffered: the interpreter's flush at exit would fail again, and print
+        # "Exception ignored ...": standard output is pointed at the null device instead)
+        sys.stdout = open(os.devnull, "w")
+        print(f"privbandit: error: the result could not be written to standard output ({exc.strerror or exc})",
+              file=sys.stderr)
+        return 2
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``privbandit`` command. Bad input never ends in a traceback: a ValueError (the package's
     bad-input error), a missing extra, an unusable path or too little memory is one line,
@@ -430,9 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage error (one line, see OneLineParser) or --help / --version
-        return exc.code if isinstance(exc.code, int) else 2
+        return _delivered(exc.code if isinstance(exc.code, int) else 2)
+    except OSError as exc:  # --help / --version could not be written (cli_checks.print_message)
+        print(f"privbandit: error: the result could not be written to standard output ({exc.strerror or exc})",
+              file=sys.stderr)
+        return 2
     try:
-        return int(args.func(args))
+        return _delivered(int(args.func(args)))
     except ValueError as exc:  # bad input: a clear message, no traceback
         print(f"privbandit: error: {_one_line(exc)}", file=sys.stderr)
     except ImportError as exc:  # an optional extra is missing: say which one

@@ -166,3 +166,15 @@ def refuse_repeated_options(parser: argparse.ArgumentParser, args: list[str]) ->
         if len(given[id(action)]) > 1:
             parser.error(f"argument {'/'.join(action.option_strings)}: given {len(given[id(action)])} times "
                          f"({' and '.join(t.split('=', 1)[0] for t in given[id(action)])}); give it once")
+
+
+def print_message(parser: argparse.ArgumentParser, message: str, file=None) -> None:
+    """argparse's ``_print_message`` without its ``except (AttributeError, OSError): pass``: ``--help``
+    or ``--version`` into a full device or a closed stdout printed nothing and exited with status 0.
+    The OSError now reaches the command line's handler (one line, status 2); a closed stream (None)
+    is one too."""
+    if message:
+        file = file or sys.stderr
+        if file is None:
+            raise OSError("standard output is closed")
+        file.write(message)

@@ -30,6 +30,7 @@ regret carried across blocks of rounds, the per-round mean and band written as e
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import sys
@@ -41,7 +42,7 @@ import numpy as np
 from accountants import _validate as _accountant_validate
 from accountants._validate import count as _count, shown
 from privbandit import _engine_kernels
-from privbandit.envs.base import Environment, EnvironmentRun, real_values, unit_rewards
+from privbandit.envs.base import Environment, EnvironmentRun, library_code, real_values, unit_rewards
 from privbandit.feedback import Feedback, check_relation
 from privbandit.policies.base import Policy, PolicyRun, schedule_for
 from privbandit.results import SimulationResult
@@ -148,13 +149,16 @@ def _clip(x: np.ndarray, t: int, strict: bool, what: str, source: str, shape: tu
             raise ValueError(f"{what} {float(x[bad][0])!r} in round {where} lies outside [0, 1] (strict_rewards=True; "
                              f"returned by {source})")
         return x
-    y = np.clip(x, 0.0, 1.0)
-    if y.size and not y.min() >= 0.0:  # NaN (the policy's own check is off: rewards_checked)
-        bad = np.isnan(y)
-        where = t + int(np.argwhere(bad)[0][0]) if y.ndim == 2 else t
-        raise ValueError(f"{source} returned {what} nan in round {where}; rewards must be real numbers "
-                         "(values outside [0, 1] are clipped, NaN cannot be)")
-    return y
+    # NaN and +-inf are refused, not clipped: np.clip lets NaN through (the policy's own check is off:
+    # rewards_checked) and made inf a reward of 1 -- a value no reward source means, refused as
+    # non-finite by the deployment's check_reward and by RewardTable / RewardTape. Two reductions: the
+    # extremes are finite when every value is (NaN fails both comparisons)
+    if x.size and not -math.inf < x.min() <= x.max() < math.inf:
+        bad = ~np.isfinite(x)
+        where = t + int(np.argwhere(bad)[0][0]) if x.ndim == 2 else t
+        raise ValueError(f"{source} returned {what} {float(x[bad][0])!r} in round {where}; rewards must be finite "
+                         "real numbers (values outside [0, 1] are clipped, NaN and infinities cannot be)")
+    return np.clip(x, 0.0, 1.0)
 
 
 def _read_only_arms(method, source: str, replicates: int, n_arms: int):
@@ -178,6 +182,20 @@ def _read_only_arms(method, source: str, replicates: int, n_arms: int):
                                  "modify its inputs (the policy's update and the regret read those arms)") from None
             raise
     return call
+
+
+def _frozen(env: Environment) -> Environment:
+    """The environment a run draws from: for the library's own classes, a copy of ``env`` as it is at
+    the run's start. Their promise of rewards in [0, 1] (``rewards_in_unit_interval``, which skips
+    the engine's clipping) is judged from their attributes once, at the start (envs.base.unit_rewards);
+    code running during the run -- a user's policy, a graph model or another thread holding ``env`` --
+    that then set ``env.table[:] = 7``, ``rates[0] = -5`` or ``noise = nan`` fed those rewards to the
+    private policies unclipped (their sensitivities assume [0, 1]). The copy costs one pass over the
+    environment's arrays per run (the promise's own check reads them all anyway). A user's environment
+    is used as it is: its rewards are clipped or checked every round whatever it does."""
+    if not library_code(env, ("start",)):
+        return env
+    return copy.deepcopy(env)
 
 
 def _overrides(run, name: str, base=EnvironmentRun) -> bool:
@@ -353,6 +371,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
     check_relation(relation)
     _check_capabilities(policy, env)
+    env = _frozen(env)  # (before its structure is read: the schedule and the run see one environment)
     horizon, replicates = int(horizon), int(replicates)
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     policy_seq, env_seq = seed_seq.spawn(2)
@@ -431,8 +450,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                 rewards = rewards_block_of(t, arms)
                 if must_check:
                     rewards = _clip(rewards, t, strict_rewards, "reward", source, arms.shape)
+                arms_played[row:row + n] = arms  # (stored before the update: see the round-by-round path)
                 run.update_block(t, arms, rewards)
-                arms_played[row:row + n] = arms
                 row += n
                 t += n - 1  # the stretch's last round
             else:  # no commitment: round by round to the stretch's end (a run that declined is asked again then)
@@ -442,10 +461,14 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                         rewards = rewards_of(t, arms)
                         if must_check:
                             rewards = _clip(rewards, t, strict_rewards, "reward", source, (replicates,))
-                        update(t, arms, rewards)
+                        # the arms and the regret are taken before the update: a user's policy that writes
+                        # into the arms or rewards it is given changed, silently, the pulls and regret
+                        # reported (arms[:] = 0 made UCB1's 20 / 280 pulls read 300 / 0; a OneMemoryAdversary
+                        # regret is formed from the rewards array the update received)
                         arms_played[row] = arms
                         if regret is not None:
                             increments[row] = regret(t, arms)
+                        update(t, arms, rewards)
                         row += 1
                 else:
                     for t in range(t, end + 1):
@@ -453,6 +476,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                         arms = run.select(t, offer) if (with_offer and offer is not None) else select(t)
                         fb = feedback_of(t, arms)
                         rewards, values = fb.rewards, fb.values
+                        arms_played[row] = arms  # (before the update, as above)
+                        if regret is not None:
+                            increments[row] = regret(t, arms)
                         if must_check:
                             rewards = _clip(rewards, t, strict_rewards, "reward", source, (replicates,))
                             if values is not None:
@@ -465,9 +491,6 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
                                                  f"entries in round {t}, more than the max_degree + 1 = {reveal_cap} its "
                                                  "structure() declares (the certificate composes over that many streams)")
                             run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-                        arms_played[row] = arms
-                        if regret is not None:
-                            increments[row] = regret(t, arms)
                         row += 1
             if row == block:
                 acc.flush(first, arms_played, increments)

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import shown, unmasked
 
 
 def _flag(name: str, value) -> None:
@@ -30,6 +30,7 @@ def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep
                       realized_points, max_tracked_bytes, ledger_replicates=None) -> None:
     """ValueError naming the first invalid option; nothing is returned or changed."""
     if checkpoints is not None:
+        unmasked("checkpoints", checkpoints)
         raw = np.asarray(checkpoints, dtype=object).ravel() if not isinstance(checkpoints, (str, bytes)) else None
         if raw is None or np.ndim(checkpoints) > 1:
             raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {shown(checkpoints)}")

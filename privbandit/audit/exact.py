@@ -35,9 +35,11 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
+from accountants._validate import real_array
 from scipy import special
 
-from accountants._validate import shown
+from accountants._validate import real_array, shown
 from privbandit.audit.certify import EpsAtDelta
 from privbandit.audit.runner import PolicySampler
 from privbandit.policies.gaussian_ts import GaussianTS
@@ -172,7 +174,7 @@ def _check_inputs(policy, tape, horizon) -> tuple[int, float, np.ndarray, int]:
     if type(policy) is not GaussianTS:
         raise ValueError(f"policy must be a GaussianTS instance (the only policy with an exact enumerator; "
                          f"subclasses are refused), got {type(policy).__name__}")
-    tape = np.asarray(tape, dtype=float)
+    tape = real_array("tape", tape, bools=True)
     if tape.ndim != 2 or tape.shape[0] != 2:
         raise ValueError(f"tape must have shape (2, pulls): n_arms must be 2 (with K > 2 arms each choice "
                          f"probability is a Gaussian orthant integral that needs numerical integration, "

@@ -20,7 +20,7 @@ import itertools
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import real_array, shown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +96,8 @@ class Neighbours:
     @staticmethod
     def pair(tape, tape_prime, *, allow_out_of_range: bool = False, label: str = "") -> list[NeighbourPair]:
         """One given pair of tapes; they must differ in exactly one entry."""
-        tape = np.asarray(tape, dtype=float)
-        tape_prime = np.asarray(tape_prime, dtype=float)
+        tape = real_array("tape", tape, bools=True)
+        tape_prime = real_array("tape_prime", tape_prime, bools=True)
         if tape.shape != tape_prime.shape or tape.ndim != 2:
             raise ValueError(f"tape and tape_prime must be 2-D of equal shape, got {tape.shape}, {tape_prime.shape}")
         _in_range(tape, allow_out_of_range, "tape")

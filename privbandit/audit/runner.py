@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import real_array, shown
 from privbandit.policies.base import Policy
 
 
@@ -133,7 +133,7 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
     tape ``tape[i]`` (one-run audits: independent canary bits per run, in one lock-stepped call).
     Returns {"actions": (n, horizon) int8/int16, "trace": (n, m) or None, "n_arms": K}.
     """
-    tape = np.asarray(tape, dtype=float)
+    tape = real_array("tape", tape, bools=True)
     per_run = tape.ndim == 3
     if tape.ndim not in (2, 3) or tape.shape[-2] < 2:
         raise ValueError(f"tape must have shape (arms >= 2, pulls) or (n, arms >= 2, pulls), got {tape.shape}")
@@ -204,8 +204,8 @@ class PolicySampler:
         if not isinstance(policy, Policy):
             raise ValueError(f"policy must be a privbandit Policy, got {type(policy).__name__}")
         self.policy, self.horizon, self.trace, self.clip = policy, int(horizon), trace, bool(clip)
-        self.tape = np.asarray(tape, dtype=float)
-        self.tape_prime = np.asarray(tape_prime, dtype=float)
+        self.tape = real_array("tape", tape, bools=True)
+        self.tape_prime = real_array("tape_prime", tape_prime, bools=True)
         if self.tape.shape != self.tape_prime.shape:
             raise ValueError(f"tape and tape_prime must have the same shape, got {self.tape.shape} and "
                              f"{self.tape_prime.shape}")

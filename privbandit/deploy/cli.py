@@ -36,6 +36,11 @@ class _OneLineParser(argparse.ArgumentParser):
         refuse_repeated_options(self, sys.argv[1:] if args is None else list(args))
         return super().parse_known_args(args, namespace)
 
+    def _print_message(self, message, file=None):
+        from privbandit.cli_checks import print_message  # --help that cannot be written: an error, not status 0
+
+        print_message(self, message, file)
+
 
 def _print(obj) -> None:
     print(json.dumps(obj, sort_keys=False))

@@ -261,6 +261,9 @@ class Deployment:
         self._config_digest = config_digest(config)
         self._odometer: Odometer | None = None
         self._cache: tuple[int, dict] | None = None  # (state version, unpickled state)
+        # the file this connection writes (absolute: a later chdir must not look like a replacement)
+        self._abspath = os.path.abspath(os.fsdecode(path))
+        self._file = _store.file_identity(self._abspath)
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
@@ -295,9 +298,12 @@ class Deployment:
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2, N_ARMS_MAX)
-        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed)
+        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed. For a
+        # numpy scalar the largest float is a float64: a Python float is cast to a float16 budget's own
+        # type, with an "overflow encountered in cast" RuntimeWarning)
+        top = np.float64(1.7976931348623157e308) if isinstance(budget, np.generic) else 1.7976931348623157e308
         if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
-                or budget > 1.7976931348623157e308:
+                or budget > top:
             raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
@@ -446,13 +452,23 @@ class Deployment:
         conn = self._conn_checked()
         try:
             with transaction(conn):
-                return body()
+                result = body()
         except sqlite3.DatabaseError as exc:
             self._cache = None
             raise _corrupt(self.path, exc) from None
         except BaseException:
             self._cache = None
             raise
+        if _store.file_identity(self._abspath) != self._file:
+            # An open connection keeps writing to its file after the file is deleted, moved or replaced
+            # (a directory swapped for another, a restore from backup): decisions were then released
+            # and counted only in a file no one can open again, and a reopened store (or a restored
+            # older copy) under-counted what was released. A call's result is returned only if, after
+            # its commit, the path still names the file it was committed to (one stat per call).
+            self._cache = None
+            raise StoreError(f"{self.path}: the store file was deleted, moved or replaced while open; this call's "
+                             "result was not released (its record went to the old file): open the store again")
+        return result
 
     # --- the online API -----------------------------------------------------------------------
     def select(self) -> Decision:

@@ -130,6 +130,15 @@ def store_path(path) -> str | bytes:
         raise ValueError(f"store must be the path of a file, got {shown(path)} ({exc})") from None
 
 
+def file_identity(path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, or None when nothing can be found there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit); a new store is configured at once,
     an existing file by :func:`configure` after :func:`check`."""
@@ -141,10 +150,19 @@ def connect(path: str, *, create: bool, synchronous: str = "full") -> sqlite3.Co
     if create and os.path.exists(path):
         raise ValueError(f"store {path!r} already exists; open it instead of initialising it again")
     if not create:
-        if not os.path.exists(path):
-            raise StoreError(f"{path}: no such deployment store")
-        if os.path.getsize(path) == 0:
+        try:  # (os.path.exists says False for a file in a directory we may not search: "no such store" misled)
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            raise StoreError(f"{path}: no such deployment store") from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot open the deployment store ({exc.strerror or exc})") from None
+        if os.path.isdir(path):  # (sqlite3: "unable to open database file")
+            raise StoreError(f"{path}: a directory, not a deployment store")
+        if size == 0:
             raise StoreError(f"{path}: empty file, not a deployment store")
+        if not os.access(path, os.R_OK):  # sqlite3 says only "unable to open database file"
+            raise StoreError(f"{path}: cannot open the deployment store (permission denied: it must be readable "
+                             "and writable)")
     parent = os.path.dirname(os.path.abspath(path))
     if create and not os.path.isdir(parent):  # (sqlite3 says only "unable to open database file")
         raise ValueError(f"store {path!r}: directory {parent!r} does not exist")
@@ -169,7 +187,22 @@ def configure(conn: sqlite3.Connection, path: str, synchronous: str = "full") ->
             raise StoreError(f"{path}: synchronous must be one of {', '.join(SYNCHRONOUS)}, got {shown(synchronous)}")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+        raise _not_a_store(path, exc) from None
+
+
+#: SQLite result codes of a file or directory this process may not write (permissions, a read-only mount)
+_NOT_WRITABLE = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
+
+
+def _not_a_store(path: str, exc: sqlite3.DatabaseError) -> StoreError:
+    """The StoreError for a file SQLite refused while it was being checked or configured: "not a
+    privbandit deployment store", unless the refusal was about writing. A sound store in a directory
+    or a file this process may not write (the WAL journal needs the -wal and -shm files beside it,
+    even to read) was reported as "not a privbandit deployment store"."""
+    if (getattr(exc, "sqlite_errorname", None) or "").startswith(_NOT_WRITABLE):
+        return StoreError(f"{path}: the deployment store cannot be written ({exc}): a deployment needs write "
+                          "access to the file and to its directory (its journal files live beside it)")
+    return StoreError(f"{path}: not a privbandit deployment store ({exc})")
 
 
 def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str, path: str = "store") -> None:
@@ -197,7 +230,7 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         empty = app == 0 and not conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a privbandit deployment store ({exc})") from None
+        raise _not_a_store(path, exc) from None
     if empty:
         # what a process killed inside `deploy init` leaves (the file, no schema): init refuses the
         # path because it exists, so say how to get out

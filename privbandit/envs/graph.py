@@ -62,7 +62,13 @@ class GraphFeedback(StationaryEnvironment):
         rewards are drawn by ``arms._transform`` at run time, so a TruncatedExponential whose rates were
         changed after this environment was built must not pass as [0, 1] on a flag read at construction."""
         arms = self.arms
-        return bool(arms.rewards_in_unit_interval) and library_code(arms, ("start",))
+        return bool(arms.rewards_in_unit_interval) and library_code(arms, ("start",)) and self._own_model()
+
+    def _own_model(self) -> bool:
+        """Whether the graphs come from the library's code: a fixed (checked) graph, or one of
+        privbandit's models. A user's :class:`GraphModel` runs its ``sample`` every round of a redrawn
+        run: nothing it draws or changes is taken on trust (see GraphFeedbackRun)."""
+        return self.model is None or library_code(self.model, ("sample", "max_degree_bound"))
 
     @property
     def max_degree(self) -> int:
@@ -90,9 +96,13 @@ class GraphFeedback(StationaryEnvironment):
 class GraphFeedbackRun(EnvironmentRun):
     """One run: the graph of each round and the revealed entries of the played arms' neighbourhoods."""
 
-    reveals_within_structure = True  # a row of a checked graph whose max degree (or model bound) is declared
-
     def __init__(self, env: GraphFeedback, replicates: int, rng: np.random.Generator) -> None:
+        # Rows of a checked graph whose max degree is declared, or of the library's models' draws
+        # (within their max_degree_bound by construction), reveal at most max_degree + 1 entries. A
+        # user's model is not taken at its word: one whose max_degree_bound said 1 while it drew the
+        # complete graph made DP-UCB-N's and Lazy-DP-TS-N's "round" certificates 2.0 for a realized
+        # spend of 6.0 (session 11); the engine now counts every round's reveals against the bound.
+        self.reveals_within_structure = env._own_model()
         self.env, self.rng = env, rng
         self.rows = np.arange(replicates)
         self._graph, self._graph_round = env.graph, 0

@@ -39,8 +39,11 @@ import numpy as np
 JIT_MIN_ROWS = 2
 """Calls over fewer rows run interpreted (see the module docstring) -- until numba is loaded."""
 
-COMPILED = (os.environ.get("PRIVBANDIT_NO_JIT", "") in ("", "0")
-            and importlib.util.find_spec("numba") is not None)
+_NO_JIT = os.environ.get("PRIVBANDIT_NO_JIT", "")
+if _NO_JIT not in ("", "0", "1"):  # "false" / "no" turned the compiled kernels off, silently
+    warnings.warn(f"PRIVBANDIT_NO_JIT must be '1' (interpreted kernels) or '0' / unset (compiled), got {_NO_JIT!r}; "
+                  "running interpreted", RuntimeWarning, stacklevel=2)
+COMPILED = _NO_JIT in ("", "0") and importlib.util.find_spec("numba") is not None
 """Whether kernels compile (numba installed and not disabled)."""
 
 _JIT_MODE = os.environ.get("PRIVBANDIT_JIT", "")
