@@ -28,8 +28,9 @@ from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS
                                 ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11, drive_deployment)
 from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12, ROUND12_BUGS,  # noqa: E402
                                    drive_deployment12)
+from audit_planted_round13 import CONTROLS13, ROUND13_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS}
 
 import functools  # noqa: E402
 
@@ -228,7 +229,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else 'no')))))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else ('round 13' if key in ROUND13_BUGS else 'no'))))))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
@@ -264,15 +265,15 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's, 11's and 12's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12}.items():
+        # round 10's to 13's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13}.items():
             if opts.controls is not None and key not in opts.controls:
                 continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else 12)} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else (12 if key in CONTROLS12 else 13))} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:
