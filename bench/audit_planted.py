@@ -85,7 +85,9 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
 
     def cert(policy, k, structure, rel):
         sch = schedule_for(policy, horizon, k, structure, rel)
-        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value
+        # round 13: the live certificate a run reports too (check `certificate` compares it)
+        live = tuple(np.asarray(sch.live_certificates(np.array([horizon // 4, horizon]), 1e-5)[0]).tolist())
+        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, live
 
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
@@ -187,9 +189,35 @@ def armed(cls) -> str:
             if not np.array_equal(_run_unobserved(bug, tape, probe, np.random.SeedSequence(0)),
                                   _run_unobserved(clean, tape, probe, np.random.SeedSequence(0))):
                 return ""
+        # round 13: the far runs' traced residuals (the far noise law: 8 replicates x 2^17 rounds; one replicate
+        # x 2^13 rounds on 16 arms), the cheap one first
+        if "single" in FAR:
+            for horizon, reps, arms in ((FAR["single"], 1, FAR["single_arms"]), (FAR["horizon"], FAR["replicates"], 2)):
+                if not _same_residuals(_far_residuals(bug, horizon, reps, arms), _far_residuals(clean, horizon, reps, arms)):
+                    return ""
     return ("no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, "
             "planned too, and the audit's extra runs: more arms, late rounds, other graphs, no ledger, the far "
-            "schedule)")
+            "schedule, the far runs' residuals)")
+
+
+def _far_residuals(policy, horizon: int, replicates: int, arms: int) -> list:
+    """The residuals (z, stream, lo, hi per mechanism) a far run's FarLawTracer files (privbandit/audit/far_law.py)
+    on the starving environment the audit drives (arm 0 pays 1 on 2 arms, the last arm on more)."""
+    from privbandit.audit.far_law import FarLawTracer
+    from privbandit.audit.ledger_audit import ledger_audit
+    from privbandit.envs import Bernoulli
+
+    env = Bernoulli([1.0, 0.0] if arms == 2 else [0.0] * (arms - 1) + [1.0])
+    tracer = FarLawTracer()
+    with tracer:
+        ledger_audit(policy, env, horizon, replicates, seeds=(7,), tight=False)
+    return [(key, [np.concatenate([p[i] for p in parts]) for i in range(4)])
+            for key, parts in sorted(tracer.residuals.items())]
+
+
+def _same_residuals(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(ka == kb and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(va, vb))
+                                    for (ka, va), (kb, vb) in zip(a, b))
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
