@@ -420,3 +420,86 @@ for _key, _cls in ROUND13_BUGS.items():
     _named(_cls, "bug_" + _key)
 for _key, _cls in CONTROLS13.items():
     _named(_cls, "control_" + _key)
+
+
+# --- round 13 variants: written after the auditor's round-13 change, without changing it again --------
+# The new checks' classes again (a scale error late in other mechanisms, a one-replicate path, a live
+# certificate), other code and policies: do the new checks generalise?
+from privbandit.policies import DPTS  # noqa: E402
+
+
+def _late_scaled(mechanism, factor: float, from_count: int) -> None:
+    """``mechanism``'s noise drawn at ``factor`` times the scale once its busiest stream holds ``from_count``
+    records (read from the mechanism's own counts at each release)."""
+    sampler = mechanism.sampler
+
+    def late(statistic, scale, on_grid=True):
+        if int(mechanism.count.max()) >= from_count:
+            scale = factor * np.asarray(scale, dtype=float)
+        return type(sampler)._sum_release(sampler, statistic, scale, on_grid)
+
+    sampler._sum_release = late
+
+
+class HybridLateSixty(DPUCBBound):
+    """Variant (late scale, hybrid): DP-UCB-Bound whose hybrid noise (both parts) is drawn at 0.6 of the
+    reported scale once an arm holds 2^14 = 16,384 records ("the bound is tight by then")."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _late_scaled(run.hybrid, 0.6, 2 ** 14)
+        return run
+
+
+class SplitLateSixty(DPTS):
+    """Variant (late scale, split mechanism): DP-TS whose split-mechanism noise is drawn at 0.6 of the
+    reported scale once an arm holds 2^14 records."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _late_scaled(run.split, 0.6, 2 ** 14)
+        return run
+
+
+class TSSingleReplicateSharpened(GaussianTS):
+    """Variant (one replicate): Gaussian TS whose posterior sd is 0.7 of sqrt(c/(k+1)) when run with one
+    replicate ("a deployment explores less"); the ledger hears sqrt(c/(k+1))."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        if replicates == 1:
+            post = run.posterior
+            normals = post._standard_normals
+            post._standard_normals = lambda: 0.7 * normals()
+        return run
+
+
+class _LiveZCDPHalfSchedule(GaussianTSSchedule):
+    """Live certificates by the zCDP conversion with rho = mu^2 / 4 (half the Gaussian's mu^2 / 2);
+    ``epsilon`` is right."""
+
+    def live_certificates(self, rounds, delta, accountants=None):
+        rounds = np.asarray(rounds)
+        rho = np.array([self.mu(int(t)) ** 2 / 4.0 for t in rounds.ravel()]).reshape(rounds.shape)
+        return rho + 2.0 * np.sqrt(rho * math.log(1.0 / delta)), ["zcdp"] * rounds.size
+
+
+class TSLiveZCDPHalf(GaussianTS):
+    """Variant (live certificate): Gaussian TS whose live certificate converts zCDP at half the rho."""
+
+    def privacy_schedule(self, horizon, n_arms):
+        super().privacy_schedule(horizon, n_arms)
+        return _LiveZCDPHalfSchedule(self.b, self.c, n_arms)
+
+
+ROUND13_VARIANTS = {
+    "hybrid_late_sixty": HybridLateSixty,
+    "split_late_sixty": SplitLateSixty,
+    "ts_single_replicate_sharpened": TSSingleReplicateSharpened,
+    "ts_live_zcdp_half": TSLiveZCDPHalf,
+}
+"""Round 13's variants: the new checks' classes again, written after the auditor change (docs/audit.md)."""
+
+for _key, _cls in ROUND13_VARIANTS.items():
+    _named(_cls, "bug_" + _key)
+ROUND13_BUGS.update(ROUND13_VARIANTS)

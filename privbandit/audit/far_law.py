@@ -37,6 +37,7 @@ import numpy as np
 from scipy import special
 
 from privbandit.audit.tracing import Draw, ReleaseTracer, Report
+from privbandit.ledger import _PrefixRecorder
 
 FAR_LAW_ALPHA = 1e-4
 """The far noise-law test's false-alarm budget per run (Bonferroni over its groups)."""
@@ -122,6 +123,36 @@ class FarLawTracer(ReleaseTracer):
         if not self._open or d.index not in self._open:
             self._pending.pop(d.index, None)
         return out
+
+    def __enter__(self) -> "FarLawTracer":
+        super().__enter__()
+        # a ledger that is not tight stages a prefix recorder's releases (the Gaussian posterior's) as
+        # counts, never through Ledger._record_dense: read them where they are staged
+        original = _PrefixRecorder.record
+        self._saved_prefix = original
+
+        def record(recorder, counts):
+            if ReleaseTracer._active is self:
+                self._prefix_report(recorder, counts)
+            return original(recorder, counts)
+
+        _PrefixRecorder.record = record
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _PrefixRecorder.record = self._saved_prefix
+        super().__exit__(*exc)
+
+    def _prefix_report(self, recorder, counts) -> None:
+        """The releases a prefix recorder stages (what ``Ledger._record_dense`` would be told): every
+        (replicate, stream) holding k >= 1 records, footprint [0, k), parameters(k)."""
+        family = _KINDS.get(int(recorder.kind))
+        k = np.asarray(counts).astype(np.int64)
+        mask = k >= 1
+        if family is None or not mask.any():
+            return
+        param = np.broadcast_to(np.asarray(recorder.parameters(k)[0], dtype=float), k.shape)[mask]
+        self._pair(int(mask.sum()), mask, family, np.nonzero(mask)[1], 0, k[mask], param, "prefix recorder")
 
     def _insert(self, mech, rows, cols, values) -> None:  # no insert log: nothing is replayed
         return

@@ -113,9 +113,23 @@ def test_one_replicate_run_refutes_a_single_replicate_path():
         assert far_law(tracer, FAR_LAW_ALPHA / 2).passed is not refuted
 
 
+def test_far_law_reads_the_posterior_releases_a_cheap_ledger_only_stages():
+    """Gaussian TS reports its posterior draws through a prefix recorder, which a ledger that is not tight
+    (the far runs') stages as counts, never as reports: the tracer reads them where they are staged. The
+    variant ``ts_single_replicate_sharpened`` (sd x 0.7 with one replicate) was missed before that."""
+    env = Bernoulli([1.0, 0.0])
+    for policy, refuted in ((r13.TSSingleReplicateSharpened(), True), (GaussianTS(), False)):
+        tracer = FarLawTracer()
+        with tracer:
+            ledger_audit(policy, env, 512, 1, seeds=(7,), tight=False)
+        result = far_law(tracer, FAR_LAW_ALPHA / 2)
+        assert result.releases > 1000 and result.passed is not refuted
+
+
 # --- the certificate check reads the live certificate ---------------------------------------------
 @pytest.mark.parametrize("cls, short", [(r13.TSLiveRDPSlip, True), (r13.TSZCDPCertificate, False),
                                         (GaussianTS, False)])
 def test_certificate_reads_the_live_certificate(cls, short):
     found = certificate_shortfall(cls().privacy_schedule(200, 2), [50, 200])
     assert (found is not None) is short
+
