@@ -43,6 +43,9 @@ class _ScaledFromArmEight(NoiseSampler):
         arms = self._bug_arms
         if self.exact or arms is None or arms.size != np.size(statistic):
             return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        return self._by_arm(statistic, scale, arms, on_grid)
+
+    def _by_arm(self, statistic, scale, arms, on_grid):
         return NoiseSampler._sum_release(self, statistic, np.where(arms >= 8, self._bug_factor, 1.0) * scale,
                                          on_grid)
 
@@ -369,15 +372,10 @@ class LinFarContextsZeroed(PrivateLinUCB):
         return run
 
 
-class _NegatedFromArmEight(NoiseSampler):
+class _NegatedFromArmEight(_ScaledFromArmEight):
     """Control: arms >= 8 add the negated standard Laplace draw (Laplace is symmetric: the same law)."""
 
-    _bug_arms = None
-
-    def _sum_release(self, statistic, scale, on_grid=True):
-        arms = self._bug_arms
-        if self.exact or arms is None or arms.size != np.size(statistic):
-            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+    def _by_arm(self, statistic, scale, arms, on_grid):
         statistic, scale = _laplace_shape(statistic, scale)
         z = self.rng.laplace(0.0, 1.0, statistic.shape)
         return statistic + np.where(arms >= 8, -z, z) * scale
