@@ -66,7 +66,7 @@ class FarLawFinding:
     threshold: float
 
     def describe(self) -> str:
-        where = (f"stream {self.octave}" if self.axis == "stream" else
+        where = (f"stream {'>= ' if self.tail else ''}{self.octave}" if self.axis == "stream" else
                  f"{self.axis} octave {'>= ' if self.tail else ''}{self.octave}")
         stat = "sum |z|" if self.family == "laplace" else "sum z^2"
         return (f"{self.mechanism} ({self.family}), {where}: {self.n} releases, {stat} = {self.ratio:.3f} of "
@@ -239,6 +239,8 @@ def far_law(tracer: FarLawTracer, alpha: float = FAR_LAW_ALPHA) -> FarLawResult:
         if streams.size > 1:
             for k in streams:
                 groups.append((mech, family, "stream", int(k), False, s[st == k]))
+                if k != streams[0]:  # every stream from this index on: an error keyed to "arms >= k"
+                    groups.append((mech, family, "stream", int(k), True, s[st >= k]))
         groups.append((mech, family, "position", int(0), True, s))
     groups = [g for g in groups if g[5].size >= _MIN_GROUP]
     share = alpha / max(1, len(groups))

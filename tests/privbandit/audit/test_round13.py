@@ -113,6 +113,24 @@ def test_one_replicate_run_refutes_a_single_replicate_path():
         assert far_law(tracer, FAR_LAW_ALPHA / 2).passed is not refuted
 
 
+def test_one_replicate_run_on_sixteen_arms_reaches_arm_indices_past_eight():
+    """``lazy_arm_nine_half`` (Lazy-DP-TS batch noise at half scale for arms >= 8): the one-replicate run's
+    16 arms put 61 batch releases on arms 8-15, found by the stream tail group ("streams >= 8"); at this
+    seed p = 2e-7 against a share of 1.2e-6 (the power is marginal: at seed 10 it is missed), while the
+    control ``lazy_high_arms_negated`` and the clean policy pass."""
+    from privbandit.policies import LazyDPTS
+
+    env = Bernoulli([0.0] * (FAR["single_arms"] - 1) + [1.0])
+    for policy, refuted in ((r13.LazyArmNineHalf(), True), (r13.LazyHighArmsNegated(), False), (LazyDPTS(), False)):
+        tracer = FarLawTracer()
+        with tracer:
+            ledger_audit(policy, env, FAR["single"], 1, seeds=(8,), tight=False)
+        result = far_law(tracer, FAR_LAW_ALPHA / 2)
+        assert result.passed is not refuted
+        if refuted:
+            assert result.findings[0].axis == "stream" and result.findings[0].tail and result.findings[0].octave == 8
+
+
 def test_far_law_reads_the_posterior_releases_a_cheap_ledger_only_stages():
     """Gaussian TS reports its posterior draws through a prefix recorder, which a ledger that is not tight
     (the far runs') stages as counts, never as reports: the tracer reads them where they are staged. The
