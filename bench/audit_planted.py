@@ -28,8 +28,9 @@ from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS
                                 ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11, drive_deployment)
 from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12, ROUND12_BUGS,  # noqa: E402
                                    drive_deployment12)
+from audit_planted_round13 import CONTROLS13, ROUND13_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS}
 
 import functools  # noqa: E402
 
@@ -84,7 +85,9 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
 
     def cert(policy, k, structure, rel):
         sch = schedule_for(policy, horizon, k, structure, rel)
-        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value
+        # round 13: the live certificate a run reports too (check `certificate` compares it)
+        live = tuple(np.asarray(sch.live_certificates(np.array([horizon // 4, horizon]), 1e-5)[0]).tolist())
+        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, live
 
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
@@ -186,9 +189,35 @@ def armed(cls) -> str:
             if not np.array_equal(_run_unobserved(bug, tape, probe, np.random.SeedSequence(0)),
                                   _run_unobserved(clean, tape, probe, np.random.SeedSequence(0))):
                 return ""
+        # round 13: the far runs' traced residuals (the far noise law: 8 replicates x 2^17 rounds; one replicate
+        # x 2^13 rounds on 16 arms), the cheap one first
+        if "single" in FAR:
+            for horizon, reps, arms in ((FAR["single"], 1, FAR["single_arms"]), (FAR["horizon"], FAR["replicates"], 2)):
+                if not _same_residuals(_far_residuals(bug, horizon, reps, arms), _far_residuals(clean, horizon, reps, arms)):
+                    return ""
     return ("no-op: actions, draws and ledger reports identical to the clean twin (white-box and long horizons, "
             "planned too, and the audit's extra runs: more arms, late rounds, other graphs, no ledger, the far "
-            "schedule)")
+            "schedule, the far runs' residuals)")
+
+
+def _far_residuals(policy, horizon: int, replicates: int, arms: int) -> list:
+    """The residuals (z, stream, lo, hi per mechanism) a far run's FarLawTracer files (privbandit/audit/far_law.py)
+    on the starving environment the audit drives (arm 0 pays 1 on 2 arms, the last arm on more)."""
+    from privbandit.audit.far_law import FarLawTracer
+    from privbandit.audit.ledger_audit import ledger_audit
+    from privbandit.envs import Bernoulli
+
+    env = Bernoulli([1.0, 0.0] if arms == 2 else [0.0] * (arms - 1) + [1.0])
+    tracer = FarLawTracer()
+    with tracer:
+        ledger_audit(policy, env, horizon, replicates, seeds=(7,), tight=False)
+    return [(key, [np.concatenate([p[i] for p in parts]) for i in range(4)])
+            for key, parts in sorted(tracer.residuals.items())]
+
+
+def _same_residuals(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(ka == kb and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(va, vb))
+                                    for (ka, va), (kb, vb) in zip(a, b))
 
 
 def row(name: str, argv: list[str], label: str) -> dict:
@@ -228,7 +257,7 @@ def main() -> None:
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else 'no')))))))))} | {r['policy']} | **{r['verdict']}** | "
+                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else ('round 13' if key in ROUND13_BUGS else 'no'))))))))))} | {r['policy']} | **{r['verdict']}** | "
                       f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
@@ -264,15 +293,15 @@ def main() -> None:
                     rows.append(r)
                     print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                           f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's, 11's and 12's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12}.items():
+        # round 10's to 13's correct variants (subclasses of the policies with a privacy-neutral change)
+        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13}.items():
             if opts.controls is not None and key not in opts.controls:
                 continue
             REGISTRY[cls.name] = cls
             for seed in opts.seeds:
                 r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
                 rows.append(r)
-                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else 12)} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else (12 if key in CONTROLS12 else 13))} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     if opts.json:
         with open(opts.json, "w") as fh:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from accountants import GDPAccountant
 from accountants.events import Composed, Gaussian, Laplace
 from accountants.gdp_conversion import epsilon_for_delta
@@ -54,17 +56,32 @@ def epsilon_floor(events, delta: float) -> float | None:
 
 
 def certificate_shortfall(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, float, float, float] | None:
-    """The first (round, delta, certified, floor) where ``schedule.epsilon(round, delta)`` lies below
-    :func:`epsilon_floor` of ``schedule.events(round)``, or None."""
+    """The first (round, delta, certified, floor) where ``schedule.epsilon(round, delta)`` -- or, since
+    round 13, the live certificate a run reports (``schedule.live_certificates``, the engine's per-checkpoint
+    path, which a schedule may compute its own way) -- lies below :func:`epsilon_floor` of
+    ``schedule.events(round)``, or None."""
+    rounds = [int(t) for t in rounds]
+    floors: dict[tuple[int, float], float] = {}
     for t in rounds:
         events = schedule.events(t)
         for delta in deltas:
             floor = epsilon_floor(events, delta)
             if floor is None:
                 break
+            floors[t, delta] = floor
             cert = float(schedule.epsilon(t, delta).value)
             if cert < floor * (1.0 - CERT_RTOL) - 1e-12 and math.isfinite(floor):
                 return int(t), float(delta), cert, floor
+    for delta in deltas:
+        asked = [t for t in rounds if (t, delta) in floors]
+        if not asked:
+            continue
+        order = sorted(set(asked))  # the engine asks for increasing checkpoints
+        live = np.asarray(schedule.live_certificates(np.asarray(order, dtype=np.int64), delta)[0], dtype=float)
+        for t, cert in zip(order, live.reshape(-1)):
+            floor = floors[t, delta]
+            if cert < floor * (1.0 - CERT_RTOL) - 1e-12 and math.isfinite(floor):
+                return int(t), float(delta), float(cert), floor
     return None
 
 

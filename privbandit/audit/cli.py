@@ -63,13 +63,20 @@ keyed to a high arm index (>= 3 in round 11, >= 6 in round 12) or to K >= 5 (a 4
 reached. A quarter of the tier's white-box budget (125 replicates at T = 200), with the noise law (its
 own family-wise alpha)."""
 
-FAR = dict(horizon=2**17, replicates=1)
+FAR = dict(horizon=2**17, replicates=8, single=2**13, single_arms=16)
 """The far ledger run (round 12): the cheap ledger audit (mu and pure epsilon, realized <= certified) on
-one replicate of 2^17 = 131,072 rounds, on a *starving* environment -- arm 0 pays 1 every round, every
-other arm 0 -- so that a record of a starved arm stays in (nearly) every later release: the worst case a
-schedule must bound. A schedule that stops counting releases late (a cap at 10,000 rounds) is exceeded
-there; the white-box runs end by 40,000 rounds and, on the mixed tapes, rarely starve a stream. Untraced
-(the engine's own run and ledger): 7-15 s per policy on the shared 2-core machine."""
+2^17 = 131,072 rounds, on a *starving* environment -- arm 0 pays 1 every round, every other arm 0 -- so
+that a record of a starved arm stays in (nearly) every later release: the worst case a schedule must
+bound. A schedule that stops counting releases late (a cap at 10,000 rounds) is exceeded there; the
+white-box runs end by 40,000 rounds and, on the mixed tapes, rarely starve a stream. Round 12 ran one
+replicate untraced (the engine's own run and ledger: 7-15 s per policy on the shared 2-core machine).
+Round 13: ``replicates`` = 8 under :class:`~privbandit.audit.far_law.FarLawTracer`, whose noise-law test
+(:func:`~privbandit.audit.far_law.far_law`) sees every release's residual in units of its reported scale
+far into the run (an arm's 2^13-th to ~2^17-th record; a tree's level >= 13 nodes number ~15 per
+replicate there, hence 8 replicates); and ``single``: the same traced test on one replicate of 2^13
+rounds with ``single_arms`` arms, the *last* one paying 1 (a code path taken only with one replicate --
+a deployment's shape -- is driven by no other run of the audit, and most of this run's releases are on
+arm 15: past the white-box runs' 8 arms). The two share the test's budget FAR_LAW_ALPHA."""
 
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
@@ -143,6 +150,7 @@ def _has_trace(policy, n_arms, horizon) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from privbandit.audit import Audit, Budget, Neighbours, ledger_audit
+    from privbandit.audit.far_law import FAR_LAW_ALPHA, FarLawTracer, far_law
     from privbandit.envs import Bernoulli
     from privbandit.policies import make_policy
 
@@ -244,16 +252,31 @@ def run(args: argparse.Namespace) -> int:
             continue
         _print_audit(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n", res)
     # 1b''. Round 12: the far ledger run (a starving environment, 2^17 rounds, one replicate).
-    far = None
+    far = far_single = far_noise = single_noise = None
     if args.tier != "smoke" and FAR["horizon"] > max(horizon, late_horizon):
         starving = Bernoulli([1.0] + [0.0] * (k - 1))
         if edgeless:
             from privbandit.envs.graph import GraphFeedback
 
             starving = GraphFeedback(starving, np.eye(k, dtype=bool))
-        far = ledger_audit(policy, starving, FAR["horizon"], FAR["replicates"], seeds=(args.seed + 7,), tight=False)
-        print(f"## Far ledger run (starving environment, T={FAR['horizon']}, {FAR['replicates']} replicate)\n")
+        far_tracer, single_tracer = FarLawTracer(), FarLawTracer()
+        with far_tracer:
+            far = ledger_audit(policy, starving, FAR["horizon"], FAR["replicates"], seeds=(args.seed + 7,),
+                               tight=False)
+        single_arms = max(k, FAR["single_arms"])
+        starving_last = Bernoulli([0.0] * (single_arms - 1) + [1.0])
+        if edgeless:
+            starving_last = GraphFeedback(starving_last, np.eye(single_arms, dtype=bool))
+        with single_tracer:
+            far_single = ledger_audit(policy, starving_last, FAR["single"], 1, seeds=(args.seed + 8,), tight=False)
+        far_noise = far_law(far_tracer, FAR_LAW_ALPHA / 2.0)
+        single_noise = far_law(single_tracer, FAR_LAW_ALPHA / 2.0)
+        print(f"## Far ledger run (starving environment, T={FAR['horizon']}, {FAR['replicates']} replicates)\n")
         print(far.summary())
+        print(far_noise.summary())
+        print(f"\n## One-replicate run (starving environment, K={single_arms}, T={FAR['single']})\n")
+        print(far_single.summary())
+        print(single_noise.summary())
         print()
 
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
@@ -327,7 +350,10 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
-    if not tight.passed or not cheap.passed or (far is not None and not far.passed) \
+    far_failed = [label for label, r in (("ledger (far, starving)", far), ("ledger (one replicate)", far_single),
+                                         ("far noise law", far_noise), ("one-replicate noise law", single_noise))
+                  if r is not None and not r.passed]
+    if not tight.passed or not cheap.passed or far_failed \
             or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
             or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
@@ -338,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         verdict = "INCONCLUSIVE"
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in (tight, cheap) if not r.passed]
-                  + (["ledger (far, starving)"] if far is not None and not far.passed else [])
+                  + far_failed
                   + [f"white-box {c}" for c in wb.checks]
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + ([f"white-box (planned) {c}" for c in wb_plan.checks if c not in wb.checks + wb_long.checks]
@@ -398,6 +424,10 @@ def run(args: argparse.Namespace) -> int:
                        for r in (tight, cheap)],
             "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,
                                                     "violations": [v.describe() for v in far.violations]},
+            "far_law": None if far_noise is None else {
+                name: {"passed": r.passed, "releases": r.releases, "groups": r.groups, "alpha": r.alpha,
+                       "findings": [f.describe() for f in r.findings[:10]]}
+                for name, r in (("far", far_noise), ("one_replicate", single_noise))},
             "black_box": [{"observation": r.observation, "verdict": r.verdict,
                            "rows": [{k2: (v if not isinstance(v, float) or math.isfinite(v) else str(v))
                                      for k2, v in row.items()} for row in r.table("rows")]}

@@ -107,6 +107,7 @@ class ReleaseTracer:
 
     _active: "ReleaseTracer | None" = None
     _saved: dict | None = None
+    _light_store = None  # a subclass's handler of listed ledger reports, in place of :class:`Report` objects
 
     def __init__(self, ledger: Ledger | None, replay: list[Draw] | None = None, *, any_ledger: bool = False) -> None:
         if any_ledger:
@@ -266,7 +267,8 @@ def _sampler_wrapper(original, family: str):
         if tr is None or tr._depth:
             return original(self, statistic, *args, **kwargs)
         d = tr._new_draw(family, statistic, getattr(self, "exact", False))
-        d.scale = _drawn_scale(args, kwargs, np.shape(d.stat.reshape(d.shape)))
+        if tr._light_store is None:  # a light tracer reads the reported scale only
+            d.scale = _drawn_scale(args, kwargs, np.shape(d.stat.reshape(d.shape)))
         tr._depth += 1
         try:
             out = original(self, statistic, *args, **kwargs)
@@ -371,7 +373,9 @@ def _store_wrapper(original):
     @functools.wraps(original)
     def wrapped(self, kind, rep, st, lo_, hi_, p, s, mechanism, nd, *args, **kwargs):
         tr = ReleaseTracer._active
-        if tr is not None and (tr.ledger is None or self is tr.ledger) and np.size(rep):
+        if tr is not None and (tr.ledger is None or self is tr.ledger) and np.size(rep) and tr._light_store is not None:
+            tr._light_store(int(kind), rep, st, lo_, hi_, p, mechanism)  # a tracer that keeps no Report (far_law.py)
+        elif tr is not None and (tr.ledger is None or self is tr.ledger) and np.size(rep):
             m = int(np.size(rep))
             tr._report(Report(_KIND_NAMES.get(int(kind), str(kind)), _column(rep, m, np.int64),
                               _column(st, m, np.int64), _column(lo_, m, np.int64), _column(hi_, m, np.int64),

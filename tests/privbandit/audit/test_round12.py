@@ -105,7 +105,9 @@ def test_contexts_far_above_16_l_reach_a_clip_that_fails_past_64_l():
 def test_far_ledger_run_exceeds_a_schedule_that_stops_counting(cls, passed):
     policy = getattr(bugs, cls)()
     starving = Bernoulli([1.0, 0.0])
-    res = ledger_audit(policy, starving, FAR["horizon"], FAR["replicates"], seeds=(7,), tight=False)
+    # one replicate, as round 12's far run (cli.FAR has 8 since round 13, for the far noise law): a schedule
+    # that stops counting is exceeded by any replicate
+    res = ledger_audit(policy, starving, FAR["horizon"], 1, seeds=(7,), tight=False)
     assert res.passed is passed, res.summary()
     if not passed:
         assert res.violations[0].kind == "mu"
