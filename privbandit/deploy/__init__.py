@@ -16,10 +16,10 @@ Modules: :mod:`~privbandit.deploy.store` (schema, transactions, snapshots),
 from __future__ import annotations
 
 from privbandit.deploy.deployment import BudgetExhausted, Decision, Deployment, UpdateResult, check_reward
-from privbandit.deploy.store import SCHEMA_VERSION, StoreError
+from privbandit.deploy.store import SCHEMA_VERSION, StoreError, StoreUnavailable
 
 create = Deployment.create
 open = Deployment.open  # noqa: A001 (deploy.open(path), like sqlite3.connect / shelve.open)
 
-__all__ = ["Deployment", "Decision", "UpdateResult", "BudgetExhausted", "StoreError", "SCHEMA_VERSION",
+__all__ = ["Deployment", "Decision", "UpdateResult", "BudgetExhausted", "StoreError", "StoreUnavailable", "SCHEMA_VERSION",
            "create", "open", "check_reward"]

@@ -108,13 +108,16 @@ def _audit(args) -> int:
 
 def run(args) -> int:
     """Dispatch a parsed ``deploy`` command, turning errors into one line and an exit code."""
-    from privbandit.deploy import BudgetExhausted, StoreError
+    from privbandit.deploy import BudgetExhausted, StoreError, StoreUnavailable
 
     try:
         return int(args.deploy_func(args))
     except BudgetExhausted as exc:
         print(f"privbandit: budget exhausted: {_one_line(exc)}", file=sys.stderr)
         return EXIT_EXHAUSTED
+    except StoreUnavailable as exc:  # busy, full, read-only: 1 like any database error, not 2 (bad input)
+        print(f"privbandit: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except (ValueError, StoreError, OSError) as exc:  # messages quote paths, which may hold a newline
         print(f"privbandit: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -130,12 +130,13 @@ _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR", "SQ
 
 def _corrupt(path: str, exc: sqlite3.DatabaseError) -> Exception:
     """Damaged pages or a damaged schema become a StoreError; a busy database (OperationalError:
-    locked past the timeout, disk full, ...) stays what it is. A flipped byte in the schema page
-    renames a column, and the next query fails with OperationalError "no such column": that is
-    corruption too, told apart from a busy store by its SQLite result code."""
+    locked past the timeout, disk full, a read-only file, ...) a StoreUnavailable naming the store,
+    still an OperationalError. A flipped byte in the schema page renames a column, and the next
+    query fails with OperationalError "no such column": that is corruption too, told apart from a
+    busy store by its SQLite result code."""
     name = getattr(exc, "sqlite_errorname", None) or ""
     if isinstance(exc, sqlite3.OperationalError) and name.startswith(_TRANSIENT):
-        return exc
+        return _store.StoreUnavailable.from_sqlite(path, exc)
     return StoreError(f"{path}: corrupt deployment store ({exc})")
 
 

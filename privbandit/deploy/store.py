@@ -74,6 +74,24 @@ class StoreError(Exception):
     """The file is not a usable deployment store (missing, corrupt, foreign or of another schema)."""
 
 
+class StoreUnavailable(StoreError, sqlite3.OperationalError):
+    """A sound store that SQLite cannot use right now: locked past the busy timeout, disk full, an I/O
+    error, a read-only file. The call's transaction was rolled back, so it released and recorded
+    nothing; the same call may succeed later (a read-only file needs its permissions fixed first).
+
+    Also an ``sqlite3.OperationalError`` -- what these errors were before they named the store -- with
+    SQLite's ``sqlite_errorname`` / ``sqlite_errorcode`` copied over, so retry loops written against
+    sqlite3 keep working. The command line exits 1 on it (2 is for bad input and damaged stores)."""
+
+    @classmethod
+    def from_sqlite(cls, path: str, exc: sqlite3.OperationalError) -> "StoreUnavailable":
+        name = getattr(exc, "sqlite_errorname", None) or "SQLITE_ERROR"
+        out = cls(f"{path}: the deployment store cannot be used now ({exc}; {name}): this call released and "
+                  "recorded nothing")
+        out.sqlite_errorname, out.sqlite_errorcode = name, getattr(exc, "sqlite_errorcode", None)
+        return out
+
+
 _ALLOWED_MODULES = ("numpy", "privbandit.", "accountants.")
 _ALLOWED_BUILTINS = {"complex", "frozenset", "set", "slice", "range", "bytearray", "dict", "list", "tuple",
                      "int", "float", "bool", "str", "bytes", "getattr"}

@@ -342,3 +342,33 @@ def test_a_float16_budget_warns_nothing(tmp_path):
                                 horizon=1000)
     assert dep.budget == 5.0
     dep.close()
+
+
+def test_a_busy_store_names_itself_and_stays_an_operational_error(tmp_path):
+    # A store locked by another writer past the busy timeout (likewise disk full, a read-only file)
+    # raised sqlite3's bare "database is locked", naming no store; it is now a StoreUnavailable (a
+    # StoreError that is still an OperationalError carrying SQLite's error name, so retry loops keep
+    # working), and the failed call released nothing: the retry is decision 2, not 3.
+    import sqlite3
+
+    from privbandit.deploy import StoreError, StoreUnavailable
+
+    path = tmp_path / "busy.db"
+    dep = _deployment(path, 1)
+    dep._conn.execute("PRAGMA busy_timeout = 20")  # (the store waits 60 s by default)
+    other = sqlite3.connect(str(path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreUnavailable, match=r"busy\.db: the deployment store cannot be used now .*SQLITE_BUSY"
+                                                   r".*released and recorded nothing") as info:
+            dep.select()
+    finally:
+        other.rollback()
+        other.close()
+    assert isinstance(info.value, sqlite3.OperationalError) and isinstance(info.value, StoreError)
+    assert info.value.sqlite_errorname == "SQLITE_BUSY"
+    decision = dep.select()
+    assert decision.decision == 2
+    dep.update(decision.decision, 0.5)
+    assert dep.status()["policy_rounds"] == 2
+    dep.close()
