@@ -184,7 +184,7 @@ def _read_only_arms(method, source: str, replicates: int, n_arms: int):
     return call
 
 
-def _frozen(env: Environment) -> Environment:
+def _frozen(env: Environment) -> tuple[Environment, bool]:
     """The environment a run draws from: for the library's own classes, a copy of ``env`` as it is at
     the run's start. Their promise of rewards in [0, 1] (``rewards_in_unit_interval``, which skips
     the engine's clipping) is judged from their attributes once, at the start (envs.base.unit_rewards);
@@ -192,10 +192,19 @@ def _frozen(env: Environment) -> Environment:
     that then set ``env.table[:] = 7``, ``rates[0] = -5`` or ``noise = nan`` fed those rewards to the
     private policies unclipped (their sensitivities assume [0, 1]). The copy costs one pass over the
     environment's arrays per run (the promise's own check reads them all anyway). A user's environment
-    is used as it is: its rewards are clipped or checked every round whatever it does."""
+    is used as it is: its rewards are clipped or checked every round whatever it does.
+
+    Returns ``(environment, trusted)``. A library environment holding something a user attached that
+    cannot be copied (a lock, a database connection: ``copy.deepcopy`` raised TypeError, a traceback
+    from ``simulate`` in session 11's first version) runs from ``env`` itself with ``trusted`` False:
+    nothing about it is then taken on trust -- its rewards are clipped or checked and its reveals
+    counted every round, as a user's environment's are."""
     if not library_code(env, ("start",)):
-        return env
-    return copy.deepcopy(env)
+        return env, True  # (its rewards are judged by unit_rewards: a user's class is never trusted)
+    try:
+        return copy.deepcopy(env), True
+    except Exception:  # whatever a user's attribute raises when copied: run live, trust nothing
+        return env, False
 
 
 def _overrides(run, name: str, base=EnvironmentRun) -> bool:
@@ -371,7 +380,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
     check_relation(relation)
     _check_capabilities(policy, env)
-    env = _frozen(env)  # (before its structure is read: the schedule and the run see one environment)
+    env, trusted = _frozen(env)  # (before its structure is read: the schedule and the run see one environment)
     horizon, replicates = int(horizon), int(replicates)
     seed_seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     policy_seq, env_seq = seed_seq.spawn(2)
@@ -408,13 +417,13 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     next_cp, cp_rounds = 0, checkpoints.tolist() + [0]  # Python ints: a cheap per-round comparison
     bar = _progress(horizon, progress)
     started = time.perf_counter()
-    must_check = not unit_rewards(env, env_run)
+    must_check = not (trusted and unit_rewards(env, env_run))
     # The original contract (rewards, update) unless the environment offers or observes more.
     plain = not (_overrides(env_run, "offer") or _overrides(env_run, "feedback"))
     with_offer = bool(getattr(policy, "requires", None))
     # The "round" certificate composes over max_degree + 1 streams: an environment that does not reveal
     # within its declared degree by construction has every round's reveals counted (O(R K)).
-    reveal_cap = None if env_run.reveals_within_structure or "max_degree" not in (structure or {}) \
+    reveal_cap = None if (trusted and env_run.reveals_within_structure) or "max_degree" not in (structure or {}) \
         else int(structure["max_degree"]) + 1
     row, first = 0, 1
     # The rewards fed below are in [0, 1] (guaranteed by the library's environment, or clipped / checked

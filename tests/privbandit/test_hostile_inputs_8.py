@@ -372,3 +372,45 @@ def test_a_busy_store_names_itself_and_stays_an_operational_error(tmp_path):
     dep.update(decision.decision, 0.5)
     assert dep.status()["policy_rounds"] == 2
     dep.close()
+
+
+def test_a_library_environment_that_cannot_be_copied_runs_live_and_trusts_nothing():
+    # Session 11's first version copied every library environment with copy.deepcopy at the run's start: one
+    # holding an attribute a user attached that cannot be copied (a lock, a connection) made simulate raise
+    # "TypeError: cannot pickle '_thread.lock' object". It now runs from the environment itself and, as for a
+    # user's environment, takes nothing on trust: rewards clipped, reveals counted every round.
+    import threading
+
+    plain = simulate(UCB1(), Bernoulli([0.2, 0.8]), 300, 3, seed=1, progress=False)
+    locked = Bernoulli([0.2, 0.8])
+    locked.lock = threading.Lock()
+    run = simulate(UCB1(), locked, 300, 3, seed=1, progress=False)
+    np.testing.assert_array_equal(run.pulls, plain.pulls)  # clipping [0, 1] rewards changes nothing
+    np.testing.assert_array_equal(run.final_regret, plain.final_regret)
+
+    env = TruncatedExponential([0.5, 1.0, 2.0])
+    env.lock = threading.Lock()
+    seen = []
+
+    def break_promise(t):
+        if t == 5:
+            env.rates[:] = -5.0  # the run draws from env itself now: negative draws, which must be clipped
+
+    policy = _hooked(make_policy("gaussian_ts"), select=break_promise,
+                     update=lambda t, arms, rewards: seen.append(float(np.min(rewards))))
+    simulate(policy, env, 40, 2, seed=0, progress=False)
+    assert len(seen) == 40 and min(seen) >= 0.0
+
+    path = np.zeros((6, 6), dtype=bool)
+    path[np.arange(5), np.arange(1, 6)] = path[np.arange(1, 6), np.arange(5)] = True  # max degree 2
+    graph_env = GraphFeedback(Bernoulli([0.2, 0.3, 0.4, 0.5, 0.6, 0.7]), path)
+    graph_env.lock = threading.Lock()
+
+    def complete_graph(t):
+        if t == 5:
+            graph_env.graph.setflags(write=True)
+            graph_env.graph[:] = True  # every arm revealed from now on: 6 entries against a declared 3
+
+    with pytest.raises(ValueError, match=r"revealed 6 entries in round 5, more than the max_degree \+ 1 = 3"):
+        simulate(_hooked(make_policy("dp_ucb_n"), select=complete_graph), graph_env, 50, 2, seed=0,
+                 progress=False, relation="round")
