@@ -28,11 +28,13 @@ decides each round in about two thirds of the interpreted time (docs/benchmarks.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
 import math
 import os
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -112,7 +114,20 @@ class Kernel:
             self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never",
                                           error_model="numpy" if self.ieee_division else "python")(
                 _rebind(self.fn, lambda k: k.compiled))
+            _key_cache_on_callees(self._dispatcher, self)
         return self._dispatcher
+
+    def source_digest(self) -> str:
+        """A digest of this kernel's code and of every kernel it calls, transitively (see
+        :func:`_key_cache_on_callees`)."""
+        h = hashlib.sha256()
+        for k in sorted(_callees(self), key=lambda k: k.fn.__name__):
+            h.update(k.fn.__name__.encode())
+            k._hash_code(h)
+        return h.hexdigest()
+
+    def _hash_code(self, h) -> None:
+        _hash_code_object(self.fn.__code__, h)
 
     @property
     def jit(self):
@@ -151,6 +166,65 @@ class Kernel:
 
     def __call__(self, *args):
         return self.jit(*args)
+
+
+def _callees(root: Kernel) -> set:
+    """``root`` and every kernel it calls, transitively (kernels name each other as globals)."""
+    seen, todo = set(), [root]
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        todo.extend(_KERNELS[name] for name in _names(k.fn.__code__) if name in _KERNELS)
+    return seen
+
+
+def _names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _hash_code_object(code, h) -> None:
+    """Feed ``h`` the parts of ``code`` that decide what it computes, reproducibly across processes
+    (marshal's bytes depend on reference counts; a frozenset's repr on the string hash seed)."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _hash_code_object(const, h)
+        elif isinstance(const, frozenset):
+            h.update(repr(sorted(map(repr, const))).encode())
+        else:
+            h.update(f"{type(const).__name__}:{const!r}".encode())
+
+
+def _key_cache_on_callees(dispatcher, kernel: Kernel) -> None:
+    """Make numba's disk cache of ``dispatcher`` (the compiled ``kernel``) miss when any kernel it
+    calls has changed.
+
+    numba keys a cached function on its own file's time stamp and its own bytecode only, but a
+    compiled kernel holds the machine code of every kernel it calls (inlined or linked in): after
+    an edit of a callee in another module (a git pull into an editable install, a developer's
+    change), the caller's stale cache still loaded and ran the OLD callee's arithmetic -- a noise
+    scale or an index computed by code that no longer exists (measured: a kernel returning
+    ``callee(x) + 1`` with ``callee`` edited from ``2 x`` to ``3 x`` kept returning ``2 x + 1``).
+    The index key now also holds :meth:`Kernel.source_digest`, so such an edit recompiles.
+    """
+    from numba.core.caching import FunctionCache
+
+    if getattr(dispatcher, "_cache", None) is None or not isinstance(dispatcher._cache, FunctionCache):
+        return
+    digest = kernel.source_digest()
+
+    class _Cache(FunctionCache):
+        def _index_key(self, sig, codegen):
+            return super()._index_key(sig, codegen) + (digest,)
+
+    dispatcher._cache = _Cache(dispatcher.py_func)
 
 
 _FAILED = False
@@ -214,6 +288,11 @@ class _SamplerCall(Kernel):
             _LOADED = True
             self._dispatcher = call_sampler_compiled
         return self._dispatcher
+
+    def _hash_code(self, h) -> None:
+        # compiled, this kernel is _native's intrinsic: its source is what the callers inline
+        super()._hash_code(h)
+        h.update((Path(__file__).with_name("_native.py")).read_bytes())
 
 
 def call_sampler(fn: int, state: int, a: float, b: float) -> float:

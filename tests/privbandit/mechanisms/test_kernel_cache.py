@@ -1,0 +1,91 @@
+"""numba's disk cache of a kernel must miss when a kernel it calls has changed.
+
+numba keys a cached function on its own file and bytecode only; a compiled kernel holds the code of
+the kernels it calls, so an edited callee in another module left the caller's stale machine code in
+use (privbandit.mechanisms._kernels._key_cache_on_callees)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from privbandit.mechanisms import _kernels
+
+ROOT = Path(__file__).resolve().parents[3]
+
+CALLEE = """
+from privbandit.mechanisms._kernels import kernel
+
+@kernel
+def cachetest_scale(x):
+    return x * {factor}
+"""
+
+CALLER = """
+from privbandit.mechanisms._kernels import kernel
+from cachetest_callee import cachetest_scale
+
+@kernel
+def cachetest_caller(x):
+    return cachetest_scale(x) + 1.0
+"""
+
+
+def _run(tmp_path: Path, code: str, **env) -> str:
+    environ = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), **env)
+    environ.pop("PRIVBANDIT_NO_JIT", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed (or disabled)")
+def test_an_edited_callee_recompiles_its_callers(tmp_path):
+    (tmp_path / "cachetest_caller.py").write_text(CALLER)
+    call = "from cachetest_caller import cachetest_caller as k; print(k.compiled(1.0), k.py_func(1.0))"
+    (tmp_path / "cachetest_callee.py").write_text(CALLEE.format(factor="2.0"))
+    assert _run(tmp_path, call) == "3.0 3.0"  # compiled and written to the disk cache
+    assert list((tmp_path / "__pycache__").glob("cachetest_caller*.nbi"))
+    (tmp_path / "cachetest_callee.py").write_text(CALLEE.format(factor="3.0"))
+    # before the fix: "3.0 4.0" -- the caller's cached machine code still computed 2 x + 1
+    assert _run(tmp_path, call) == "4.0 4.0"
+
+
+def test_the_callee_digest_is_the_same_in_every_process(tmp_path):
+    # a digest that varied between processes (string hash seed, marshal's reference flags) would
+    # make every process miss the disk cache and compile again
+    code = textwrap.dedent("""
+        import privbandit.policies, privbandit.mechanisms
+        from privbandit.mechanisms._kernels import _KERNELS
+        print(sorted((n, k.source_digest()) for n, k in _KERNELS.items()))
+    """)
+    first = _run(tmp_path, code, PYTHONHASHSEED="1")
+    assert first.count("(") > 20  # the package's kernels were all digested
+    assert _run(tmp_path, code, PYTHONHASHSEED="2") == first
+
+
+def test_the_digest_follows_callees_of_callees():
+    ns: dict = {}
+    try:
+        def define(name, body):
+            exec(f"def {name}(x):\n    return {body}\n", ns)
+            ns[name] = _kernels.Kernel(ns[name])
+
+        define("digesttest_leaf", "x * 2.0")
+        define("digesttest_middle", "digesttest_leaf(x) - 1.0")
+        define("digesttest_top", "digesttest_middle(x) + 1.0")
+        before = ns["digesttest_top"].source_digest()
+        assert ns["digesttest_top"].source_digest() == before
+        define("digesttest_leaf", "x * 3.0")  # two calls away
+        assert ns["digesttest_top"].source_digest() != before
+        define("digesttest_leaf", "x * 2.0")
+        assert ns["digesttest_top"].source_digest() == before
+    finally:
+        for name in ("digesttest_leaf", "digesttest_middle", "digesttest_top"):
+            _kernels._KERNELS.pop(name, None)
