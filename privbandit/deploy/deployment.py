@@ -245,6 +245,27 @@ def check_config(config, path: str) -> dict:
     return config
 
 
+def _snapshot_shape(state, path: str, n_arms: int) -> dict:
+    """``state`` if it is what :meth:`Deployment.create` and its calls write -- a dict holding a policy
+    run, a numpy Generator, a one-replicate ledger over ``n_arms`` streams and (since session 10) two
+    round counters -- else a StoreError. A snapshot that unpickled into something else (an int, a
+    list) failed later with an AttributeError or TypeError naming no store."""
+    from privbandit.ledger import Ledger
+    from privbandit.policies.base import PolicyRun
+
+    ok = type(state) is dict and isinstance(state.get("run"), PolicyRun) \
+        and isinstance(state.get("rng"), np.random.Generator) and isinstance(state.get("ledger"), Ledger) \
+        and getattr(state["ledger"], "replicates", None) == 1 and getattr(state["ledger"], "streams", None) == n_arms
+    counters = state.get("counters") if ok else None
+    if ok and counters is not None:
+        ok = type(counters) is tuple and len(counters) == 2 and type(counters[0]) is int \
+            and (counters[1] is None or type(counters[1]) is int)
+    if not ok:
+        raise StoreError(f"{path}: corrupt deployment store (its state snapshot is not a policy run, a generator "
+                         f"and a ledger over {n_arms} arms, as a deployment writes)")
+    return state
+
+
 class Deployment:
     """An open deployment store. Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a
     ``with`` block). Several processes may hold the same store open: every call is serialised by
@@ -416,7 +437,8 @@ class Deployment:
         wrote (or last read) that version."""
         if self._cache is None or self._cache[0] != info["version"]:
             (blob,) = self._conn.execute("SELECT blob FROM state WHERE id = 1").fetchone()
-            self._cache = (info["version"], _store.load_state(bytes(blob), info["digest"], self.path))
+            state = _store.load_state(bytes(blob), info["digest"], self.path)
+            self._cache = (info["version"], _snapshot_shape(state, self.path, self.n_arms))
         return self._cache[1]
 
     def _state(self) -> tuple[dict, dict]:

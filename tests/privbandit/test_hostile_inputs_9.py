@@ -1,0 +1,143 @@
+"""Hostile inputs, ninth round (session 12): files the toolkit loads from elsewhere (deployment stores
+and their pickled snapshots), numbers that are not the numbers they look like (bools inside lists,
+exotic numpy scalars), and arrays the ledger hands out.
+
+Before the fixes of this round:
+
+* **code execution**: a deployment store's snapshot is a pickle, read with a restricted unpickler that
+  allowed any name under ``numpy``, ``privbandit.`` and ``accountants.`` and the builtin ``getattr``.
+  A crafted store (its digest recomputed: the digest guards against corruption, not against a
+  forger) ran ``os.system`` on ``Deployment.open`` -- so on ``privbandit deploy status / audit STORE``
+  -- three ways: ``privbandit.deploy.store.os`` (a module a privbandit module imports) then
+  ``getattr(os, "system")``; the dotted name ``privbandit.deploy.store`` / ``os.system``, which
+  find_class resolves at protocol >= 4; and ``numpy.testing._private.utils.runstring``, which execs
+  a string;
+* a snapshot that unpickled into something other than a state dict (an int) failed with
+  "AttributeError: 'int' object has no attribute 'get'" instead of a StoreError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import zlib
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from privbandit.deploy import Deployment, StoreError
+
+
+# ---------------------------------------------------------------- crafted deployment snapshots
+def _store(tmp_path, name="s.db", policy="dp_ucb"):
+    path = tmp_path / name
+    with Deployment.create(path, policy, n_arms=3, budget=5.0, delta=1e-6, horizon=200, seed=1) as dep:
+        for _ in range(3):
+            dep.update(dep.select().decision, 0.5)
+    return path
+
+
+def _forge(path, payload: bytes) -> None:
+    """Replace the snapshot by ``payload`` with a matching digest, as anyone holding the file can."""
+    blob = zlib.compress(payload)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE state SET blob = ?, digest = ?", (blob, hashlib.sha256(blob).hexdigest()))
+    conn.commit()
+    conn.close()
+
+
+def _text(s: str) -> bytes:  # SHORT_BINUNICODE
+    return b"\x8c" + bytes([len(s)]) + s.encode()
+
+
+def _global(module: str, name: str) -> bytes:  # STACK_GLOBAL: find_class(module, name) at protocol 4
+    return _text(module) + _text(name) + b"\x93"
+
+
+def _payloads(marker) -> dict[str, bytes]:
+    cmd = f"touch {marker}"
+    call1, call2 = b"\x85R", b"\x86R"  # TUPLE1 / TUPLE2 then REDUCE
+    return {
+        # a module imported by a privbandit module, then the builtin getattr
+        "module_then_getattr": b"\x80\x04" + _global("builtins", "getattr") + _global("privbandit.deploy.store", "os")
+        + _text("system") + call2 + _text(cmd) + call1 + b".",
+        # a dotted name: find_class walks it at protocol >= 4
+        "dotted_name": b"\x80\x04" + _global("privbandit.deploy.store", "os.system") + _text(cmd) + call1 + b".",
+        # numpy's test helper that execs a string
+        "numpy_runstring": b"\x80\x04" + _global("numpy.testing._private.utils", "runstring")
+        + _text(f"import os; os.system({cmd!r})") + b"}" + call2 + b".",
+        # getattr on a state class: its __init__'s globals hold the modules it imported
+        "state_class_dunder": b"\x80\x04" + _global("builtins", "getattr") + _global("privbandit.ledger", "Ledger")
+        + _text("__init__") + call2 + b".",
+        # a function (not a class) of a state module: functions are never stored
+        "state_module_function": b"\x80\x04" + _global("privbandit.ledger", "grid_layout") + b"K\x01K\x01" + call2
+        + b".",
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_payloads("m")))
+def test_a_crafted_snapshot_cannot_run_code(tmp_path, kind):
+    """Fails on 11b64bf for the first three (the marker file is written, then an AttributeError)."""
+    path, marker = _store(tmp_path), tmp_path / "pwned"
+    _forge(path, _payloads(marker)[kind])
+    with pytest.raises(StoreError, match="which a deployment never stores"):
+        Deployment.open(path)
+    assert not marker.exists()
+
+
+def test_a_crafted_snapshot_cannot_run_code_through_the_command_line(tmp_path):
+    from privbandit.cli import main
+
+    path, marker = _store(tmp_path), tmp_path / "pwned"
+    _forge(path, _payloads(marker)["dotted_name"])
+    for command in ("status", "audit"):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["deploy", command, str(path)])
+        assert code == 2 and "never stores" in err.getvalue() and "Traceback" not in err.getvalue(), command
+        assert not marker.exists()
+
+
+@pytest.mark.parametrize("state", [7, [1, 2], {"run": 1, "rng": 2, "ledger": 3}, {}])
+def test_a_snapshot_of_the_wrong_shape_is_a_store_error(tmp_path, state):
+    """An int failed on 11b64bf with "AttributeError: 'int' object has no attribute 'get'"."""
+    path = _store(tmp_path)
+    _forge(path, pickle.dumps(state, protocol=5))
+    with pytest.raises(StoreError, match="is not a policy run, a generator and a ledger"):
+        Deployment.open(path)
+
+
+def test_a_snapshot_with_wrong_counters_is_a_store_error(tmp_path):
+    path = _store(tmp_path)
+    conn = sqlite3.connect(path)
+    (blob,) = conn.execute("SELECT blob FROM state").fetchone()
+    conn.close()
+    state = pickle.loads(zlib.decompress(blob))
+    state["counters"] = 3  # tuple(3) was a TypeError
+    _forge(path, pickle.dumps(state, protocol=5))
+    with pytest.raises(StoreError, match="corrupt deployment store"):
+        Deployment.open(path)
+
+
+def test_every_deployable_policy_still_reopens(tmp_path):
+    """The unpickler now names what it builds; every private K-armed policy's snapshot (and the
+    realized-spend ledger, with and without tracking) must still load -- a class it had missed
+    would make a store unopenable after its first call."""
+    from privbandit.policies import REGISTRY, make_policy
+
+    names = [n for n in sorted(REGISTRY) if make_policy(n).private and "contexts" not in make_policy(n).requires]
+    assert len(names) >= 15
+    for i, name in enumerate(names):
+        path = tmp_path / f"{name}.db"
+        with Deployment.create(path, name, n_arms=3, budget=50.0, delta=1e-6, seed=i, track_realized=i % 2 == 0) \
+                as dep:
+            for _ in range(4):
+                dep.update(dep.select().decision, 0.25)
+        with Deployment.open(path) as again:
+            assert again.status()["policy_rounds"] == 4, name
+            again.update(again.select().decision, 1.0)
