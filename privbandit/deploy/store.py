@@ -116,7 +116,10 @@ def _state_object(module: str, name: str) -> bool:
     module-level singleton of such a class pickled by its name (the ledger's layouts)."""
     import sys
 
-    if not module.startswith(_STATE_MODULES) or not name.isidentifier() or name.startswith("__"):
+    if not module.startswith(_STATE_MODULES) or not name.isidentifier() or name.startswith("__") \
+            or module.rpartition(".")[2].endswith(("kernels", "_native")):
+        # (the kernel modules' classes are never stored -- runs look kernels up at each call -- and a
+        # kernel is callable: _kernels._SamplerCall calls the C function at the address it holds)
         return False
     __import__(module)
     obj = getattr(sys.modules[module], name, None)

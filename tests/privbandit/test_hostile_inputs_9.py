@@ -74,6 +74,8 @@ def _payloads(marker) -> dict[str, bytes]:
         # getattr on a state class: its __init__'s globals hold the modules it imported
         "state_class_dunder": b"\x80\x04" + _global("builtins", "getattr") + _global("privbandit.ledger", "Ledger")
         + _text("__init__") + call2 + b".",
+        # a kernel class: callable, and _SamplerCall calls the C function at the address it holds
+        "kernel_class": b"\x80\x04" + _global("privbandit.mechanisms._kernels", "_SamplerCall") + b".",
         # a function (not a class) of a state module: functions are never stored
         "state_module_function": b"\x80\x04" + _global("privbandit.ledger", "grid_layout") + b"K\x01K\x01" + call2
         + b".",
