@@ -66,7 +66,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
 from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event, Gaussian, Laplace,
@@ -302,7 +302,7 @@ CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
 
 
 def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")

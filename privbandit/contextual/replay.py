@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from accountants._validate import NOT_NUMBERS
+
 from privbandit.feedback import Offer
 from privbandit.seeding import check_seed
 
@@ -60,7 +62,7 @@ class LoggedData:
             raise ValueError(f"contexts must be a finite (n, d) array with n >= 1, got shape {x.shape}")
         # a replayed policy keeps (replicates, n_arms, dim) state: at most 2^20 arms, as LinearContextual
         # (an action of 2^63 - 1 in a log made n_arms 2^63 and the replay a numpy error)
-        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or not 2 <= self.n_arms <= 2**20:
+        if isinstance(self.n_arms, NOT_NUMBERS) or not isinstance(self.n_arms, (int, np.integer)) or not 2 <= self.n_arms <= 2**20:
             raise ValueError(f"n_arms must be a whole number in [2, 2^20 = {2**20}], got {self.n_arms!r}")
         if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= self.n_arms:
             raise ValueError(f"actions must be {n} whole numbers in [0, {self.n_arms - 1}]")
@@ -82,7 +84,7 @@ class LoggedData:
 
 def uniform_log(env, n_events: int, seed=None) -> LoggedData:
     """``n_events`` events of the uniform logging policy on a classification reduction ``env``."""
-    if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
+    if isinstance(n_events, NOT_NUMBERS) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
         raise ValueError(f"n_events must be a whole number in [1, inf), got {n_events!r}")
     rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     idx = rng.integers(0, env.labels.size, n_events)
@@ -159,7 +161,7 @@ def replay(policy, log: LoggedData, replicates: int = 1, seed=None, *, ledger=No
     if not log.uniform:
         raise ValueError("log: replay is unbiased only under uniform logging (every propensity 1/n_arms); "
                          "use ips_value for a fixed rule on this log")
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
+    if isinstance(replicates, NOT_NUMBERS) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
         raise ValueError(f"replicates must be a whole number in [1, inf), got {replicates!r}")
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     order_seq, policy_seq = seq.spawn(2)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -91,7 +91,7 @@ N_ARMS_MAX = 2**20
 
 
 def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
             or (maximum is not None and value > maximum):
         top = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
@@ -101,7 +101,7 @@ def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
 def check_reward(reward, strict: bool) -> tuple[float, float]:
     """(raw, clipped): a finite real; outside [0, 1] it is clipped (the sensitivities of every
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
-    if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
+    if isinstance(reward, NOT_NUMBERS) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"reward must be a real number in [0, 1], got {shown(reward)}")
     try:
         raw = float(reward)
@@ -324,10 +324,10 @@ class Deployment:
         # numpy scalar the largest float is a float64: a Python float is cast to a float16 budget's own
         # type, with an "overflow encountered in cast" RuntimeWarning)
         top = np.float64(1.7976931348623157e308) if isinstance(budget, np.generic) else 1.7976931348623157e308
-        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
+        if isinstance(budget, NOT_NUMBERS) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
                 or budget > top:
             raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+        if isinstance(delta, NOT_NUMBERS) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
         if horizon is not None:
             horizon = _whole("horizon", horizon, n_arms)

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import pickle
 import sqlite3
-import subprocess
-import sys
+import warnings
 import zlib
 from contextlib import redirect_stderr, redirect_stdout
 
+import numpy as np
 import pytest
 
 from privbandit.deploy import Deployment, StoreError
+from privbandit import envs as E
+from privbandit.policies import make_policy
 
 
 # ---------------------------------------------------------------- crafted deployment snapshots
@@ -143,3 +144,77 @@ def test_every_deployable_policy_still_reopens(tmp_path):
         with Deployment.open(path) as again:
             assert again.status()["policy_rounds"] == 4, name
             again.update(again.select().decision, 1.0)
+
+
+# ---------------------------------------------------------------- numbers that are not what they look like
+@pytest.mark.parametrize("make, name", [
+    (lambda: E.Bernoulli([0.5, True]), "means"),
+    (lambda: E.TruncatedExponential([1.0, True]), "rates"),
+    (lambda: E.RewardTable([[0.5, 0.1], [np.True_, 0.2]]), "table"),
+    (lambda: E.ClippedGaussian((0.5, False)), "locs"),
+])
+def test_a_bool_among_numbers_is_refused_like_an_all_bool_list(make, name):
+    """numpy cast the bool before real_array saw it: Bernoulli([0.5, True]) ran an arm of mean 1.0
+    on 11b64bf, while Bernoulli([True, False]) was refused."""
+    with pytest.raises(ValueError, match=f"{name} must be an array of real numbers"):
+        make()
+
+
+def test_real_array_reads_bools_only_where_asked():
+    from accountants._validate import real_array
+
+    assert real_array("tape", [[0.5, True]], bools=True).tolist() == [[0.5, 1.0]]
+    assert real_array("x", [[0.5, 1], (2, 3.0)]).tolist() == [[0.5, 1.0], [2.0, 3.0]]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda td: make_policy("dp_ucb", epsilon=td), "epsilon"),
+    (lambda td: make_policy("exp3_tau", tau=td), "tau"),
+    (lambda td: make_policy("dp_ucb_int", interval=td), "interval"),
+    (lambda td: E.ErdosRenyi(td, 0.5), "n"),
+    (lambda td: E.DisjointCliques(4, td), "size"),
+    (lambda td: E.BarabasiAlbert(5, td), "m"),
+    (lambda td: E.ClippedGaussian([0.5, 0.2], scale=td), "scale"),
+    (lambda td: E.ClippedGaussian([0.5, td]), "locs"),
+])
+def test_a_timedelta64_is_not_a_number(call, name):
+    """np.timedelta64 is an np.signedinteger, hence a numbers.Integral: it passed the type checks and then
+    failed in float() / int() -- "bad parameters for dp_ucb: float() argument must be ... not
+    'datetime.timedelta'" naming no parameter, a TypeError traceback from ErdosRenyi and DisjointCliques,
+    and BarabasiAlbert(5, m=timedelta64(3)) and ClippedGaussian([0.5, timedelta64(3)]) were accepted."""
+    from accountants._validate import shown
+
+    td = np.timedelta64(3, "s")
+    assert "timedelta64" in shown(td)  # (int(td) inside shown was itself a TypeError)
+    with pytest.raises(ValueError, match=name):
+        call(td)
+
+
+def test_clipped_gaussian_reads_numpy_scalars_as_floats():
+    """A longdouble scale reached scipy's ndtr as a longdouble (TypeError: no loop); a float16 one
+    overflowed in float16 arithmetic (RuntimeWarning); a location at the largest float overflowed
+    (l - 0) / scale with a RuntimeWarning. All now give the float64 answer, silently."""
+    from privbandit.envs import ClippedGaussian
+
+    want = ClippedGaussian([0.5, 0.2], scale=0.5).means
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scale in (np.float16(0.5), np.float32(0.5), np.longdouble(0.5)):
+            assert ClippedGaussian([0.5, 0.2], scale=scale).means.tolist() == want.tolist()
+        assert ClippedGaussian([0.5, 1.7976931348623157e308, -1.7976931348623157e308]).means[1:].tolist() == [1.0, 0.0]
+
+
+def test_an_array_entry_beyond_the_floats_is_refused_without_a_warning():
+    from privbandit.envs import Bernoulli
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (was "overflow encountered in cast", then inf)
+        with pytest.raises(ValueError, match=r"means must be an array of real numbers within the floats' range"):
+            Bernoulli(np.array([0.5, np.longdouble("1e400")]))
+
+
+def test_a_failure_probability_that_overflows_the_shift_is_named():
+    """joint_dp_lin_ucb(failure=2.2e-308): log(2 T / failure) is inf; the message blamed epsilon."""
+    pol = make_policy("joint_dp_lin_ucb", failure=2.2250738585072014e-308)
+    with pytest.raises(ValueError, match=r"failure=2.22507e-308 .* a larger failure"):
+        pol.privacy_schedule(100, 3)
