@@ -218,3 +218,34 @@ def test_a_failure_probability_that_overflows_the_shift_is_named():
     pol = make_policy("joint_dp_lin_ucb", failure=2.2250738585072014e-308)
     with pytest.raises(ValueError, match=r"failure=2.22507e-308 .* a larger failure"):
         pol.privacy_schedule(100, 3)
+
+
+# ---------------------------------------------------------------- arrays the ledger hands out
+def test_the_shared_layouts_cannot_be_made_writeable():
+    """The grid and pulled layouts are shared by every ledger of the process and staged uncopied. On
+    11b64bf they were owning arrays with the writeable flag off, which any caller may turn back on:
+    zeroing them made DP-UCB's realized epsilon over 4 replicates [4, 0, 0, 0] (certificate 1.0)."""
+    from privbandit.ledger import grid_layout, pulled_layout
+
+    rows, cols = grid_layout(4, 3)
+    for a in (rows, cols, pulled_layout(4)):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            a.setflags(write=True)
+    assert rows.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3] and cols.tolist() == [0, 1, 2] * 4
+    from privbandit import simulate
+
+    res = simulate(make_policy("dp_ucb"), E.Bernoulli([0.3, 0.6, 0.5]), horizon=60, replicates=4, seed=3,
+                   progress=False)
+    realized = res.realized_epsilon[-1]  # every replicate spends the same (zeroed rows: [4, 0, 0, 0])
+    assert np.ptp(realized) == 0 and realized[0] == pytest.approx(1.0) and res.realized_within_certificate()
+
+
+def test_the_release_counts_are_handed_out_read_only():
+    """``ledger.draws`` was the ledger's own array: writing into it changed the releases a deployment
+    logs per call and reports per arm."""
+    from privbandit.ledger import Ledger
+
+    led = Ledger(2, 3)
+    with pytest.raises(ValueError, match="read-only"):
+        led.draws[:] = 5
+    assert led.draws.tolist() == [[0, 0, 0], [0, 0, 0]]
