@@ -11,6 +11,7 @@ import difflib
 import math
 import numbers
 import sys
+import unicodedata
 
 import numpy as np
 
@@ -71,7 +72,12 @@ def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
         hint = f"did you mean {', '.join(close)}? ({len(names)} names in {where})"
     else:
         hint = f"known: {', '.join(names)}"
-    return ValueError(f"unknown {kind} {shown(value)}; {hint}")
+    # a look-alike (Cyrillic 'р' for 'p', a fullwidth letter, a zero-width space) printed as itself read
+    # "unknown policy 'dр_ucb'; did you mean dp_ucb" -- the same name twice: say which characters differ
+    odd = [f"{c!r} (U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}) at position {i}" for i, c in enumerate(value)
+           if not c.isascii() or not c.isprintable()][:3]
+    where_odd = f" -- it holds {'; '.join(odd)}, not printable ASCII" if odd else ""
+    return ValueError(f"unknown {kind} {shown(value)}{where_odd}; {hint}")
 
 
 def _as_float(name: str, value: object) -> float:

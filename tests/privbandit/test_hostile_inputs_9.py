@@ -249,3 +249,48 @@ def test_the_release_counts_are_handed_out_read_only():
     with pytest.raises(ValueError, match="read-only"):
         led.draws[:] = 5
     assert led.draws.tolist() == [[0, 0, 0], [0, 0, 0]]
+
+
+# ---------------------------------------------------------------- the command line and the files it reads
+def _cli(argv):
+    from privbandit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"\x00\xff\xfe\x89PNG\r\n\x1a\n" * 50, "is not UTF-8 text"),  # was "'utf-8' codec can't decode byte 0xff ..."
+    ("a,b,c\n0.5,0.5,\xe9\n".encode("latin-1"), "is not UTF-8 text"),
+    (b"a,b,c\n" + b"1" * 200_000 + b",0,0\n", "is not a CSV reward table"),  # was "internal error Error: field larger ..."
+    ("a,b,c\n1_0,0,0\n".encode(), "'1_0' is not a number"),  # was read as 10
+    ("a,b,c\n\uff10.\uff15,0,0\n".encode(), "is not a number"),  # fullwidth 0.5, was read as 0.5
+])
+def test_a_replay_log_that_is_not_a_reward_table_is_named(tmp_path, content, says):
+    path = _store(tmp_path)
+    log = tmp_path / "log.csv"
+    log.write_bytes(content)
+    code, err = _cli(["deploy", "replay", str(path), str(log)])
+    assert code == 2 and says in err and "internal error" not in err and err.count("\n") == 1, err
+    with Deployment.open(path) as dep:
+        assert dep.status()["policy_rounds"] == 3  # nothing served
+
+
+@pytest.mark.parametrize("argv", [
+    ["budget", "dp_ucb", "--horizon", "1_000"], ["budget", "dp_ucb", "--horizon", "\u0663"],
+    ["certify", "--epsilon", "\uff11"], ["budget", "dp_ucb", "--horizon", "100", "--param", "epsilon=1_0"],
+])
+def test_numbers_on_the_command_line_are_plain_ascii(argv):
+    """int(), float() and Decimal() read "1_0" as 10 (a mistyped 1.0 became ten times the epsilon) and
+    any script's digits (fullwidth, Arabic-Indic); all ran on 11b64bf."""
+    code, err = _cli(argv)
+    assert code == 2 and err.startswith("privbandit: error:") and err.count("\n") == 1, err
+
+
+def test_a_look_alike_name_says_which_character_differs():
+    """'dр_ucb' (Cyrillic er) printed "unknown policy 'dр_ucb'; did you mean dp_ucb" -- twice the same
+    name to the eye."""
+    with pytest.raises(ValueError, match=r"U\+0440 CYRILLIC SMALL LETTER ER\) at position 1"):
+        make_policy("d\u0440_ucb")
