@@ -176,6 +176,8 @@ def test_real_array_reads_bools_only_where_asked():
     (lambda td: E.BarabasiAlbert(5, td), "m"),
     (lambda td: E.ClippedGaussian([0.5, 0.2], scale=td), "scale"),
     (lambda td: E.ClippedGaussian([0.5, td]), "locs"),
+    (lambda td: __import__("privbandit").simulate(make_policy("dp_ucb"), E.Bernoulli([0.3, 0.6]), 20, td), "replicates"),
+    (lambda td: __import__("privbandit.budget", fromlist=["epsilon"]).epsilon("dp_ucb", 100, td), "delta"),
 ])
 def test_a_timedelta64_is_not_a_number(call, name):
     """np.timedelta64 is an np.signedinteger, hence a numbers.Integral: it passed the type checks and then
@@ -188,6 +190,17 @@ def test_a_timedelta64_is_not_a_number(call, name):
     assert "timedelta64" in shown(td)  # (int(td) inside shown was itself a TypeError)
     with pytest.raises(ValueError, match=name):
         call(td)
+
+
+def test_a_timedelta64_is_not_a_deployment_number(tmp_path):
+    """Deployment.create(budget=timedelta64) was a numpy UFuncTypeError, update(reward=...) a TypeError."""
+    td = np.timedelta64(3, "s")
+    with pytest.raises(ValueError, match="budget"):
+        Deployment.create(tmp_path / "x.db", "dp_ucb", n_arms=3, budget=td, delta=1e-6)
+    with Deployment.open(_store(tmp_path)) as dep:
+        decision = dep.select().decision
+        with pytest.raises(ValueError, match="reward"):
+            dep.update(decision, td)
 
 
 def test_clipped_gaussian_reads_numpy_scalars_as_floats():
