@@ -30,7 +30,9 @@ import numpy as np
 import pytest
 
 from privbandit.deploy import Deployment, StoreError
+from privbandit import budget as B
 from privbandit import envs as E
+from privbandit import simulate
 from privbandit.policies import make_policy
 
 
@@ -176,8 +178,8 @@ def test_real_array_reads_bools_only_where_asked():
     (lambda td: E.BarabasiAlbert(5, td), "m"),
     (lambda td: E.ClippedGaussian([0.5, 0.2], scale=td), "scale"),
     (lambda td: E.ClippedGaussian([0.5, td]), "locs"),
-    (lambda td: __import__("privbandit").simulate(make_policy("dp_ucb"), E.Bernoulli([0.3, 0.6]), 20, td), "replicates"),
-    (lambda td: __import__("privbandit.budget", fromlist=["epsilon"]).epsilon("dp_ucb", 100, td), "delta"),
+    (lambda td: simulate(make_policy("dp_ucb"), E.Bernoulli([0.3, 0.6]), 20, td), "replicates"),
+    (lambda td: B.epsilon("dp_ucb", 100, td), "delta"),
 ])
 def test_a_timedelta64_is_not_a_number(call, name):
     """np.timedelta64 is an np.signedinteger, hence a numbers.Integral: it passed the type checks and then
@@ -245,8 +247,6 @@ def test_the_shared_layouts_cannot_be_made_writeable():
         with pytest.raises(ValueError, match="WRITEABLE"):
             a.setflags(write=True)
     assert rows.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3] and cols.tolist() == [0, 1, 2] * 4
-    from privbandit import simulate
-
     res = simulate(make_policy("dp_ucb"), E.Bernoulli([0.3, 0.6, 0.5]), horizon=60, replicates=4, seed=3,
                    progress=False)
     realized = res.realized_epsilon[-1]  # every replicate spends the same (zeroed rows: [4, 0, 0, 0])
