@@ -93,6 +93,24 @@ def uniform_log(env, n_events: int, seed=None) -> LoggedData:
     return LoggedData(env.features[idx], actions, rewards, np.full(n_events, 1.0 / env.n_arms), env.n_arms)
 
 
+#: pyarrow 0.14.0 - 14.0.0 rebuild a column's "PyExtensionType" from a pickle stored in the file: a
+#: crafted Parquet log runs code when read (CVE-2023-47248, fixed in 14.0.1)
+PYARROW_SAFE = (14, 0, 1)
+
+
+def _safe_parquet_reader() -> None:
+    """ValueError unless the installed pyarrow reads Parquet without unpickling (a log is a file a
+    user may receive from elsewhere); pyproject's ``frames`` extra asks for it, but an older pyarrow
+    already installed would be used as it is."""
+    import pyarrow
+
+    parts = [int(p) if p.isdigit() else 0 for p in pyarrow.__version__.split("+")[0].split(".")[:3]]
+    if tuple(parts + [0] * (3 - len(parts))) < PYARROW_SAFE:
+        raise ValueError(f"reading a Parquet log needs pyarrow >= {'.'.join(map(str, PYARROW_SAFE))}: pyarrow "
+                         f"{pyarrow.__version__} runs code stored in a crafted Parquet file (CVE-2023-47248); "
+                         "upgrade it (pip install -U 'pyarrow>=14.0.1') or convert the log to CSV")
+
+
 def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedData:
     """Read a log from CSV or Parquet (by suffix; Parquet needs the ``frames`` extra): columns
     ``action``, ``reward``, ``propensity`` and the context columns (default: every other column,
@@ -107,6 +125,8 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
         raise ValueError(f"path must end in .csv, .parquet or .pq, got {path.name!r}")
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} is not a file")
+    if suffix != ".csv":
+        _safe_parquet_reader()
     try:
         frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:

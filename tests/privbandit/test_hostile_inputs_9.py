@@ -307,3 +307,25 @@ def test_a_look_alike_name_says_which_character_differs():
     name to the eye."""
     with pytest.raises(ValueError, match=r"U\+0440 CYRILLIC SMALL LETTER ER\) at position 1"):
         make_policy("d\u0440_ucb")
+
+
+@pytest.mark.parametrize("version, refused", [("14.0.0", True), ("0.17.1", True), ("26.0.1", False)])
+def test_a_parquet_log_is_read_only_by_a_pyarrow_that_does_not_unpickle(tmp_path, monkeypatch, version, refused):
+    """pyarrow 0.14.0 - 14.0.0 unpickle a column's PyExtensionType stored in the file (CVE-2023-47248): a
+    crafted Parquet log runs code in load_log. Such a pyarrow is now refused before the file is opened."""
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    from privbandit.contextual.replay import load_log
+
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"action": [0, 1], "reward": [0.5, 1.0], "propensity": [0.5, 0.5], "x": [0.1, 0.2]}).to_parquet(path)
+    monkeypatch.setattr(pa, "__version__", version)
+    if refused:
+        with pytest.raises(ValueError, match="CVE-2023-47248"):
+            load_log(path)
+    else:
+        assert load_log(path).rewards.tolist() == [0.5, 1.0]
+    from privbandit.contextual.replay import _safe_parquet_reader
+
+    monkeypatch.setattr(pa, "__version__", "14.0.1")  # the first safe release (pandas itself wants a newer one)
+    _safe_parquet_reader()
