@@ -117,7 +117,7 @@ def check_reward(reward, strict: bool) -> tuple[float, float]:
 def _json_params(params: dict) -> dict:
     try:
         return json.loads(json.dumps(params, allow_nan=False))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # (a list nested 100,000 deep: json's RecursionError)
         raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {shown(params)}") from None
 
 
@@ -165,7 +165,7 @@ def _json_cell(value, n_arms):
         return False, value
     try:
         return True, json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a cell nested 100,000 deep was an "internal error" RecursionError)
         return False, value
 
 

@@ -327,7 +327,8 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
         config = json.loads(rows["config"])
         if rows.get("format") != FORMAT:
             raise KeyError("format")
-    except (sqlite3.DatabaseError, KeyError, ValueError) as exc:
+    except (sqlite3.DatabaseError, KeyError, ValueError, RecursionError) as exc:  # (RecursionError: JSON nested
+        # 100,000 deep was an "internal error")
         raise StoreError(f"{path}: corrupt deployment store (meta table: {exc})") from None
     return config
 

@@ -62,6 +62,15 @@ def _global(module: str, name: str) -> bytes:  # STACK_GLOBAL: find_class(module
     return _text(module) + _text(name) + b"\x93"
 
 
+def _cli(argv):
+    from privbandit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, err.getvalue()
+
+
 def _payloads(marker) -> dict[str, bytes]:
     cmd = f"touch {marker}"
     call1, call2 = b"\x85R", b"\x86R"  # TUPLE1 / TUPLE2 then REDUCE
@@ -146,6 +155,29 @@ def test_every_deployable_policy_still_reopens(tmp_path):
         with Deployment.open(path) as again:
             assert again.status()["policy_rounds"] == 4, name
             again.update(again.select().decision, 1.0)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("sql", ["UPDATE meta SET value = ? WHERE key = 'config'", "UPDATE decisions SET releases = ?"])
+def test_json_nested_too_deep_is_a_store_error(tmp_path, sql):
+    """json.loads raised RecursionError, which the command line reported as an internal error."""
+    path = _store(tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute(sql, (DEEP,))
+    conn.commit()
+    conn.close()
+    code, err = _cli(["deploy", "status", str(path)])
+    assert code == 2 and "corrupt deployment store" in err and "internal error" not in err, err
+
+
+def test_params_nested_too_deep_are_refused(tmp_path):
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="params must be JSON values"):
+        Deployment.create(tmp_path / "d.db", "dp_ucb", n_arms=3, budget=1.0, delta=1e-6, params={"epsilon": deep})
 
 
 # ---------------------------------------------------------------- numbers that are not what they look like
@@ -265,15 +297,6 @@ def test_the_release_counts_are_handed_out_read_only():
 
 
 # ---------------------------------------------------------------- the command line and the files it reads
-def _cli(argv):
-    from privbandit.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(argv)
-    return code, err.getvalue()
-
-
 @pytest.mark.parametrize("content, says", [
     (b"\x00\xff\xfe\x89PNG\r\n\x1a\n" * 50, "is not UTF-8 text"),  # was "'utf-8' codec can't decode byte 0xff ..."
     ("a,b,c\n0.5,0.5,\xe9\n".encode("latin-1"), "is not UTF-8 text"),
