@@ -11,11 +11,19 @@ import difflib
 import math
 import numbers
 import sys
+import unicodedata
 
 import numpy as np
 
 #: longest a value is quoted in an error message; a longer one is shortened (see :func:`shown`)
 SHOWN_MAX = 60
+
+
+#: What the validators refuse where a number is expected although Python's numeric tower or numpy's type
+#: tree files it as one: bools (``True`` is an int) and numpy's timedelta64, an ``np.signedinteger`` -- so a
+#: ``numbers.Integral`` -- that float() and int() both refuse ("float() argument must be ... not
+#: 'datetime.timedelta'" escaped from the validators as a TypeError naming no parameter).
+NOT_NUMBERS = (bool, np.bool_, np.timedelta64)
 
 
 def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
@@ -33,7 +41,7 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
         text = repr(value)
         text = text if len(text) <= limit else f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
         return f"{text} (a Decimal is not converted: pass float(x) or int(x))"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, NOT_NUMBERS):
         n = int(value)
         if abs(n) < 10**40:
             return repr(n) if type(value) is int else repr(value)
@@ -64,11 +72,16 @@ def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
         hint = f"did you mean {', '.join(close)}? ({len(names)} names in {where})"
     else:
         hint = f"known: {', '.join(names)}"
-    return ValueError(f"unknown {kind} {shown(value)}; {hint}")
+    # a look-alike (Cyrillic 'р' for 'p', a fullwidth letter, a zero-width space) printed as itself read
+    # "unknown policy 'dр_ucb'; did you mean dp_ucb" -- the same name twice: say which characters differ
+    odd = [f"{c!r} (U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}) at position {i}" for i, c in enumerate(value)
+           if not c.isascii() or not c.isprintable()][:3]
+    where_odd = f" -- it holds {'; '.join(odd)}, not printable ASCII" if odd else ""
+    return ValueError(f"unknown {kind} {shown(value)}{where_odd}; {hint}")
 
 
 def _as_float(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {shown(value)}")
     try:
         x = float(value)
@@ -135,14 +148,31 @@ def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
             return raw.astype(float)
         if raw.dtype.kind not in "iufO":  # text, bools, bytes, dates: not rewards or probabilities
             raise TypeError(raw.dtype)
+        if not bools and raw.dtype.kind != "O" and isinstance(value, (list, tuple)) and _holds_bool(value):
+            # numpy casts a bool among numbers before we see it: [0.5, True] is float64 [0.5, 1.0] (an all-bool
+            # list is a bool array, refused above: a mixed one is refused the same way)
+            raise TypeError("bool")
         # (an object array turns None into NaN when cast, "0.5" into 0.5 and a Decimal into a float: every
         # entry must be a number the scalar validators take -- a Decimal is refused there, so here too)
-        if raw.dtype.kind == "O" and not all(isinstance(x, (numbers.Real, np.number)) and not isinstance(x, (bool, np.bool_))
+        if raw.dtype.kind == "O" and not all(isinstance(x, (numbers.Real, np.number)) and not isinstance(x, NOT_NUMBERS)
                                              for x in raw.ravel().tolist()):
             raise TypeError("mixed")
-        return raw.astype(float)
+        with np.errstate(over="raise"):  # (a longdouble of 1e400 became inf with a RuntimeWarning)
+            return raw.astype(float)
+    except FloatingPointError:
+        raise ValueError(f"{name} must be an array of real numbers within the floats' range (|x| <= 1.8e308), "
+                         f"got {shown(value)}") from None
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}") from None
+
+
+def _holds_bool(seq) -> bool:
+    """Whether a (nested) list or tuple holds a bool or numpy bool (neither can be subclassed, so the
+    set of entry types answers it at C speed: ~20 ms per million entries, about what np.asarray spends)."""
+    kinds = set(map(type, seq))
+    if bool in kinds or np.bool_ in kinds:
+        return True
+    return any(_holds_bool(x) for x in seq if type(x) in (list, tuple)) if kinds & {list, tuple} else False
 
 
 def unmasked(name: str, value: object) -> None:
@@ -157,7 +187,7 @@ def unmasked(name: str, value: object) -> None:
 
 def count(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring a non-negative whole number."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
         if isinstance(value, (float, np.floating)) and float(value).is_integer():
             value = int(value)
         else:

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Sequence
 
 import privbandit
-from privbandit.cli_checks import (positive, print_message, probability, real, refuse_repeated_options, require_extra, whole, writable_dir,
-                                   writable_file)
+from privbandit.cli_checks import (plain_number_text, positive, print_message, probability, real, refuse_repeated_options,
+                                   require_extra, whole, writable_dir, writable_file)
 
 #: the budget helpers' longest horizon (privbandit.budget.HORIZON_MAX, not imported: the parser is built
 #: before any computing module loads)
@@ -45,7 +45,7 @@ def parse_params(items: Sequence[str]) -> dict:
             raise ValueError(f"--param takes NAME=VALUE with NAME a parameter name, got {item!r}")
         if key in params:
             raise ValueError(f"--param {key} given twice")
-        for cast in (int, float):
+        for cast in (int, float) if plain_number_text(raw) else ():  # ("1_0" stays text: refused as a number)
             try:
                 params[key] = cast(raw)
                 break

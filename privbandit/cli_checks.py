@@ -44,15 +44,28 @@ def _shown(text: str) -> str:
     return _validate.shown(text, quote=False)
 
 
+def plain_number_text(text: str) -> bool:
+    """Whether ``text`` spells a number the way the documentation does: ASCII, no ``_``. float(),
+    int() and Decimal() also read digit-group underscores ("1_0" is 10: a mistyped "1.0" became a
+    budget ten times larger) and any script's decimal digits (fullwidth "\uff11", Arabic-Indic
+    "\u0663"), which the command line refuses rather than reads silently."""
+    return text.isascii() and "_" not in text
+
+
+_PLAIN = " (ASCII digits, no '_' separators)"
+
+
 def real(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False, hi_open: bool = False):
     """An argparse type: a finite real number in the given interval (open or closed at each end)."""
 
     def parse(text: str) -> float:
         try:
+            if not plain_number_text(text):
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a real number in {_interval(lo, hi, lo_open, hi_open)}, "
-                                             f"got {_validate.shown(text)}") from None
+                                             f"got {_validate.shown(text)}{_PLAIN * (not plain_number_text(text))}") from None
         ok = math.isfinite(value) and (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
         if not ok:
             raise argparse.ArgumentTypeError(f"must lie in {_interval(lo, hi, lo_open, hi_open)}, got {_shown(text)}")
@@ -71,12 +84,12 @@ def whole(lo: int = 0, hi: float = math.inf):
 
     def parse(text: str) -> int:
         try:
-            exact = decimal.Decimal(text)
+            exact = decimal.Decimal(text) if plain_number_text(text) else None
         except (decimal.InvalidOperation, ValueError, TypeError):
             exact = None
         if exact is None or not exact.is_finite() or exact != exact.to_integral_value():
             raise argparse.ArgumentTypeError(f"expected a whole number in {_interval(lo, hi, False, False)}, "
-                                             f"got {_validate.shown(text)}")
+                                             f"got {_validate.shown(text)}{_PLAIN * (not plain_number_text(text))}")
         if exact.adjusted() >= 4300 or not lo <= exact <= (decimal.Decimal(hi) if math.isfinite(hi) else exact):
             raise argparse.ArgumentTypeError(f"must be a whole number in {_interval(lo, hi, False, False)}, "
                                              f"got {_shown(text)}")

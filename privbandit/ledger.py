@@ -66,7 +66,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
 from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event, Gaussian, Laplace,
@@ -196,9 +196,16 @@ def _first_rows(fields: tuple, m: int) -> tuple:
 def _grid_layout(replicates: int, streams: int) -> tuple:
     """Read-only (rows, cols) of every stream in row-major order (``np.nonzero`` of an all-True
     (R, K) mask, as the mechanisms list an insert of every stream)."""
-    rows, cols = (np.ascontiguousarray(a) for a in np.nonzero(np.ones((replicates, streams), dtype=bool)))
-    rows.flags.writeable = cols.flags.writeable = False
-    return rows, cols
+    return tuple(_immutable(a) for a in np.nonzero(np.ones((replicates, streams), dtype=bool)))
+
+
+def _immutable(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in an array no one can write: numpy lets any caller set an owning array's
+    writeable flag back to True (``setflags(write=True)``), and these layouts are shared by every
+    ledger of the process -- zeroing the grid's rows made one replicate's realized epsilon 4.0 and
+    the others' 0.0 (DP-UCB, 4 replicates, certificate 1.0). An array over a ``bytes`` buffer cannot
+    be made writeable. (One copy when a layout is first built; cached.)"""
+    return np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
 
 
 class _Layout:
@@ -236,9 +243,7 @@ round's pulled arms): its rows in the first n replicates are its first n rows.""
 
 @functools.lru_cache(maxsize=8)
 def _pulled_layout(replicates: int) -> np.ndarray:
-    rows = np.arange(replicates, dtype=np.intp)
-    rows.flags.writeable = False
-    return rows
+    return _immutable(np.arange(replicates, dtype=np.intp))
 
 
 def pulled_layout(replicates: int) -> np.ndarray:
@@ -302,7 +307,7 @@ CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
 
 
 def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
@@ -456,9 +461,12 @@ class Ledger:
     # --- bookkeeping --------------------------------------------------------------------------
     @property
     def draws(self) -> np.ndarray:
-        """(R, K) number of releases per (replicate, stream), kept for every replicate."""
+        """(R, K) number of releases per (replicate, stream), kept for every replicate (a read-only
+        view: ``ledger.draws[:] = 0`` wrote into the counts a deployment logs and reports)."""
         self._settle()
-        return self._draws
+        view = self._draws.view()
+        view.flags.writeable = False
+        return view
 
     def _fit(self, capacity: int, at_most: int) -> int:
         per_rep = self.streams * (capacity + 1) * _N_STATS * 8

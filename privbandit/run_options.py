@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from accountants._validate import shown, unmasked
+from accountants._validate import NOT_NUMBERS, shown, unmasked
 
 
 def _flag(name: str, value) -> None:
@@ -22,7 +22,7 @@ def _flag(name: str, value) -> None:
 
 
 def _whole(name: str, value, minimum: int) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
 
 
@@ -36,7 +36,7 @@ def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep
             raise ValueError(f"checkpoints must be a 1-D sequence of whole numbers in [1, {horizon}], got {shown(checkpoints)}")
         for c in raw.tolist():
             # (an int beyond the floats is whole -- and out of range -- without float(c) overflowing)
-            whole = (not isinstance(c, (bool, np.bool_)) and isinstance(c, (numbers.Real, np.integer, np.floating))
+            whole = (not isinstance(c, NOT_NUMBERS) and isinstance(c, (numbers.Real, np.integer, np.floating))
                      and (isinstance(c, (numbers.Integral, np.integer)) or (math.isfinite(float(c)) and float(c) == int(c))))
             if not whole or not 1 <= int(c) <= horizon:
                 raise ValueError(f"checkpoints must be whole numbers in [1, {horizon}], got {shown(c)}")

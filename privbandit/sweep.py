@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from privbandit.engine import simulate
 from privbandit.envs.base import Environment
 from privbandit.policies.base import Policy
@@ -105,7 +105,7 @@ class SweepResult:
         from privbandit.results import check_title, output_path
 
         # checked before drawing: columns="3" was a TypeError, 0, -1 or 2.5 were read as 1 or 2
-        if isinstance(columns, (bool, np.bool_)) or not isinstance(columns, (int, np.integer)) or columns < 1:
+        if isinstance(columns, NOT_NUMBERS) or not isinstance(columns, (int, np.integer)) or columns < 1:
             raise ValueError(f"columns must be a whole number in [1, inf), got {shown(columns)}")
         check_title(title)
         if path is not None:

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import _validate
 from accountants._validate import real_array
 
@@ -79,12 +79,12 @@ class LinearContextual(ContextualEnvironment):
 
     def __init__(self, dim: int, n_arms: int, noise: float = 0.1, model: str = "disjoint", theta_seed: int = 0,
                  theta=None) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 2 <= dim <= 1000:
+        if isinstance(dim, NOT_NUMBERS) or not isinstance(dim, (int, np.integer)) or not 2 <= dim <= 1000:
             raise ValueError(f"dim must be a whole number in [2, 1000], got {shown(dim)}")
         # every arm's parameters are drawn up front, (n_arms, dim) of them, and every round's contexts
         # are (replicates, n_arms, dim): 2^20 arms is far beyond any contextual experiment (2^63 was
         # numpy's "Maximum allowed dimension exceeded", naming no parameter)
-        if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)) or not 2 <= n_arms <= 2**20:
+        if isinstance(n_arms, NOT_NUMBERS) or not isinstance(n_arms, (int, np.integer)) or not 2 <= n_arms <= 2**20:
             raise ValueError(f"n_arms must be a whole number in [2, 2^20 = {2**20}], got {shown(n_arms)}")
         noise = _validate.nonnegative("noise", noise)  # (an int beyond the floats: named, not an OverflowError)
         if not isinstance(model, str) or model not in ("disjoint", "shared"):
@@ -182,7 +182,7 @@ def load_dataset(name: str, dim: int | None = None) -> tuple[np.ndarray, np.ndar
     sd = x.std(axis=0)
     x = (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     if dim is not None:
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 2 <= dim <= x.shape[1] + 1:
+        if isinstance(dim, NOT_NUMBERS) or not isinstance(dim, (int, np.integer)) or not 2 <= dim <= x.shape[1] + 1:
             raise ValueError(f"dim must be a whole number in [2, {x.shape[1] + 1}] for {name}, got {shown(dim)}")
         # principal components by SVD of the centred data (deterministic up to sign; fixed by the
         # largest-magnitude loading being positive)

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from accountants._validate import NOT_NUMBERS
+
 from privbandit.feedback import Offer
 from privbandit.seeding import check_seed
 
@@ -60,7 +62,7 @@ class LoggedData:
             raise ValueError(f"contexts must be a finite (n, d) array with n >= 1, got shape {x.shape}")
         # a replayed policy keeps (replicates, n_arms, dim) state: at most 2^20 arms, as LinearContextual
         # (an action of 2^63 - 1 in a log made n_arms 2^63 and the replay a numpy error)
-        if isinstance(self.n_arms, bool) or not isinstance(self.n_arms, (int, np.integer)) or not 2 <= self.n_arms <= 2**20:
+        if isinstance(self.n_arms, NOT_NUMBERS) or not isinstance(self.n_arms, (int, np.integer)) or not 2 <= self.n_arms <= 2**20:
             raise ValueError(f"n_arms must be a whole number in [2, 2^20 = {2**20}], got {self.n_arms!r}")
         if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= self.n_arms:
             raise ValueError(f"actions must be {n} whole numbers in [0, {self.n_arms - 1}]")
@@ -82,13 +84,31 @@ class LoggedData:
 
 def uniform_log(env, n_events: int, seed=None) -> LoggedData:
     """``n_events`` events of the uniform logging policy on a classification reduction ``env``."""
-    if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
+    if isinstance(n_events, NOT_NUMBERS) or not isinstance(n_events, (int, np.integer)) or n_events < 1:
         raise ValueError(f"n_events must be a whole number in [1, inf), got {n_events!r}")
     rng = np.random.default_rng(check_seed("seed", seed, generator=True))
     idx = rng.integers(0, env.labels.size, n_events)
     actions = rng.integers(0, env.n_arms, n_events)
     rewards = (actions == env.labels[idx]).astype(float)
     return LoggedData(env.features[idx], actions, rewards, np.full(n_events, 1.0 / env.n_arms), env.n_arms)
+
+
+#: pyarrow 0.14.0 - 14.0.0 rebuild a column's "PyExtensionType" from a pickle stored in the file: a
+#: crafted Parquet log runs code when read (CVE-2023-47248, fixed in 14.0.1)
+PYARROW_SAFE = (14, 0, 1)
+
+
+def _safe_parquet_reader() -> None:
+    """ValueError unless the installed pyarrow reads Parquet without unpickling (a log is a file a
+    user may receive from elsewhere); pyproject's ``frames`` extra asks for it, but an older pyarrow
+    already installed would be used as it is."""
+    import pyarrow
+
+    parts = [int(p) if p.isdigit() else 0 for p in pyarrow.__version__.split("+")[0].split(".")[:3]]
+    if tuple(parts + [0] * (3 - len(parts))) < PYARROW_SAFE:
+        raise ValueError(f"reading a Parquet log needs pyarrow >= {'.'.join(map(str, PYARROW_SAFE))}: pyarrow "
+                         f"{pyarrow.__version__} runs code stored in a crafted Parquet file (CVE-2023-47248); "
+                         "upgrade it (pip install -U 'pyarrow>=14.0.1') or convert the log to CSV")
 
 
 def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedData:
@@ -105,6 +125,8 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
         raise ValueError(f"path must end in .csv, .parquet or .pq, got {path.name!r}")
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} is not a file")
+    if suffix != ".csv":
+        _safe_parquet_reader()
     try:
         frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
@@ -159,7 +181,7 @@ def replay(policy, log: LoggedData, replicates: int = 1, seed=None, *, ledger=No
     if not log.uniform:
         raise ValueError("log: replay is unbiased only under uniform logging (every propensity 1/n_arms); "
                          "use ips_value for a fixed rule on this log")
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
+    if isinstance(replicates, NOT_NUMBERS) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
         raise ValueError(f"replicates must be a whole number in [1, inf), got {replicates!r}")
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     order_seq, policy_seq = seq.spawn(2)

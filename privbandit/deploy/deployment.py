@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -91,7 +91,7 @@ N_ARMS_MAX = 2**20
 
 
 def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
             or (maximum is not None and value > maximum):
         top = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
@@ -101,7 +101,7 @@ def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
 def check_reward(reward, strict: bool) -> tuple[float, float]:
     """(raw, clipped): a finite real; outside [0, 1] it is clipped (the sensitivities of every
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
-    if isinstance(reward, bool) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
+    if isinstance(reward, NOT_NUMBERS) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"reward must be a real number in [0, 1], got {shown(reward)}")
     try:
         raw = float(reward)
@@ -117,7 +117,7 @@ def check_reward(reward, strict: bool) -> tuple[float, float]:
 def _json_params(params: dict) -> dict:
     try:
         return json.loads(json.dumps(params, allow_nan=False))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # (a list nested 100,000 deep: json's RecursionError)
         raise ValueError(f"params must be JSON values (numbers, strings, booleans, null), got {shown(params)}") from None
 
 
@@ -165,7 +165,7 @@ def _json_cell(value, n_arms):
         return False, value
     try:
         return True, json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a cell nested 100,000 deep was an "internal error" RecursionError)
         return False, value
 
 
@@ -245,6 +245,27 @@ def check_config(config, path: str) -> dict:
     return config
 
 
+def _snapshot_shape(state, path: str, n_arms: int) -> dict:
+    """``state`` if it is what :meth:`Deployment.create` and its calls write -- a dict holding a policy
+    run, a numpy Generator, a one-replicate ledger over ``n_arms`` streams and (since session 10) two
+    round counters -- else a StoreError. A snapshot that unpickled into something else (an int, a
+    list) failed later with an AttributeError or TypeError naming no store."""
+    from privbandit.ledger import Ledger
+    from privbandit.policies.base import PolicyRun
+
+    ok = type(state) is dict and isinstance(state.get("run"), PolicyRun) \
+        and isinstance(state.get("rng"), np.random.Generator) and isinstance(state.get("ledger"), Ledger) \
+        and getattr(state["ledger"], "replicates", None) == 1 and getattr(state["ledger"], "streams", None) == n_arms
+    counters = state.get("counters") if ok else None
+    if ok and counters is not None:
+        ok = type(counters) is tuple and len(counters) == 2 and type(counters[0]) is int \
+            and (counters[1] is None or type(counters[1]) is int)
+    if not ok:
+        raise StoreError(f"{path}: corrupt deployment store (its state snapshot is not a policy run, a generator "
+                         f"and a ledger over {n_arms} arms, as a deployment writes)")
+    return state
+
+
 class Deployment:
     """An open deployment store. Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a
     ``with`` block). Several processes may hold the same store open: every call is serialised by
@@ -303,10 +324,10 @@ class Deployment:
         # numpy scalar the largest float is a float64: a Python float is cast to a float16 budget's own
         # type, with an "overflow encountered in cast" RuntimeWarning)
         top = np.float64(1.7976931348623157e308) if isinstance(budget, np.generic) else 1.7976931348623157e308
-        if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
+        if isinstance(budget, NOT_NUMBERS) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
                 or budget > top:
             raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
-        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+        if isinstance(delta, NOT_NUMBERS) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
         if horizon is not None:
             horizon = _whole("horizon", horizon, n_arms)
@@ -416,7 +437,8 @@ class Deployment:
         wrote (or last read) that version."""
         if self._cache is None or self._cache[0] != info["version"]:
             (blob,) = self._conn.execute("SELECT blob FROM state WHERE id = 1").fetchone()
-            self._cache = (info["version"], _store.load_state(bytes(blob), info["digest"], self.path))
+            state = _store.load_state(bytes(blob), info["digest"], self.path)
+            self._cache = (info["version"], _snapshot_shape(state, self.path, self.n_arms))
         return self._cache[1]
 
     def _state(self) -> tuple[dict, dict]:

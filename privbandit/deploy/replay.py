@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from accountants._validate import shown
+from privbandit.cli_checks import plain_number_text
 from privbandit.deploy.deployment import BudgetExhausted, Deployment
 
 
@@ -25,6 +26,16 @@ def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
         raise ValueError(f"log must be the path of a CSV file, got {shown(path)}")
     if not os.path.isfile(path):  # (was an IsADirectoryError / FileNotFoundError)
         raise ValueError(f"log {os.fspath(path)!r}: No such file (expected a CSV file)")
+    try:
+        return _read_rows(path, n_arms)
+    except UnicodeDecodeError as exc:  # (was "'utf-8' codec can't decode byte 0xff ...", naming no file)
+        raise ValueError(f"log {os.fspath(path)!r} is not UTF-8 text (it holds the byte {exc.object[exc.start]:#04x}, "
+                         f"{exc.reason}); expected a CSV file of rewards") from None
+    except csv.Error as exc:  # (a field over csv's 131072-character limit was an "internal error")
+        raise ValueError(f"log {os.fspath(path)!r} is not a CSV reward table ({exc})") from None
+
+
+def _read_rows(path, n_arms: int) -> list[list[float]]:
     with io.open(os.fspath(path), newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -41,9 +52,12 @@ def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
             values = []
             for col, raw in zip(header, row):
                 try:
+                    if not plain_number_text(raw):  # ("1_0" and fullwidth digits: see cli_checks)
+                        raise ValueError(raw)
                     x = float(raw)
                 except ValueError:
-                    raise ValueError(f"log line {line}, column {col!r}: {raw!r} is not a number") from None
+                    raise ValueError(f"log line {line}, column {col!r}: {raw!r} is not a number (ASCII digits, "
+                                     "no '_' separators)") from None
                 if not math.isfinite(x):
                     raise ValueError(f"log line {line}, column {col!r}: reward must be finite, got {shown(raw)}")
                 values.append(x)

@@ -92,21 +92,82 @@ class StoreUnavailable(StoreError, sqlite3.OperationalError):
         return out
 
 
-_ALLOWED_MODULES = ("numpy", "privbandit.", "accountants.")
-_ALLOWED_BUILTINS = {"complex", "frozenset", "set", "slice", "range", "bytearray", "dict", "list", "tuple",
-                     "int", "float", "bool", "str", "bytes", "getattr"}
+#: Modules whose classes a snapshot holds: the policy run, its mechanisms, samplers, schedule and ledger.
+_STATE_MODULES = ("privbandit.policies.", "privbandit.mechanisms.", "privbandit.ledger", "privbandit.schedule",
+                  "privbandit.feedback", "accountants.")
+#: Exactly the numpy callables a pickled array, dtype, scalar or generator is rebuilt with (numpy 1.x
+#: spells ``numpy._core`` as ``numpy.core``). numpy as a whole is not allowed: it holds callables that
+#: run code (``numpy.testing``'s ``runstring`` execs a string; ``_ufunc_reconstruct`` imports any name).
+_NUMPY = {(core + module, name) for core in ("numpy._core.", "numpy.core.")
+          for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))}
+_NUMPY |= {("numpy", "dtype"), ("numpy", "ndarray"), ("numpy.random._pickle", "__generator_ctor"),
+           ("numpy.random._pickle", "__bit_generator_ctor"), ("numpy.random._pickle", "__randomstate_ctor"),
+           ("numpy.random.bit_generator", "SeedSequence"), ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+           ("numpy.random._generator", "Generator"), ("numpy.random._pcg64", "PCG64"),
+           ("numpy.random._pcg64", "PCG64DXSM"), ("numpy.random._mt19937", "MT19937"),
+           ("numpy.random._philox", "Philox"), ("numpy.random._sfc64", "SFC64")}
+_BUILTINS = {"complex", "frozenset", "set", "slice", "range", "bytearray", "dict", "list", "tuple", "int", "float",
+             "bool", "str", "bytes"}
+
+
+def _state_object(module: str, name: str) -> bool:
+    """Whether ``module.name`` is something a snapshot may name: a class defined in one of the state
+    modules (not one they import: ``privbandit.deploy.store.os`` reached ``os.system``), or a
+    module-level singleton of such a class pickled by its name (the ledger's layouts)."""
+    import sys
+
+    if not module.startswith(_STATE_MODULES) or not name.isidentifier() or name.startswith("__") \
+            or module.rpartition(".")[2].endswith(("kernels", "_native")):
+        # (the kernel modules' classes are never stored -- runs look kernels up at each call -- and a
+        # kernel is callable: _kernels._SamplerCall calls the C function at the address it holds)
+        return False
+    __import__(module)
+    obj = getattr(sys.modules[module], name, None)
+    if isinstance(obj, type):
+        return obj.__module__ == module
+    cls = type(obj)
+    return cls.__module__.startswith(_STATE_MODULES) and getattr(cls, "__reduce__", None) is not object.__reduce__ \
+        and obj.__reduce__() == name
+
+
+def _bound_method(obj, name):
+    """``getattr`` as a snapshot may use it: a method of an object of a state class, looked up by a
+    plain name (a bound method pickles as ``getattr(obj, name)``: IntervalMean's default scale, the
+    Gaussian posterior's release parameters, the ledger's prefix recorder). The builtin itself would
+    reach anything: ``getattr(cls, "__init__")``, then its ``__globals__``, then ``os``."""
+    import inspect
+
+    cls = type(obj)
+    if type(name) is str and name.isidentifier() and not name.startswith("__") and cls.__module__.startswith(
+            _STATE_MODULES) and _state_object(cls.__module__, cls.__name__):
+        method = getattr(obj, name, None)
+        if inspect.ismethod(method) and method.__self__ is obj \
+                and getattr(method.__func__, "__module__", "").startswith(_STATE_MODULES):
+            return method
+    raise StoreError(f"state snapshot asks for attribute {name!r} of a {cls.__module__}.{cls.__qualname__}, "
+                     "which a deployment never stores")
 
 
 class _SnapshotUnpickler(pickle.Unpickler):
-    """Builds only numpy, privbandit and accountants objects (and plain containers): a snapshot is
-    state, and a tampered file must not be able to run arbitrary code."""
+    """Builds only what a deployment's snapshot holds -- plain containers, numpy arrays, dtypes,
+    scalars and generators, and the classes of the state modules -- so that a crafted file (a store
+    received from elsewhere, ``privbandit deploy audit STORE``) cannot run code: the digest beside the
+    blob guards against corruption, not against a forger, who recomputes it. Names are looked up
+    whole (a dotted name such as ``os.system`` is refused, as find_class would resolve it at
+    protocol 4 and above) and ``getattr`` only hands out methods of state objects."""
 
     def find_class(self, module: str, name: str):
-        if module == "builtins" and name in _ALLOWED_BUILTINS:
+        if module == "builtins" and name in _BUILTINS:
             return super().find_class(module, name)
-        if module in ("copyreg", "collections") and name in ("_reconstructor", "OrderedDict", "defaultdict"):
+        if module == "builtins" and name == "getattr":
+            return _bound_method
+        if (module, name) in _NUMPY:
             return super().find_class(module, name)
-        if module == "numpy" or module.startswith(_ALLOWED_MODULES):
+        try:
+            ok = _state_object(module, name)
+        except Exception:  # a module that cannot be imported, or a singleton whose __reduce__ fails
+            ok = False
+        if ok:
             return super().find_class(module, name)
         raise StoreError(f"state snapshot refers to {module}.{name}, which a deployment never stores")
 
@@ -266,7 +327,8 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
         config = json.loads(rows["config"])
         if rows.get("format") != FORMAT:
             raise KeyError("format")
-    except (sqlite3.DatabaseError, KeyError, ValueError) as exc:
+    except (sqlite3.DatabaseError, KeyError, ValueError, RecursionError) as exc:  # (RecursionError: JSON nested
+        # 100,000 deep was an "internal error")
         raise StoreError(f"{path}: corrupt deployment store (meta table: {exc})") from None
     return config
 

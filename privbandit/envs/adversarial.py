@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants._validate import real_array
 
 from privbandit.envs.base import Environment, EnvironmentRun
@@ -33,7 +33,7 @@ from privbandit.seeding import check_seed
 
 
 def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     return int(value)
 

@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from privbandit.mechanisms._base import whole
 
 
@@ -73,7 +73,7 @@ def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
     if hasattr(adjacency, "edges") and hasattr(adjacency, "number_of_nodes"):
         n = adjacency.number_of_nodes()
         nodes = list(adjacency.nodes)
-        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in nodes) \
+        if any(isinstance(v, NOT_NUMBERS) or not isinstance(v, (int, np.integer)) for v in nodes) \
                 or sorted(nodes) != list(range(n)):
             raise ValueError(f"a networkx graph must have the whole-number nodes 0..K-1, got {shown(sorted(nodes, key=repr))}")
         if adjacency.is_directed():
@@ -147,8 +147,9 @@ def _independent_pairs(rng: np.random.Generator, p) -> np.ndarray:
 
 
 def _integral(value) -> bool:
-    """A whole number (2.0 counts; NaN, inf and True do not -- int() of NaN or inf would raise unnamed)."""
-    if isinstance(value, (bool, np.bool_)):
+    """A whole number (2.0 counts; NaN, inf, True and a timedelta64 do not -- int() of NaN or inf would raise
+    unnamed)."""
+    if isinstance(value, NOT_NUMBERS):
         return False
     if isinstance(value, (int, np.integer)):  # any size (np.isfinite of 2**70 is a TypeError)
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants._validate import real_array
 
 from privbandit.envs.base import BlockedRun, StationaryEnvironment
@@ -122,17 +122,23 @@ class ClippedGaussian(StationaryEnvironment):
         from scipy import stats
 
         locs = real_array("locs", locs)
-        if (isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating))
-                or not SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]):
+        if (isinstance(scale, NOT_NUMBERS) or not isinstance(scale, (int, float, np.integer, np.floating))
+                # (a numpy scalar compared as a float: a float16 against 1e100 cast 1e100 to float16, with an
+                # "overflow encountered in cast" RuntimeWarning; a Python int compares exactly, whatever its size)
+                or not SCALE_RANGE[0] <= (float(scale) if isinstance(scale, np.generic) else scale) <= SCALE_RANGE[1]):
             raise ValueError(f"scale must lie in [{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got {shown(scale)}")
         if locs.ndim != 1 or locs.size < 2 or np.any(~np.isfinite(locs)):
             raise ValueError("locs must be a 1-D sequence of at least 2 finite values")
-        self.locs, self.scale = locs, float(scale)
+        # (the float, not the scale as given: a float16 scale overflowed in the float16 arithmetic below, a
+        # longdouble one reached scipy's ndtr, which has no longdouble loop: a TypeError)
+        self.locs, self.scale = locs, scale = locs, float(scale)
         # E[clip(X, 0, 1)] = E[X; 0<X<1] + P(X >= 1) for X ~ N(loc, scale^2).
-        a, b = (0 - locs) / scale, (1 - locs) / scale
         # |a| beyond ~1e154 (a loc of 1e300 at scale 1e100): the pdf's a^2 overflows to inf and the
-        # pdf is 0, which is its value; the RuntimeWarning reached the caller of every simulate
+        # pdf is 0, which is its value; the RuntimeWarning reached the caller of every simulate. A loc
+        # near the largest float over a small scale overflows a and b themselves to -inf: the cdfs and
+        # pdfs at -inf (0) are their values, the mean 1
         with np.errstate(over="ignore"):
+            a, b = (0 - locs) / scale, (1 - locs) / scale
             inside = locs * (stats.norm.cdf(b) - stats.norm.cdf(a)) + scale * (stats.norm.pdf(a) - stats.norm.pdf(b))
         super().__init__(inside + stats.norm.sf(b))
 

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from privbandit.ledger import Ledger, grid_layout, pulled_layout
 from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -18,7 +18,7 @@ MAX_LEVELS = 62
 
 def whole(name: str, value, minimum: int = 0) -> int:
     """``value`` as an int >= ``minimum``; ValueError naming the parameter and the range otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
@@ -27,7 +27,7 @@ def whole(name: str, value, minimum: int = 0) -> int:
 
 def positive(name: str, value) -> float:
     """``value`` as a float in (0, inf); ValueError naming the parameter and the range otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number in (0, inf), got {shown(value)}")
     x = float(value)
     if not (x > 0 and math.isfinite(x)):
@@ -36,7 +36,7 @@ def positive(name: str, value) -> float:
 
 
 def probability(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number in (0, 1), got {shown(value)}")
     x = float(value)
     if not 0 < x < 1:

@@ -39,7 +39,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants.events import NO_EVENT, Composed, Event, PureDP, SelfComposed
 from privbandit import _engine_kernels
 from privbandit.ledger import pulled_layout
@@ -60,7 +60,7 @@ def exp3_gamma(n_arms: int, rounds: int) -> float:
 def _check_tau(tau, default: str) -> int | None:
     if tau is None:
         return None
-    if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
+    if isinstance(tau, NOT_NUMBERS) or not isinstance(tau, (int, np.integer)) or tau < 1:
         raise ValueError(f"tau must be a whole number in [1, inf) (or None for {default}), got {shown(tau)}")
     return int(tau)
 

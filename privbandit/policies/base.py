@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import _validate
 from privbandit.feedback import Feedback, check_relation
 from privbandit.schedule import NonPrivateSchedule, PrivacySchedule
@@ -153,7 +153,7 @@ def _bounded_horizon(privacy_schedule):
 
     @functools.wraps(privacy_schedule)
     def bounded(self, horizon, *args, **kwargs):
-        if isinstance(horizon, (int, float, np.integer, np.floating)) and not isinstance(horizon, bool) \
+        if isinstance(horizon, (int, float, np.integer, np.floating)) and not isinstance(horizon, NOT_NUMBERS) \
                 and horizon > HORIZON_MAX:
             raise ValueError(f"horizon must be a whole number in [1, {HORIZON_MAX:.0e}], got {_validate.shown(horizon)}")
         return privacy_schedule(self, horizon, *args, **kwargs)

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import special
 
 from accountants import _validate
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import best_epsilon
 from accountants.best import Certificate, default_accountants
 from accountants.pld import PLDAccountant
@@ -501,7 +501,7 @@ class DPUCBInt(Policy):
         if len(given) > 1:
             raise ValueError(f"give one of epsilon (the certified privacy), rate (1/interval) or interval, "
                              f"got {' and '.join(given)}")
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 1 < v < 2:
+        if isinstance(v, NOT_NUMBERS) or not isinstance(v, numbers.Real) or not 1 < v < 2:
             raise ValueError(f"v must be a real number in (1, 2), got {shown(v)}")
         self.v = float(v)
         try:  # (math.isfinite of an int beyond the floats was an OverflowError)
@@ -513,7 +513,7 @@ class DPUCBInt(Policy):
         self.epsilon = self.rate = None
         if interval is not None:
             # pull counts are int64: a longer interval would overflow them (and never release anyway)
-            if (isinstance(interval, bool) or not isinstance(interval, numbers.Integral)
+            if (isinstance(interval, NOT_NUMBERS) or not isinstance(interval, numbers.Integral)
                     or not 1 <= interval <= _MAX_INTERVAL):
                 raise ValueError(f"interval must be a whole number in [1, {_MAX_INTERVAL:.0e}], got {shown(interval)}")
             self.interval = int(interval)

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import Gaussian, _validate, gdp_conversion
 from accountants.events import NO_EVENT
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
@@ -156,7 +156,7 @@ class GaussianTS(Policy):
 
 
 def _check_route_args(horizon, delta) -> None:
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
+    if isinstance(horizon, NOT_NUMBERS) or not isinstance(horizon, (int, float, np.integer, np.floating)) \
             or not math.isfinite(horizon) or int(horizon) != horizon or horizon < 1:
         raise ValueError(f"horizon must be a whole number in [1, inf), got {shown(horizon)}")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import gdp_conversion
 from accountants import _validate
 from accountants.events import NO_EVENT, Event
@@ -65,7 +65,7 @@ _CONTEXT_MODES = ("clip", "reject")
 
 
 def _check_dim(dim) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 1 <= dim <= 200:
+    if isinstance(dim, NOT_NUMBERS) or not isinstance(dim, (int, np.integer)) or not 1 <= dim <= 200:
         raise ValueError(f"dim must be a whole number in [1, 200], got {shown(dim)}")
     return int(dim)
 
@@ -482,10 +482,13 @@ class JointDPLinUCB(LinearPolicy):
 
     def tree(self, n_groups, replicates, horizon, rng, ledger) -> VectorTreeMechanism:
         sigma, shift = self.sigma(horizon), self.shift(horizon)
-        if not (0.0 < sigma < math.inf and shift < math.inf):  # epsilon, bound or delta at the floats' edge
-            raise ValueError(f"epsilon={self.epsilon!r} with bound={self.bound:g}, delta={self.delta:g} and horizon "
-                             f"{horizon} calibrates a node noise sigma={sigma:g} (shift {shift:g}) outside (0, inf); "
-                             f"{'a larger epsilon or a smaller bound' if sigma > 0 else 'a smaller epsilon'} is needed")
+        if not (0.0 < sigma < math.inf and shift < math.inf):  # epsilon, bound, delta or failure at the floats' edge
+            # (a failure of 2e-308 makes log(2 T / failure) infinite with a finite sigma: name it, not epsilon)
+            need = ("a smaller epsilon" if not sigma > 0 else "a larger failure (the shift's log(2 T / failure) overflowed)"
+                    if math.isinf(2.0 * horizon / self.failure) else "a larger epsilon or a smaller bound")
+            raise ValueError(f"epsilon={self.epsilon!r} with bound={self.bound:g}, delta={self.delta:g}, "
+                             f"failure={self.failure:g} and horizon {horizon} calibrates a node noise sigma={sigma:g} "
+                             f"(shift {shift:g}) outside (0, inf); {need} is needed")
         size = (self.dim + 1) * (self.dim + 2) // 2
         return VectorTreeMechanism(replicates, n_groups, size, horizon=horizon, noise="gaussian",
                                    scale=self.sigma(horizon), sensitivity=self.sensitivity(), rng=rng,

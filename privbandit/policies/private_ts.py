@@ -48,7 +48,7 @@ import numbers
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import NOT_NUMBERS, shown
 from accountants import Certificate, Laplace, PureDP
 from accountants.events import NO_EVENT
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
@@ -327,7 +327,7 @@ class PrivateTS(Policy):
         self.gap_estimation = bool(gap_estimation)
         self.batch_constant = check_positive("batch_constant", batch_constant)
         self.pull_constant = check_positive("pull_constant", pull_constant)
-        if random_pulls is not None and (isinstance(random_pulls, bool)
+        if random_pulls is not None and (isinstance(random_pulls, NOT_NUMBERS)
                                          or not isinstance(random_pulls, (numbers.Integral, np.integer))
                                          or random_pulls < 0):
             raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {shown(random_pulls)}")
