@@ -56,7 +56,7 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
     first kernel (:func:`hh_split_binary_prepare`) runs in the same call. Returns (how many flush,
     then ``hh_split_binary_prepare``'s (top, min r, max r), or zeros when some stream flushes and
     the caller routes the items itself)."""
-    n_flush = count_items_flat(count, f, 1, o, flush)
+    n_flush = count_items_flat(count, f, 1, o, flush, True)
     if n_flush:
         return n_flush, 0, 0, 0
     top, r_min, r_max = hh_split_binary_prepare(pending, block, rr, kk, v, epsilon, tau, nodes, f, r, m, scale, new,

@@ -41,6 +41,7 @@ from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, chec
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
+_INTP = np.dtype(np.intp)  # positional dtype: numpy's keyword parsing is a per-round cost at R = 1
 _LOG4 = math.log(4.0)
 
 
@@ -187,7 +188,7 @@ class _HybridRun(PolicyRun):
     def _index(self, t):
         # gamma = t^-4 for DP-UCB-Bound: ln(4 / gamma) = ln 4 + 4 ln t (ALGORITHMS.md 4.1-4.2)
         replicates, log_t = self.replicates, math.log(t)
-        index, arms = np.empty((replicates, self.n_arms)), np.empty(replicates, dtype=np.intp)
+        index, arms = np.empty((replicates, self.n_arms)), np.empty(replicates, _INTP)
         ucb_index.at(replicates)(self.hybrid.noisy_sum, self.counts, 0.0, 2.0 * log_t, _LOG4 + 4.0 * log_t,
                                  2.0 * _SQRT8 / self.epsilon, self.bound, index, arms)
         return index, arms
