@@ -400,7 +400,7 @@ class BinaryCore:
         else:
             base, offsets = int(offset), _NO_OFFSETS
         commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, base, offsets,
-               _NO_OUT, lo, hi, node)
+               lo, hi, node)
         mech._record(rr, kk, lo, hi, scale, mechanism, node)
 
     def rows(self, f: np.ndarray | slice) -> np.ndarray:
@@ -414,7 +414,6 @@ class BinaryCore:
 
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 _NO_OFFSETS.flags.writeable = False
-_NO_OUT = np.zeros(0)  # binary_commit: the new outputs stay in the core's ``total`` (not copied out)
 _empty, _INT64, _INTP = np.empty, np.dtype(np.int64), np.dtype(np.intp)
 _UNBOUNDED = 2**62  # the capacity of an unbounded core: more items than a stream can ever hold
 

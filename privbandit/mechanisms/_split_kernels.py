@@ -67,13 +67,13 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
 @kernel
 def hh_split_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
                            noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
-                           offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
+                           offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
                            noisy_sum: np.ndarray, log_sum: np.ndarray) -> None:
     """After the nodes' release ``noisy``: the binary core's commit (``binary_commit``: new nodes,
-    totals (copied into ``out`` unless it is empty), footprints ``lo``, ``hi``, ``node``), then each
+    totals, footprints ``lo``, ``hi``, ``node``), then each
     stream's output ``noisy_sum`` = its logarithmic part + its binary total (``_add_parts_flat``
     from the core's totals: ``f`` indexes the (R, K) ``noisy_sum`` and ``log_sum`` too)."""
-    binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, out, lo, hi, node)
+    binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, lo, hi, node)
     _add_parts_flat(noisy_sum, log_sum, total, f)
 
 

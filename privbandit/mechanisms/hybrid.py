@@ -13,7 +13,7 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (_NO_OFFSETS, _NO_OUT, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch,
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch,
                                          _empty, _INT64, laplace_event, partition, popcount, positive, probability, whole)
 
 
@@ -183,7 +183,7 @@ class HybridMechanism(StreamMechanism):
         uniform = uniform and n >= _SHARED_FOOTPRINT_MIN_ROWS
         lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else (_empty(n, _INT64), _empty(n, _INT64), _empty(n, _INT64)))
         first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
-                                                    dropped, level, top, base, offsets, _NO_OUT, lo, hi, node,
+                                                    dropped, level, top, base, offsets, lo, hi, node,
                                                     self.noisy_sum, self._log_sum)
         if uniform:
             lo, hi, node = first
