@@ -185,13 +185,16 @@ class StreamMechanism:
         np.nonzero would give for the one-hot mask, in the same (row-major) order, at a fraction of
         the numpy calls. ``kk`` is a fresh int copy of ``arms`` (the ledger stages it uncopied)."""
         arms = np.asarray(arms)
-        values = np.asarray(values, dtype=float)
+        # contiguous here, once: every kernel of the insert then reads ``values`` as it is (their
+        # compiled forms are typed on C-contiguous arrays; a strided user view is copied)
+        values = np.ascontiguousarray(values, dtype=float)
         R = self.replicates
         if arms.shape != (R,) or arms.dtype.kind not in "iu":
             raise ValueError(f"arms must be an integer array of shape {(R,)}, got {arms.dtype} {arms.shape}")
         if values.shape != (R,):
             raise ValueError(f"values must have shape (replicates,) = {(R,)}, got {values.shape}")
-        kk, f = np.empty(R, dtype=np.intp), np.empty(R, dtype=np.intp)
+        # (the dtype positionally: numpy's keyword parsing costs ~70 ns a call, a round's fixed cost at R = 1)
+        kk, f = _empty(R, _INTP), _empty(R, _INTP)
         bad = _stream_kernels.stream_pulled_entries.at(R)(arms, values, self.streams, kk, f)
         if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
@@ -359,16 +362,10 @@ class BinaryCore:
         f = self.rows(f)
         _kernels.reset_rows.at(f.size)(self._node_rows, self._total_flat, self._tau_flat, f)
 
-    def insert(self, mech: StreamMechanism, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
-        """Insert ``v`` into streams (rr, kk); nodes noised with Lap(``scale``); footprints shifted by
-        ``offset`` (the stream position of the block's first item). Returns the new outputs."""
-        # One flat row index (or a plain slice when every stream is inserted): much cheaper than
-        # two-array fancy indexing on (R, K, levels).
-        f = slice(None) if rr.size == self.tau.size else rr * self.tau.shape[1] + kk
-        return self.insert_flat(mech, f, rr, kk, v, scale, offset, mechanism)
-
-    def insert_flat(self, mech: StreamMechanism, f, rr, kk, v, scale, offset, mechanism: str) -> np.ndarray:
-        """:meth:`insert` with the flat index ``f`` of (rr, kk) (a full slice: every stream, in order).
+    def insert_flat(self, mech: StreamMechanism, f, rr, kk, v, scale, offset, mechanism: str) -> None:
+        """Insert ``v`` into streams (rr, kk) at flat index ``f`` (a full slice: every stream, in
+        order); nodes noised with Lap(``scale``); footprints shifted by ``offset`` (the stream position
+        of the block's first item). The new outputs are in ``total``.
 
         ``scale`` and ``offset`` are scalars or arrays over the inserted streams, built by the
         calling mechanism (not re-validated). The bookkeeping runs in two kernels
@@ -377,17 +374,16 @@ class BinaryCore:
         path every Laplace draw takes."""
         n = rr.size
         if n == 0:
-            return np.zeros(0)
+            return
         f = self.rows(f)
-        v = np.ascontiguousarray(v, dtype=float)
+        # (``v`` comes from _select / _select_pulled: a contiguous float array already)
         scratch = self._scratch.by_size.get(n)
         if scratch is None:  # working arrays of the kernels, read by no one after the insert
             scratch = self._scratch.by_size[n] = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
         new, dropped, level = scratch
-        # fresh arrays: the output is returned, and the ledger stages lo, hi and node uncopied (only
-        # arrays owning their data)
-        out, lo, hi, node = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(
-            n, dtype=np.int64)
+        # fresh arrays: the ledger stages lo, hi and node uncopied (only arrays owning their data); the
+        # new outputs are read from ``total`` (the callers' state), not copied out
+        lo, hi, node = _empty(n, _INT64), _empty(n, _INT64), _empty(n, _INT64)
         prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
         top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level, self.capacity)
         if top > self.levels:
@@ -404,9 +400,8 @@ class BinaryCore:
         else:
             base, offsets = int(offset), _NO_OFFSETS
         commit(self._tau_flat, self._total_flat, self._node_rows, f, new, noisy, dropped, level, top, base, offsets,
-               out, lo, hi, node)
+               lo, hi, node)
         mech._record(rr, kk, lo, hi, scale, mechanism, node)
-        return out
 
     def rows(self, f: np.ndarray | slice) -> np.ndarray:
         """The flat index ``f`` as an index array (a full slice: every row, in order)."""
@@ -419,6 +414,7 @@ class BinaryCore:
 
 _NO_OFFSETS = np.zeros(0, dtype=np.int64)
 _NO_OFFSETS.flags.writeable = False
+_empty, _INT64, _INTP = np.empty, np.dtype(np.int64), np.dtype(np.intp)
 _UNBOUNDED = 2**62  # the capacity of an unbounded core: more items than a stream can ever hold
 
 

@@ -56,7 +56,7 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
     first kernel (:func:`hh_split_binary_prepare`) runs in the same call. Returns (how many flush,
     then ``hh_split_binary_prepare``'s (top, min r, max r), or zeros when some stream flushes and
     the caller routes the items itself)."""
-    n_flush = count_items_flat(count, f, 1, o, flush)
+    n_flush = count_items_flat(count, f, 1, o, flush, True)
     if n_flush:
         return n_flush, 0, 0, 0
     top, r_min, r_max = hh_split_binary_prepare(pending, block, rr, kk, v, epsilon, tau, nodes, f, r, m, scale, new,
@@ -67,13 +67,13 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
 @kernel
 def hh_split_binary_commit(tau: np.ndarray, total: np.ndarray, nodes: np.ndarray, f: np.ndarray, new: np.ndarray,
                            noisy: np.ndarray, dropped: np.ndarray, level: np.ndarray, top: int, base: int,
-                           offsets: np.ndarray, out: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
+                           offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, node: np.ndarray,
                            noisy_sum: np.ndarray, log_sum: np.ndarray) -> None:
     """After the nodes' release ``noisy``: the binary core's commit (``binary_commit``: new nodes,
-    totals (copied into ``out`` unless it is empty), footprints ``lo``, ``hi``, ``node``), then each
+    totals, footprints ``lo``, ``hi``, ``node``), then each
     stream's output ``noisy_sum`` = its logarithmic part + its binary total (``_add_parts_flat``
     from the core's totals: ``f`` indexes the (R, K) ``noisy_sum`` and ``log_sum`` too)."""
-    binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, out, lo, hi, node)
+    binary_commit(tau, total, nodes, f, new, noisy, dropped, level, top, base, offsets, lo, hi, node)
     _add_parts_flat(noisy_sum, log_sum, total, f)
 
 

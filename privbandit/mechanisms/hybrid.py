@@ -13,8 +13,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
-                                         partition, popcount, positive, probability, whole)
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch,
+                                         _empty, _INT64, laplace_event, partition, popcount, positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -40,7 +40,6 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
 
 
 _NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream
-_NO_OUT = np.zeros(0)  # binary_commit: the new binary totals are read from the core's (not copied out)
 _NO_FOOTPRINTS = np.zeros(0, dtype=np.int64)  # binary_commit: one footprint shared by every insert (never written)
 # Inserts of at least this many streams that share one footprint report it as scalars: three fresh
 # int64 arrays per insert, held by the ledger until it drains, cost their first touch of new memory
@@ -96,7 +95,7 @@ class HybridMechanism(StreamMechanism):
             return
         core = self._core
         rows = core.rows(f)
-        v = np.ascontiguousarray(v, dtype=float)
+        # (``v`` comes from _select / _select_pulled: a contiguous float array already)
         t, pow2, work = self._scratch_for(n)
         k, block_start, new, dropped, level = work
         # count the items (a logarithmic release at t = 2^j); when none is at a power of two -- most
@@ -182,10 +181,9 @@ class HybridMechanism(StreamMechanism):
         noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
         # fresh footprint arrays (the ledger stages them uncopied), unless every insert shares one
         uniform = uniform and n >= _SHARED_FOOTPRINT_MIN_ROWS
-        lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else
-                        (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)))
+        lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else (_empty(n, _INT64), _empty(n, _INT64), _empty(n, _INT64)))
         first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
-                                                    dropped, level, top, base, offsets, _NO_OUT, lo, hi, node,
+                                                    dropped, level, top, base, offsets, lo, hi, node,
                                                     self.noisy_sum, self._log_sum)
         if uniform:
             lo, hi, node = first

@@ -18,7 +18,7 @@ from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, St
                                          partition, popcount, positive, probability, whole)
 from privbandit.mechanisms._split_kernels import (hh_split_binary_commit, hh_split_binary_prepare, hh_split_count_prepare,
                                                   hh_split_log_commit)
-from privbandit.mechanisms.hybrid import _NO_OUT, two_part_schedule
+from privbandit.mechanisms.hybrid import two_part_schedule
 
 
 class SplitMechanism(StreamMechanism):
@@ -147,7 +147,7 @@ class SplitMechanism(StreamMechanism):
             base, offsets = 0, m
         noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
         hh_split_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy, dropped,
-                                     level, top, base, offsets, _NO_OUT, lo, hi, node, self.noisy_sum, self.c)
+                                     level, top, base, offsets, lo, hi, node, self.noisy_sum, self.c)
         self._record(rr, kk, lo, hi, scale, self.name + "/binary", node)
 
     def _leaf(self, scale: float) -> LeafEvent:

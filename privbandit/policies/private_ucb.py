@@ -33,7 +33,7 @@ import numpy as np
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms.tree import TreeMechanism
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms, check_unit
-from privbandit.policies.dp_ucb import ucb_index
+from privbandit.policies.dp_ucb import _INTP, ucb_index
 from privbandit.schedule import PrivacySchedule
 
 
@@ -96,7 +96,7 @@ class _PrivateUCBRun(PolicyRun):
         # DP-UCB's index kernel with the relaxation as the sums' offset: one pass over the tree's own
         # sums and counts and the argmax, where numpy made seven calls (a fixed ~0.3 us each at one
         # replicate); the same IEEE operations per element as (noisy_sum + Gamma) / n + sqrt(2 ln t / n)
-        index, arms = np.empty((self.replicates, self.n_arms)), np.empty(self.replicates, dtype=np.intp)
+        index, arms = np.empty((self.replicates, self.n_arms)), np.empty(self.replicates, _INTP)
         ucb_index.at(self.replicates)(self.tree.noisy_sum, self.tree.count, self.relaxation, 2.0 * math.log(t),
                                       0.0, 0.0, False, index, arms)
         return index, arms
