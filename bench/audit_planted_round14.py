@@ -198,19 +198,7 @@ class Exp3BatchLastRoundTwice(BatchedPrivateEXP3):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        absorb = run._absorb
-        seen = {"t": 0}
-
-        def absorb_twice(rewards):
-            first = seen["t"]
-            seen["t"] += rewards.shape[0]
-            absorb(rewards)
-            rounds = first + 1 + np.arange(rewards.shape[0])
-            closing = rounds % run.tau == 0
-            if closing.any():
-                run.loss = run.loss + (1.0 - rewards[closing]).sum(axis=0)
-
-        run._absorb = absorb_twice
+        _count_closing_twice(run)
         return run
 
 
@@ -234,6 +222,60 @@ class Exp3LateHalf(PrivateEXP3):
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
         _scaled_draws(run.noise.sampler, lambda: 0.5 if int(run.pulls.max()) >= 2 ** 14 else 1.0)
+        return run
+
+
+class Exp3BatchLateLastTwice(BatchedPrivateEXP3):
+    """Batched private EXP3 (tau = 4) whose batch loss sum adds the tau-th round's loss twice only from round
+    2^14 + 1 on (a second accumulator, "kept in float32 past 2^14 rounds", folded in at the batch end). The
+    scale, the reports and the noise law are right; the records at the tau-th round of batches past round
+    2^14 have sensitivity 2. True eps = 2 for them; claimed eps = 1. Reached only by runs past 16,384 rounds."""
+
+    def __init__(self, epsilon: float = 1.0, tau: int | None = 4, exact: bool = False):
+        super().__init__(epsilon, tau, exact)
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _count_closing_twice(run, after=2 ** 14)
+        return run
+
+
+def _count_closing_twice(run, after: int = 0) -> None:
+    """A batched EXP3 run whose batch loss sum adds the loss of each batch's tau-th round a second time, for
+    rounds past ``after``."""
+    absorb = run._absorb
+    seen = {"t": 0}
+
+    def absorb_twice(rewards):
+        first = seen["t"]
+        seen["t"] += rewards.shape[0]
+        absorb(rewards)
+        rounds = first + 1 + np.arange(rewards.shape[0])
+        closing = (rounds % run.tau == 0) & (rounds > after)
+        if closing.any():
+            run.loss = run.loss + (1.0 - rewards[closing]).sum(axis=0)
+
+    run._absorb = absorb_twice
+
+
+class Exp3LapArmNineDouble(DPEXP3Lap):
+    """DP-EXP3-Lap whose released reward is multiplied by a per-arm unit table of eight entries (all 1; arms
+    >= 8 fall back to the default unit 2: "rewards in half-points"), still reported as a sensitivity-1
+    release: records of arms 8, 9, ... have sensitivity 2. The scale and the noise law are right. True eps =
+    2 for records of arms >= 8 (K >= 9 only); claimed eps = 1."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        units = np.where(np.arange(n_arms) >= 8, 2.0, 1.0)
+
+        def update(t, arms, rewards):
+            rows, arms = run.core.rows, run.core.checked(arms)
+            lo = run.pulls[rows, arms]
+            noisy = run.noise.release_records(np.asarray(rewards, dtype=float) * units[arms], run.scale, rows, arms, lo)
+            run.pulls[rows, arms] = lo + 1
+            run.core.learn(arms, exp3_rescale.at(rows.size)(noisy / units[arms], run.b))
+
+        run.update = update
         return run
 
 
@@ -444,6 +486,8 @@ ROUND14_BUGS = {
     "exp3_batch_last_round_twice": Exp3BatchLastRoundTwice,
     "exp3_lap_single_replicate_half": Exp3LapSingleReplicateHalf,
     "exp3_late_half": Exp3LateHalf,
+    "exp3_batch_late_last_twice": Exp3BatchLateLastTwice,
+    "exp3_lap_arm_nine_double": Exp3LapArmNineDouble,
     "graph_side_max_into_pulled": GraphSideMaxIntoPulled,
     "graph_round_streams_degree": GraphRoundStreamsDegree,
     "graph_paired_arm_noise": GraphPairedArmNoise,

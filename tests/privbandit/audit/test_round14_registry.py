@@ -36,7 +36,7 @@ r14 = _load("audit_planted_round14")
 harness = _load("audit_planted")
 
 # bugs that differ only on a path the tiny K-armed run does not take: checked by their own tests below
-_OWN_TEST = {"exp3_lap_single_replicate_half", "exp3_late_half"}
+_OWN_TEST = {"exp3_lap_single_replicate_half", "exp3_late_half", "exp3_batch_late_last_twice", "exp3_lap_arm_nine_double"}
 
 
 def _twins(cls):
@@ -116,6 +116,34 @@ def test_late_bug_halves_only_from_2_14_records():
             run.update(1, arms, rewards)
             noise.append(seen[0][0])
         assert noise[0] == pytest.approx(factor * noise[1], rel=1e-12)
+
+
+def _released_statistics(policy, n_arms, horizon, arms_of=None):
+    """The statistics a one-replicate EXP3 run hands its Laplace release, round by round (rewards 0.25)."""
+    run = policy.start(n_arms, 1, horizon, np.random.default_rng(5))
+    seen = []
+    release = run.noise.release_records
+    run.noise.release_records = lambda v, *a, **k: seen.append(float(np.asarray(v)[0])) or release(v, *a, **k)
+    for t in range(1, horizon + 1):
+        arms = run.select(t) if arms_of is None else np.array([arms_of(t)], dtype=np.int64)
+        run.update(t, arms, np.array([0.25]))
+    return np.array(seen)
+
+
+def test_late_batch_bug_counts_the_closing_round_twice_only_past_2_14():
+    bug, clean = _twins(r14.Exp3BatchLateLastTwice)
+    a, b = (_released_statistics(p, 2, 2 ** 14 + 8) for p in (bug, clean))
+    assert a.shape == b.shape == (2 ** 12 + 2,)  # one release per batch of 4
+    assert np.array_equal(a[:2 ** 12], b[:2 ** 12])
+    assert np.allclose(a[2 ** 12:] - b[2 ** 12:], 0.75)  # the 4th round's loss 1 - 0.25, once more
+
+
+def test_arm_nine_bug_doubles_only_arms_from_8():
+    bug, clean = _twins(r14.Exp3LapArmNineDouble)
+    pattern = lambda t: t % 10  # noqa: E731 -- every arm of ten in turn
+    a, b = (_released_statistics(p, 10, 20, pattern) for p in (bug, clean))
+    arms = np.arange(1, 21) % 10
+    assert np.array_equal(a, np.where(arms >= 8, 2.0, 1.0) * b)
 
 
 def _arms_and_draws(cls, path):
