@@ -82,14 +82,15 @@ def _graph(policy) -> bool:
 
 def _claims_differ(bug, clean, horizon: int = 200) -> bool:
     """The certificate differs from the clean twin's (a claim-only bug): its events, its mu or its eps at
-    delta = 1e-5, for K = 2 and 6 arms; a graph policy's under either relation (max degree 1 and 3)."""
+    delta = 1e-5 or 1e-9, for K = 2 and 6 arms; a graph policy's under either relation (max degree 1 and 3)."""
     from privbandit.policies.base import schedule_for
 
     def cert(policy, k, structure, rel):
         sch = schedule_for(policy, horizon, k, structure, rel)
         # round 13: the live certificate a run reports too (check `certificate` compares it)
         live = tuple(np.asarray(sch.live_certificates(np.array([horizon // 4, horizon]), 1e-5)[0]).tolist())
-        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, live
+        # round 14: eps at a small delta too (a certificate wrong only below the deltas the audit checks)
+        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, sch.epsilon(horizon, 1e-9).value, live
 
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):

@@ -146,6 +146,15 @@ def test_arm_nine_bug_doubles_only_arms_from_8():
     assert np.array_equal(a, np.where(arms >= 8, 2.0, 1.0) * b)
 
 
+def test_tiny_delta_bug_armed_only_below_1e_6():
+    bug = r14.TSTinyDeltaSplit()
+    clean = object.__new__(r14.GaussianTS)  # the parent's schedule on the bug's configuration (b = 1, c = 4)
+    clean.__dict__.update(bug.__dict__)
+    for delta, differs in ((1e-3, False), (1e-5, False), (1e-6, False), (1e-9, True)):
+        a, b = (p.privacy_schedule(200, 2).epsilon(200, delta).value for p in (bug, clean))
+        assert (a < b) == differs and (a == b) != differs
+
+
 def _arms_and_draws(cls, path):
     from audit_planted_bugs import drive_deployment
     from privbandit.deploy.deployment import Deployment
