@@ -463,10 +463,15 @@ class _SmallDeltaSplitSchedule(GaussianTSSchedule):
     """eps at delta <= 1e-5 by the exact GDP conversion at 10 delta (a split delta / 10 written as delta * 10
     on the closed-form branch); larger deltas through the accountants, right."""
 
+    @staticmethod
+    def _slipped(delta) -> bool:
+        """Whether ``delta`` takes the slipped branch."""
+        return 0 < delta <= 1e-5
+
     def epsilon(self, rounds, delta, accountants=None):
         good = GaussianTSSchedule.epsilon(self, rounds, delta, accountants)
         mu = self.mu(rounds)
-        if not 0 < delta <= 1e-5 or rounds <= 0 or not math.isfinite(mu) or mu == 0:
+        if not self._slipped(delta) or rounds <= 0 or not math.isfinite(mu) or mu == 0:
             return good
         value = epsilon_for_delta(mu, 10.0 * delta)
         return Certificate(value, "gdp", {"gdp": value})
@@ -485,17 +490,13 @@ class TSSmallDeltaSplit(GaussianTS):
         return _SmallDeltaSplitSchedule(self.b, self.c, n_arms)
 
 
-class _TinyDeltaSplitSchedule(GaussianTSSchedule):
+class _TinyDeltaSplitSchedule(_SmallDeltaSplitSchedule):
     """eps at delta < 1e-6 by the exact GDP conversion at 10 delta (the split slip of ``_SmallDeltaSplitSchedule``
     on a branch taken only for deltas below 1e-6); deltas >= 1e-6 right."""
 
-    def epsilon(self, rounds, delta, accountants=None):
-        good = GaussianTSSchedule.epsilon(self, rounds, delta, accountants)
-        mu = self.mu(rounds)
-        if not 0 < delta < 1e-6 or rounds <= 0 or not math.isfinite(mu) or mu == 0:
-            return good
-        value = epsilon_for_delta(mu, 10.0 * delta)
-        return Certificate(value, "gdp", {"gdp": value})
+    @staticmethod
+    def _slipped(delta) -> bool:
+        return 0 < delta < 1e-6
 
 
 class TSTinyDeltaSplit(GaussianTS):
