@@ -13,8 +13,10 @@ two arms' streams), the contextual policies (a b-noise weight that forgets the c
 from the reward, a Gram sensitivity with L where L^2 belongs), the ledger (record ids from a stale arm
 array), the certificate side (a delta split wrong only at small delta, releases counted per arm) and the
 deployment path (a filter that lets one release through after exhaustion, an odometer that under-counts
-after a restart, a snapshot that restores a stale generator after a reopen). Each class docstring states the
-true epsilon of the buggy code against its claim. ``CONTROLS14`` are correct but unusual variants (each must
+after a restart, a snapshot that restores a stale generator after a reopen). Those seventeen were all refuted;
+four more were then aimed at limits docs/audit.md states (a sensitivity error with the scale right past round
+2^14, or on arms >= 8; a record at a batch position no long run targets; a certificate wrong only below
+delta = 1e-6). Each class docstring states the true epsilon of the buggy code against its claim. ``CONTROLS14`` are correct but unusual variants (each must
 stay CONSISTENT); they are listed before the bugs, as ``bench/audit_planted.py --only round14`` runs them.
 Nothing here is imported by the package.
 """
