@@ -4,6 +4,7 @@ policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
     python bench/audit_planted.py                 # bugs and controls, seed 0
     python bench/audit_planted.py --only bugs --seeds 0 1
     python bench/audit_planted.py --only controls --exact   # controls in exact (grid) mode too
+    python bench/audit_planted.py --only round14 --json r14.json   # round 14: its controls, bugs, deployment rows
 
 Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
 process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
@@ -29,8 +30,9 @@ from audit_planted_bugs import (AIMED, BUGS, CONTROLS10, CONTROLS11, DEPLOY_BUGS
 from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12, ROUND12_BUGS,  # noqa: E402
                                    drive_deployment12)
 from audit_planted_round13 import CONTROLS13, ROUND13_BUGS  # noqa: E402
+from audit_planted_round14 import CONTROLS14, DEPLOY_BUGS14, DEPLOY_CONTROLS14, ROUND14_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS}
 
 import functools  # noqa: E402
 
@@ -80,14 +82,15 @@ def _graph(policy) -> bool:
 
 def _claims_differ(bug, clean, horizon: int = 200) -> bool:
     """The certificate differs from the clean twin's (a claim-only bug): its events, its mu or its eps at
-    delta = 1e-5, for K = 2 and 6 arms; a graph policy's under either relation (max degree 1 and 3)."""
+    delta = 1e-5 or 1e-9, for K = 2 and 6 arms; a graph policy's under either relation (max degree 1 and 3)."""
     from privbandit.policies.base import schedule_for
 
     def cert(policy, k, structure, rel):
         sch = schedule_for(policy, horizon, k, structure, rel)
         # round 13: the live certificate a run reports too (check `certificate` compares it)
         live = tuple(np.asarray(sch.live_certificates(np.array([horizon // 4, horizon]), 1e-5)[0]).tolist())
-        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, live
+        # round 14: eps at a small delta too (a certificate wrong only below the deltas the audit checks)
+        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, sch.epsilon(horizon, 1e-9).value, live
 
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
@@ -229,9 +232,93 @@ def row(name: str, argv: list[str], label: str) -> dict:
             "power": s["power"]}
 
 
+def _round_of(key: str) -> str:
+    """The 'aimed' column: which round planted ``key`` (AIMED: 'yes')."""
+    if key in AIMED:
+        return "yes"
+    for label, keys in (("round 4", ROUND4), ("round 5", ROUND5), ("round 6", ROUND6), ("round 7", ROUND7),
+                        ("round 8", ROUND8), ("round 9", ROUND9), ("round 10", ROUND10), ("round 11", ROUND11),
+                        ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS)):
+        if key in keys:
+            return label
+    return "no"
+
+
+def bugs(opts, rows: list) -> None:
+    """The planted bugs' rows (``opts.bugs``: only these), each after the armed guard."""
+    print("| bug | aimed | policy copied | verdict | exit | caught by | white-box runs | seconds |")
+    print("|---|---|---|---|---:|---|---|---:|")
+    for key, cls in BUGS.items():
+        if opts.bugs is not None and key not in opts.bugs:
+            continue
+        REGISTRY[cls.name] = cls
+        why = armed(cls)
+        if why:  # a refactor disarmed the bug: say so loudly instead of reporting a verdict
+            print(f"| {key} | DISARMED | {cls.__mro__[1].name} | {why} | | | | |", flush=True)
+            rows.append({"case": key, "policy": cls.__mro__[1].name, "verdict": "DISARMED", "exit": None})
+            continue
+        for seed in opts.seeds:
+            r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
+            rows.append(r)
+            print(f"| {key} | {_round_of(key)} | {r['policy']} | **{r['verdict']}** | "
+                  f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
+
+
+def deployments(rows: list, cases: dict, bug_keys) -> None:
+    """Deployment rows: each store driven by its round's drive, then audited from the store."""
+    from privbandit.audit.deployment import deployment_audit
+
+    print("\n| deployment case | kind | verdict | caught by | seconds |")
+    print("|---|---|---|---|---:|")
+    round12 = {**DEPLOY_BUGS12, **DEPLOY_CONTROLS12}
+    for key, cls in cases.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
+            res = deployment_audit(os.path.join(tmp, "store.db"))
+            seconds = round(time.perf_counter() - started, 1)
+        kind = "bug" if key in bug_keys else "control"
+        rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
+                     "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
+        print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
+
+
+def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
+    """The false-alarm rows: the unmodified private policies, then the rounds' correct variants."""
+    print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
+    print("|---|---|---|---:|---|---:|---|")
+    for name, cls in unmodified.items():
+        if not default_constructible(cls) or (opts.controls is not None and name not in opts.controls):
+            continue
+        for exact in ((False, True) if opts.exact else (False,)):
+            for seed in opts.seeds:
+                argv = [name, "--tier", "ci", "--seed", str(seed)] + (["--param", "exact=true"] if exact else [])
+                try:
+                    r = row(name, argv, name)
+                except ValueError as exc:  # e.g. a policy without an exact mode
+                    print(f"| {name} | {'exact' if exact else 'float'} | skipped: {exc} | | | | |")
+                    continue
+                rows.append(r)
+                print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                      f"{r['seconds']} | {r['power']} |", flush=True)
+    # round 10's to 14's correct variants (subclasses of the policies with a privacy-neutral change)
+    rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14))
+    for key, cls in variants.items():
+        if opts.controls is not None and key not in opts.controls:
+            continue
+        REGISTRY[cls.name] = cls
+        label = next(n for n, keys in rounds if key in keys)
+        for seed in opts.seeds:
+            r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
+            rows.append(r)
+            print(f"| {key} (round {label} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
+                  f"{r['seconds']} | {r['power']} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=("bugs", "controls", "all"), default="all")
+    ap.add_argument("--only", choices=("bugs", "controls", "all", "round14"), default="all",
+                    help="round14: round 14's controls (first), then its bugs and deployment rows")
     ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
@@ -242,67 +329,20 @@ def main() -> None:
     # the unmodified policies, listed before any bug class is registered: a bug registered for its own
     # row would otherwise be audited again as a "control" (--only all)
     unmodified = private_policies()
+    round14 = opts.only == "round14"
+    if round14:  # round 14 alone: its controls first (registered before any bug), then its bugs and deployments
+        opts.bugs = list(ROUND14_BUGS) if opts.bugs is None else opts.bugs
+        controls(opts, rows, {}, CONTROLS14)
+        bugs(opts, rows)
+        deployments(rows, {**DEPLOY_BUGS14, **DEPLOY_CONTROLS14}, DEPLOY_BUGS14)
     if opts.only in ("bugs", "all"):
-        print("| bug | aimed | policy copied | verdict | exit | caught by | white-box runs | seconds |")
-        print("|---|---|---|---|---:|---|---|---:|")
-        for key, cls in BUGS.items():
-            if opts.bugs is not None and key not in opts.bugs:
-                continue
-            REGISTRY[cls.name] = cls
-            why = armed(cls)
-            if why:  # a refactor disarmed the bug: say so loudly instead of reporting a verdict
-                print(f"| {key} | DISARMED | {cls.__mro__[1].name} | {why} | | | | |", flush=True)
-                rows.append({"case": key, "policy": cls.__mro__[1].name, "verdict": "DISARMED", "exit": None})
-                continue
-            for seed in opts.seeds:
-                r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
-                rows.append(r)
-                print(f"| {key} | {'yes' if key in AIMED else ('round 4' if key in ROUND4 else ('round 5' if key in ROUND5 else ('round 6' if key in ROUND6 else ('round 7' if key in ROUND7 else ('round 8' if key in ROUND8 else ('round 9' if key in ROUND9 else ('round 10' if key in ROUND10 else ('round 11' if key in ROUND11 else ('round 12' if key in ROUND12_BUGS else ('round 13' if key in ROUND13_BUGS else 'no'))))))))))} | {r['policy']} | **{r['verdict']}** | "
-                      f"{r['exit']} | {r['caught_by']} | {r['wb_runs']} | {r['seconds']} |", flush=True)
+        bugs(opts, rows)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
-        from privbandit.audit.deployment import deployment_audit
-
-        print("\n| deployment case | kind | verdict | caught by | seconds |")
-        print("|---|---|---|---|---:|")
-        round12 = {**DEPLOY_BUGS12, **DEPLOY_CONTROLS12}
-        for key, cls in {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **round12}.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                started = time.perf_counter()
-                (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
-                res = deployment_audit(os.path.join(tmp, "store.db"))
-                seconds = round(time.perf_counter() - started, 1)
-            kind = "bug" if key in DEPLOY_BUGS or key in DEPLOY_BUGS12 else "control"
-            rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
-                         "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
-            print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
+        deployments(rows, {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **DEPLOY_BUGS12, **DEPLOY_CONTROLS12, **DEPLOY_BUGS14,
+                           **DEPLOY_CONTROLS14}, {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14})
     if opts.only in ("controls", "all"):
-        print("\n| control (unmodified) | mode | verdict | exit | white-box runs | seconds | power |")
-        print("|---|---|---|---:|---|---:|---|")
-        for name, cls in unmodified.items():
-            if not default_constructible(cls) or (opts.controls is not None and name not in opts.controls):
-                continue
-            for exact in ((False, True) if opts.exact else (False,)):
-                for seed in opts.seeds:
-                    argv = [name, "--tier", "ci", "--seed", str(seed)] + (["--param", "exact=true"] if exact else [])
-                    try:
-                        r = row(name, argv, name)
-                    except ValueError as exc:  # e.g. a policy without an exact mode
-                        print(f"| {name} | {'exact' if exact else 'float'} | skipped: {exc} | | | | |")
-                        continue
-                    rows.append(r)
-                    print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
-                          f"{r['seconds']} | {r['power']} |", flush=True)
-        # round 10's to 13's correct variants (subclasses of the policies with a privacy-neutral change)
-        for key, cls in {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13}.items():
-            if opts.controls is not None and key not in opts.controls:
-                continue
-            REGISTRY[cls.name] = cls
-            for seed in opts.seeds:
-                r = row(cls.__mro__[1].name, [cls.name, "--tier", "ci", "--seed", str(seed)], key)
-                rows.append(r)
-                print(f"| {key} (round {10 if key in CONTROLS10 else (11 if key in CONTROLS11 else (12 if key in CONTROLS12 else 13))} control) | float | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
-                      f"{r['seconds']} | {r['power']} |", flush=True)
+        controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14})
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -195,19 +195,24 @@ class AnytimePairedArmNoise(AnytimeLazyUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        batches = run.batches
-        batches.sampler.__class__ = _PairedArmNoise
-        close = batches._close
-
-        def closing(idx):
-            batches.sampler._bug_idx = (np.asarray(idx[0]), np.asarray(idx[1]))
-            try:
-                close(idx)
-            finally:
-                batches.sampler._bug_idx = None
-
-        batches._close = closing
+        pair_arm_noise(run.batches)
         return run
+
+
+def pair_arm_noise(batches) -> None:
+    """A fresh-batch mechanism whose sampler becomes ``_PairedArmNoise``, told the (replicate, arm) of each
+    release while a batch closes."""
+    batches.sampler.__class__ = _PairedArmNoise
+    close = batches._close
+
+    def closing(idx):
+        batches.sampler._bug_idx = (np.asarray(idx[0]), np.asarray(idx[1]))
+        try:
+            close(idx)
+        finally:
+            batches.sampler._bug_idx = None
+
+    batches._close = closing
 
 
 # --- the right scale, the wrong record ids -------------------------------------------------------
