@@ -1,0 +1,87 @@
+"""Session 12 (s12/acc): "a certificate is never below the truth, at any delta and any count".
+
+* The fast PLD's grid points: a leaf's hockey-stick curve was evaluated at fl(j h), which lies up to
+  half an ulp of j h on EITHER side of the real grid point; above it the (non-increasing) curve is
+  below its value there, so the connect-the-dots PMF did not dominate the release. The curve is now
+  read at a float point at or below j h, and the query's losses at or above it.
+"""
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+from accountants import Laplace
+from accountants.fastpld import ComposedPLD, leaf_pmf
+
+U = 2.0 ** -52
+
+
+# --- 1. the fast PLD's float grid points ------------------------------------------------------------
+def _laplace_curve(e0, x):
+    """Exact hockey-stick curve of one Laplace release with eps0 = e0 at a real loss x (mpmath)."""
+    if x >= e0:
+        return mpmath.mpf(0)
+    if x >= -e0:
+        return -mpmath.expm1((x - e0) / 2)
+    return -mpmath.expm1(x)
+
+
+@pytest.mark.parametrize("e0, h", [(1000.0, 0.7), (1000.0, 0.01), (333.3, 0.0123)])
+@mpmath.workdps(40)
+def test_laplace_leaf_dominates_its_curve_at_the_real_grid_points(e0, h):
+    """At the real grid points k h near the top of the support, the leaf PMF's own curve,
+    sum_{i > k} m_i (1 - e^{(k - i) h}) + mass at infinity (computed exactly from the float masses), is at
+    least the exact curve, up to the float noise of the masses' construction: each mass is two terms
+    (d_{i-1} - d_i) / (1 - e^{-h}) and (d_i - d_{i+1}) / (e^h - 1), each within ~3 u (difference, expm1,
+    division) plus the sum's u, so within 4 u (|t1| + |t2|), and the curve value itself within 3 u
+    (the argument's rounding, expm1). On 11b64bf the grid points fl(k h) above k h made the curve up to
+    2.5e-14 short here (~ u x 1000 x slope), 100-1000x that noise."""
+    lo, m, inf = leaf_pmf(Laplace(1.0, e0), h)
+    hh = mpmath.mpf(Fraction(h).numerator) / Fraction(h).denominator
+    n = len(m)
+    top = 80
+    first = n - top
+    xs = [(lo + i) * hh for i in range(first - 1, n + 1)]
+    d = [_laplace_curve(e0, x) for x in xs]  # d[j] at grid index first - 1 + j
+    qp, qm = mpmath.expm1(hh), -mpmath.expm1(-hh)
+    masses = [mpmath.mpf(float(v)) for v in m[first:]]
+    noise = []
+    for i in range(first, n):
+        j = i - first + 1
+        t1 = abs(d[j - 1] - d[j]) / qm
+        t2 = abs(d[j] - d[j + 1]) / qp if i < n - 1 else 0
+        noise.append(4 * U * (t1 + t2))
+    fails = []
+    for kk in range(first, n):
+        c = mpmath.mpf(inf)
+        tol = 3 * U * d[kk - first + 1]
+        for i in range(kk + 1, n):
+            w = -mpmath.expm1((kk - i) * hh)
+            c += masses[i - first] * w
+            tol += noise[i - first] * w
+        if c < d[kk - first + 1] - tol:
+            fails.append((kk, float(d[kk - first + 1] - c), float(tol)))
+    assert not fails, fails[:5]
+
+
+def test_query_losses_are_at_or_above_the_real_grid_points():
+    """The query weighs grid mass by 1 - e^{eps - loss}, increasing in the loss: a loss read below the real
+    j h under-states delta. (h = 0.1 is not dyadic: fl(j h) falls on both sides.)"""
+    pld = ComposedPLD({Laplace(1.0, 0.05): 40000}, 0.1, 1 << 22)
+    losses = pld._losses()
+    hh = Fraction(pld.h)
+    idx = np.arange(len(losses))[:: max(1, len(losses) // 3000)]
+    below = [int(j) for j in idx if Fraction(float(losses[j])) < (int(j) + pld.base) * hh]
+    assert not below, below[:5]
+
+
+@mpmath.workdps(40)
+def test_single_large_laplace_certificate_is_above_the_exact_curve():
+    """The certificate (margins included) against the exact curve of Laplace eps0 = 1000 on a non-dyadic
+    grid, at 41 epsilons over the top 35 grid steps."""
+    pld = ComposedPLD({Laplace(1.0, 1000.0): 1}, 0.7, 1 << 22)
+    for eps in np.linspace(1000.0 - 35 * 0.7, 1000.0 - 0.1, 41):
+        assert pld.delta(float(eps)) >= _laplace_curve(1000.0, mpmath.mpf(float(eps)))
