@@ -105,3 +105,32 @@ def test_lazy_dp_ts_closed_form_is_not_below_the_exact_laplace(policy, eps, delt
         assert single_laplace_log_delta(event.scale / event.sensitivity, cert) <= math.log(delta), (t, cert)
     live, _ = sched.live_certificates(np.array([1, 10, 1000]), delta)
     assert all(single_laplace_log_delta(event.scale / event.sensitivity, v) <= math.log(delta) for v in live)
+
+
+# --- 3. inversions at extreme targets --------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [1e-6, 1e-3, 0.1, 1.0, 50.0])
+@pytest.mark.parametrize("delta", [1e-300, 1e-100, 1e-10, 1e-6, 0.5])
+def test_mu_for_epsilon_delta_spends_at_most_epsilon_forward_and_exactly(eps, delta):
+    """The Gaussian noise-scale inversion: the returned mu's own forward certificate (epsilon_for_delta,
+    rounded up to the 40-bit lattice) and its exact GDP delta (mpmath) both stay within the target. On
+    11b64bf the forward certificate exceeded it by one lattice step at 7 of these 25 targets
+    (eps 0.1 at 1e-6: 0.10000000000002274)."""
+    from accountants import gdp_conversion
+    from tests.accountants._exact import gdp_delta
+
+    mu = gdp_conversion.mu_for_epsilon_delta(eps, delta)
+    assert mu > 0
+    assert gdp_conversion.epsilon_for_delta(mu, delta) <= eps
+    assert gdp_delta(mu, eps) <= delta
+
+
+def test_mu_for_epsilon_delta_stays_monotone():
+    """The answer is the largest lattice mu meeting two monotone conditions: non-decreasing in eps and delta."""
+    from accountants import gdp_conversion
+
+    eps = [0.1 * (1 + k * 1e-13) for k in range(12)]
+    mus = [gdp_conversion.mu_for_epsilon_delta(e, 1e-6) for e in eps]
+    assert mus == sorted(mus)
+    deltas = [1e-6 * (1 + k * 1e-12) for k in range(12)]
+    mus = [gdp_conversion.mu_for_epsilon_delta(0.1, d) for d in deltas]
+    assert mus == sorted(mus)
