@@ -90,7 +90,8 @@ def laplace_epsilon(pure: float, delta: float) -> float:
 
     Rounded up (session 12): rounded to nearest it was up to an ulp below the exact value, a certificate
     below the truth (eps 1 at 1e-10: 0.9999999998, whose exact delta is 1e-10 (1 + 8e-8)). log1p is
-    within 2 ulp (its magnitude is shrunk by 4 u), 2 x is exact, and the sum is moved one ulp up.
+    within 1 ulp (glibc's bound), i.e. 2u relative: its magnitude is shrunk by 4u (3.5u after the product's
+    rounding), 2 x is exact, and the sum is moved one ulp up.
     ``pure`` must be at or above the release's eps0 (:class:`LazyDPTSSchedule` rounds it up).
     """
     value = pure + 2.0 * (math.log1p(-delta) * (1.0 - 4.0 * 2.0 ** -52))
