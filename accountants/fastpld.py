@@ -79,6 +79,23 @@ def _connect_dots(idx: np.ndarray, deltas: np.ndarray, h: float) -> tuple[np.nda
     return np.maximum(m, 0.0), float(d[-1])
 
 
+def _grid_below(idx: np.ndarray, h: float) -> np.ndarray:
+    """Float points at or below the real grid points idx h (session 12).
+
+    fl(j h) is within half an ulp of j h but on either side; a hockey-stick curve evaluated above j h
+    is below its value there (it is non-increasing), so the connect-the-dots values would not dominate.
+    One ulp down from the correctly rounded product is at or below j h for every j (also across a
+    power of two, where the ulp below is the smaller one), so every curve value is at least the real
+    one. Cost: the curve is read u |j h| early (a delta ~1e-16 relative higher)."""
+    return np.nextafter(idx * h, -np.inf)
+
+
+def _grid_above(idx: np.ndarray, h: float) -> np.ndarray:
+    """Float points at or above the real grid points idx h: the query's losses (the weight
+    1 - e^{eps - loss} increases with the loss, so a loss read high can only raise delta)."""
+    return np.nextafter(idx * h, np.inf)
+
+
 def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
     """(first grid index, masses, mass at +infinity) of one release's pessimistic PMF on h Z."""
     if isinstance(leaf, (PureDP, ApproxDP)):
@@ -123,7 +140,7 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
         eps0 = leaf.pure_epsilon()
         lo, hi = math.floor(-eps0 / h), math.ceil(eps0 / h)
         idx = np.arange(lo, hi + 1)
-        e = idx * h
+        e = _grid_below(idx, h)
         with np.errstate(over="ignore"):  # -expm1(e) of the unselected branch at a huge grid step
             d = np.where(e >= eps0, 0.0,
                          np.where(e >= -eps0, -np.expm1(np.minimum(e - eps0, 0.0) / 2.0), -np.expm1(e)))
@@ -135,7 +152,7 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
         lo = math.floor((mean - _GAUSS_SD * mu) / h)
         hi = math.ceil((mean + _GAUSS_SD * mu) / h)
         idx = np.arange(lo, hi + 1)
-        e = idx * h
+        e = _grid_below(idx, h)
         neg = np.minimum(e, 0.0)  # each branch sees only its own side: e^e of a grid point at
         # loss 870 (mu = 30: mean 450 + 14 sd) overflowed into a warning, and inf * 0 into a NaN
         d = np.where(e <= 0.0,
@@ -401,7 +418,8 @@ class ComposedPLD:
 
     # --- queries --------------------------------------------------------------------------------
     def _losses(self) -> np.ndarray:
-        return (np.arange(self.n_fft) + self.base) * self.h
+        # at or above the real grid losses (session 12: fl(j h) could lie u |j h| below them)
+        return _grid_above(np.arange(self.n_fft) + self.base, self.h)
 
     def delta(self, epsilon: float) -> float:
         """Pessimistic delta at ``epsilon`` (margins included), capped at 1."""

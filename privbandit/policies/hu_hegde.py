@@ -34,6 +34,7 @@ Privacy (per record, DESIGN.md): a reward enters only its own arm's mechanism.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -86,8 +87,15 @@ def laplace_epsilon(pure: float, delta: float) -> float:
 
     Its privacy profile is delta(e') = 1 - exp((e' - pure)/2) for 0 <= e' <= pure (the two shifted
     Laplace laws), so e'(delta) = pure + 2 ln(1 - delta), or 0 once delta >= 1 - exp(-pure/2).
+
+    Rounded up (session 12): rounded to nearest it was up to an ulp below the exact value, a certificate
+    below the truth (eps 1 at 1e-10: 0.9999999998, whose exact delta is 1e-10 (1 + 8e-8)). log1p is
+    within 1 ulp (glibc's bound), i.e. 2u relative: its magnitude is shrunk by 4u (3.5u after the product's
+    rounding), 2 x is exact, and the sum is moved one ulp up.
+    ``pure`` must be at or above the release's eps0 (:class:`LazyDPTSSchedule` rounds it up).
     """
-    return max(0.0, pure + 2.0 * math.log1p(-delta))
+    value = pure + 2.0 * (math.log1p(-delta) * (1.0 - 4.0 * 2.0 ** -52))
+    return max(0.0, math.nextafter(value, math.inf))
 
 
 def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -203,7 +211,11 @@ class LazyDPTSSchedule(CachedSchedule):
         fb = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0), ledger=None,
                             exact=exact)
         self._event = fb.privacy_schedule(1)
-        self.pure = self._event.sensitivity / self._event.scale
+        # eps0 = sensitivity / scale of the noise drawn, rounded UP (to nearest it can be an ulp below)
+        pure = self._event.sensitivity / self._event.scale
+        if Fraction(pure) < Fraction(self._event.sensitivity) / Fraction(self._event.scale):
+            pure = math.nextafter(pure, math.inf)
+        self.pure = pure
 
     def events(self, rounds: int):
         return NO_EVENT if rounds <= 0 else self._event
