@@ -35,8 +35,16 @@ from accountants.events import Composed, Gaussian, Laplace
 from accountants.gdp_conversion import epsilon_for_delta
 from accountants.pld import PLDAccountant
 
-CERT_DELTAS = (1e-5, 1e-3)
-"""The deltas at which certificates are compared (the audit's default delta and a large one)."""
+CERT_DELTAS = (1e-5, 1e-3, 1e-7, 1e-9)
+"""The deltas at which every certificate is compared (the audit's default delta, a large one and, since
+session 12, two small ones: round 14's ``ts_tiny_delta_split`` converted its epsilon at 10 delta only below
+delta = 1e-6, where only 1e-5 and 1e-3 were compared). The Laplace floor is dp-accounting's optimistic PLD,
+whose FFT leaves a noise floor near 1e-16 in delta (measured: the composition of two Laplace releases read
+eps = inf below delta = 1e-15): 1e-9 keeps that noise 1e-7 of delta away from the answer."""
+GDP_DELTAS = (1e-12, 1e-15, 1e-20, 1e-30, 1e-50, 1e-100, 1e-200, 1e-300)
+"""Further deltas for events made of Gaussian releases alone, whose floor is the exact GDP conversion (no
+FFT): a delta split or conversion wrong only far out (a closed form underflowing, a cached table ending) is
+compared down to 1e-300."""
 CERT_RTOL = 1e-9
 """Relative slack: the exact GDP conversion rounds up by less than this."""
 
@@ -45,14 +53,23 @@ def epsilon_floor(events, delta: float) -> float | None:
     """A lower bound on the true epsilon at ``delta`` of the composition ``events`` (module docstring): that
     of its concrete Laplace and Gaussian releases alone, or None when it has none. Leaving the other
     releases out can only lower it: the releases kept are a post-processing of the whole composition."""
+    floors = _epsilon_floors(events, (delta,))
+    return None if floors is None else floors[delta]
+
+
+def _epsilon_floors(events, deltas) -> dict[float, float] | None:
+    """:func:`epsilon_floor` at each of ``deltas`` -- and, when every kept release is Gaussian, also at
+    :data:`GDP_DELTAS` -- composing the events once."""
     kept = [(leaf, n) for leaf, n in events.leaves() if n and type(leaf) in (Laplace, Gaussian)]
     if not kept:
         return None
     concrete = Composed(tuple(leaf * n for leaf, n in kept))
     if all(type(leaf) is Gaussian for leaf, _ in kept):
         mu = GDPAccountant().compose(concrete).mu()
-        return 0.0 if mu == 0 else epsilon_for_delta(mu, delta) * (1.0 - CERT_RTOL)
-    return float(PLDAccountant.optimistic().compose(concrete).epsilon(delta))
+        return {d: 0.0 if mu == 0 else epsilon_for_delta(mu, d) * (1.0 - CERT_RTOL)
+                for d in dict.fromkeys((*deltas, *GDP_DELTAS))}
+    pld = PLDAccountant.optimistic().compose(concrete)
+    return {d: float(pld.epsilon(d)) for d in deltas}
 
 
 def certificate_shortfall(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, float, float, float] | None:
@@ -62,17 +79,18 @@ def certificate_shortfall(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, fl
     ``schedule.events(round)``, or None."""
     rounds = [int(t) for t in rounds]
     floors: dict[tuple[int, float], float] = {}
+    compared: dict[float, None] = {}
     for t in rounds:
-        events = schedule.events(t)
-        for delta in deltas:
-            floor = epsilon_floor(events, delta)
-            if floor is None:
-                break
+        at_t = _epsilon_floors(schedule.events(t), deltas)
+        if at_t is None:
+            continue
+        for delta, floor in at_t.items():
+            compared[delta] = None
             floors[t, delta] = floor
             cert = float(schedule.epsilon(t, delta).value)
             if cert < floor * (1.0 - CERT_RTOL) - 1e-12 and math.isfinite(floor):
                 return int(t), float(delta), cert, floor
-    for delta in deltas:
+    for delta in compared:
         asked = [t for t in rounds if (t, delta) in floors]
         if not asked:
             continue
@@ -93,4 +111,4 @@ def certificate_message(shortfall: tuple[int, float, float, float], relation: st
             f"certificate is wrong even where its mu and pure epsilon are right")
 
 
-__all__ = ["CERT_DELTAS", "certificate_message", "certificate_shortfall", "epsilon_floor"]
+__all__ = ["CERT_DELTAS", "GDP_DELTAS", "certificate_message", "certificate_shortfall", "epsilon_floor"]
