@@ -87,9 +87,6 @@ _STAGE_ROUNDS = 256
 # Listed releases of at least this many rows carry their tracked rows (a "head") when staged: below it,
 # slicing per call costs more than selecting the tracked rows of a whole drain at once.
 _HEAD_MIN_ROWS = 1024
-# Pulled entries (one row per replicate) longer than this have their tracked rows sliced entry by entry
-# at a drain; shorter ones are concatenated whole and sliced once (measured break-even ~100-150 rows).
-_SLICE_MIN_ROWS = 128
 # Per-record totals are kept between realized-spend queries (see Ledger._kept_totals) once a query sums
 # at least this many positions per stream: below it a stream's few numpy calls cost more than summing
 # every stream at once.
@@ -155,33 +152,6 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
     return _flatten(values, rows, dtype)[at]
 
 
-def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
-    """``_flatten`` of the first ``n`` rows of staged fields of entries of ``length`` rows each (an
-    array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
-    at once, long ones' sliced one by one (copying every row of many replicates to keep a few costs
-    more than a slice per entry)."""
-    types = set(map(type, values))
-    if np.ndarray not in types:  # one value per entry (a scale, sensitivity 1): no per-entry Python
-        if values.count(values[0]) == len(values):  # (list.count matches the same object by identity first)
-            return np.full(len(values) * n, values[0], dtype=dtype)
-        return np.repeat(np.asarray(values, dtype=dtype), n)
-    if length <= _SLICE_MIN_ROWS and types == {np.ndarray} and all([v.ndim for v in values]):
-        return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
-    vector = [type(v) is np.ndarray and v.ndim > 0 for v in values]
-    if all(vector):
-        return np.concatenate([v[:n] for v in values], dtype=dtype, casting="unsafe")
-    # arrays for some entries, one value for others (DP-UCB-Bound's scales: one per block, an array
-    # when the replicates' blocks differ): each kind gathered at once into its rows
-    arrays = [i for i, is_vector in enumerate(vector) if is_vector]
-    ones = [i for i, is_vector in enumerate(vector) if not is_vector]
-    out = np.empty((len(values), n), dtype=dtype)
-    out[arrays] = (np.concatenate([values[i] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, length)[:, :n]
-                   if length <= _SLICE_MIN_ROWS else
-                   np.concatenate([values[i][:n] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, n))
-    out[ones] = np.asarray([values[i] for i in ones], dtype=dtype)[:, None]
-    return out.reshape(-1)
-
-
 def _first_rows(fields: tuple, m: int) -> tuple:
     """The first ``m`` rows of a staged entry's fields (rep, st, lo, hi, param, sens): arrays sliced
     (views), scalars as they are. Spelled out field by field (rep and st are always 1-D arrays): a
@@ -230,8 +200,9 @@ def grid_layout(replicates: int, streams: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _LAYOUT_PULLED = _Layout("_LAYOUT_PULLED")
-"""The head of a staged entry listing one stream of every replicate, replicate r in row r (a bandit
-round's pulled arms): its rows in the first n replicates are its first n rows."""
+"""The head of an entry of the pulled layout as ledgers pickled before session 12 staged it (one
+stream of every replicate, replicate r in row r): such entries are moved into the pulled buffers on
+unpickling (:meth:`Ledger.__setstate__`); entries are no longer staged with it."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -392,6 +363,18 @@ class Ledger:
         # same six fields for the entry's rows in tracked replicates only (None: not kept, see
         # _head_of), so a drain folds in the tracked releases without flattening every replicate's
         self._sparse: list[tuple] = []
+        # Listed releases of the pulled layout (one row per replicate, replicate r in row r: a round's
+        # pulled arms, see pulled_layout) are staged apart, in the order of the calls: each entry's
+        # kind, its position among the entries of _sparse (how many were staged before it: a drain
+        # folds both in call order, so every position of the difference arrays takes its additions in
+        # the order of the row-by-row path, bit for bit), every replicate's streams (the draw counts;
+        # the tracked replicates' are the first columns), and its tracked rows of the other fields,
+        # written at report time into preallocated (_STAGE_ROUNDS, R_tracked) buffers: a drain reads
+        # them as whole arrays, with no per-entry Python (session 12; see _store, _drain_sparse).
+        self._p_kind: list[int] = []
+        self._p_seq: list[int] = []
+        self._p_st: list[np.ndarray] = []
+        self._pulled_buffers()
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -407,6 +390,19 @@ class Ledger:
         # difference at (0: none), so that kept totals are summed only where a stream has records in
         # releases; None when unknown (an unpickled ledger: the query then sums up to top).
         self._end: np.ndarray | None = np.zeros(self._n_tracked * self.streams, dtype=np.int64)
+
+    def _pulled_buffers(self) -> None:
+        """Allocate the pulled entries' buffers of tracked rows (lo, hi, scale, sensitivity; one row per
+        staged entry) as wide as the tracked replicates now: at construction, and after a drain or a
+        growth that left fewer tracked (they only ever shrink, _grow). Zeros, not empty: rows past the
+        staged ones are then deterministic."""
+        n = self._n_tracked
+        self._p_lo, self._p_hi = (np.zeros((_STAGE_ROUNDS, n), dtype=np.int64) for _ in range(2))
+        self._p_par, self._p_sen = (np.zeros((_STAGE_ROUNDS, n)) for _ in range(2))
+
+    def _pulled_fields(self, k: int) -> tuple:
+        """The first ``k`` rows of the pulled buffers (views): lo, hi, scale, sensitivity."""
+        return self._p_lo[:k], self._p_hi[:k], self._p_par[:k], self._p_sen[:k]
 
     def _unkept(self) -> None:
         """Drop the per-record totals kept between queries (see :meth:`_kept_totals`): derived
@@ -426,6 +422,9 @@ class Ledger:
         state = dict(self.__dict__)
         for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache"):
             state.pop(key, None)
+        # the pulled buffers' staged rows only (the rest is scratch: rebuilt on unpickling)
+        for name, rows in zip(("_p_lo", "_p_hi", "_p_par", "_p_sen"), self._pulled_fields(len(self._p_kind))):
+            state[name] = rows.copy()
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -445,6 +444,20 @@ class Ledger:
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
+        if "_p_kind" in state:  # the pulled buffers' staged rows (see __getstate__), in full buffers again
+            staged = [state[name] for name in ("_p_lo", "_p_hi", "_p_par", "_p_sen")]
+            self._pulled_buffers()
+            for rows, buffer in zip(staged, self._pulled_fields(len(self._p_kind))):
+                buffer[...] = rows[: len(buffer)]  # (a state taken from __dict__ holds whole buffers)
+        else:  # pickled before session 12: entries of the pulled layout were staged among the others
+            self._p_kind, self._p_seq, self._p_st = [], [], []
+            self._pulled_buffers()
+            sparse, self._sparse = self._sparse, []
+            for entry in sparse:
+                if entry[7] is _LAYOUT_PULLED:
+                    self._stage_pulled(*entry[:7])
+                else:
+                    self._sparse.append(entry)
         if "_from_zero" not in state:  # pickled before it was kept: assume footprints start anywhere
             self._from_zero = False
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
@@ -638,15 +651,11 @@ class Ledger:
         if (not rep.flags.writeable and rep.size == self.replicates and _KNOWN_LAYOUTS
                 and rep is _pulled_layout(self.replicates) and st.shape == rep.shape):
             # the pulled layout's own read-only rows (one row per replicate, in order; see
-            # pulled_layout): marked by identity, the other fields as for fresh arrays
-            if not (fresh and st.base is None and (not isinstance(lo_, np.ndarray) or lo_.base is None)
-                    and (not isinstance(hi_, np.ndarray) or hi_.base is None)
-                    and (not isinstance(p, np.ndarray) or p.base is None)
-                    and (not isinstance(s, np.ndarray) or s.base is None)):  # (spelled out: once per release call)
-                st, lo_, hi_, p, s = (np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None)
-                                      else x for x in (st, lo_, hi_, p, s))
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s, _LAYOUT_PULLED))
-        elif (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
+            # pulled_layout), marked by identity: the tracked rows copied into the pulled buffers now,
+            # the streams kept for the draw counts (copied unless fresh: nobody else writes them)
+            self._stage_pulled(kind, rep, st if fresh and st.base is None else np.array(st), lo_, hi_, p, s)
+            return
+        if (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
                 and rep is _grid_layout(self.replicates, self.streams)[0]
                 and st is _grid_layout(self.replicates, self.streams)[1]):
             # the grid layout's own read-only arrays (a mechanism's insert of every stream, see
@@ -676,7 +685,25 @@ class Ledger:
                       for x in (rep, st, lo_, hi_, p, s)]
             # public calls may list replicates in any order: their head is selected row by row
             self._sparse.append((kind, *fields, self._head_of(*fields, exact=not fresh)))
-        if len(self._sparse) >= _STAGE_ROUNDS:
+        if len(self._sparse) + len(self._p_kind) >= _STAGE_ROUNDS:
+            self._drain()
+
+    def _stage_pulled(self, kind, rep, st, lo, hi, p, s) -> None:
+        """Stage an entry of the pulled layout (``rep`` is :func:`pulled_layout`'s rows; ``st`` an array
+        of its length the ledger may keep; the others arrays of that length or scalars): its tracked
+        rows -- its first ones -- into the pulled buffers (see __init__), draining when full."""
+        i, n = len(self._p_kind), self._p_lo.shape[1]
+        if n:
+            # (each field spelled out: once per release call; numpy's assignment casts as the
+            # row-by-row path's unsafe concatenation does)
+            self._p_lo[i] = lo[:n] if type(lo) is np.ndarray and lo.ndim else lo
+            self._p_hi[i] = hi[:n] if type(hi) is np.ndarray and hi.ndim else hi
+            self._p_par[i] = p[:n] if type(p) is np.ndarray and p.ndim else p
+            self._p_sen[i] = s[:n] if type(s) is np.ndarray and s.ndim else s
+        self._p_kind.append(kind)
+        self._p_seq.append(len(self._sparse))
+        self._p_st.append(st)
+        if i + 1 + len(self._sparse) >= _STAGE_ROUNDS:
             self._drain()
 
     def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
@@ -729,7 +756,7 @@ class Ledger:
         if not self._recording:
             raise ValueError("this ledger records nothing (a run without a ledger, Ledger.unrecorded): "
                              "run with ledger=True to query draws or realized spend")
-        if self._staged or self._sparse or any(rec.pending for rec in self._prefix):
+        if self._staged or self._sparse or self._p_kind or any(rec.pending for rec in self._prefix):
             self._drain()
 
     def prefix_recorder(self, parameters: Callable[[np.ndarray], tuple], mechanism: str, *,
@@ -769,8 +796,14 @@ class Ledger:
                 counts = recorder.buffer[:calls].reshape(calls, -1, self.streams)  # (calls, rows, K)
                 self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
-        if sparse:
-            self._drain_sparse(sparse)
+        pulled = None
+        if self._p_kind:
+            k = len(self._p_kind)
+            pulled = (tuple(self._p_kind), self._p_seq, np.concatenate(self._p_st, dtype=np.int64, casting="unsafe")
+                      .reshape(k, self.replicates), self._pulled_fields(k))
+            self._p_kind, self._p_seq, self._p_st = [], [], []
+        if sparse or pulled:
+            self._drain_sparse(sparse, pulled)
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -785,8 +818,10 @@ class Ledger:
                 continue
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
+        if self._p_lo.shape[1] != self._n_tracked:  # a growth dropped replicates from tracking
+            self._pulled_buffers()
 
-    def _drain_sparse(self, sparse: list[tuple]) -> None:
+    def _drain_sparse(self, sparse: list[tuple], pulled: tuple | None = None) -> None:
         """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
         draw counts of every replicate by one bincount, then the tracked releases, one scatter per
         kind, from the entries' heads when those hold every tracked row (else row by row).
@@ -794,89 +829,108 @@ class Ledger:
         An entry marked ``_LAYOUT_GRID`` when staged (every stream of every replicate once, in
         row-major order: DP-UCB's inserts of all arms) adds one draw to every stream, and its
         tracked rows are its first ``n_tracked * K``: its rows are neither flattened nor counted.
-        The rows a drain folds in, and their order, are those of the row-by-row selection, so the
-        sums are the same bit for bit."""
+
+        ``pulled``: the entries of the pulled layout, staged apart (see __init__): (kinds, their
+        positions among ``sparse``, (k, R) streams, (k, R_tracked at staging) tracked rows of lo, hi,
+        scale and sensitivity). Their draws are one bincount; their tracked rows are the buffers' first
+        columns, whole arrays, merged with the listed entries' rows of the same kind in call order (a
+        stable sort on the entries' positions) when both hold some.
+
+        The rows a drain folds in, and their order, are those of the row-by-row selection of every
+        entry in call order, so the sums are the same bit for bit."""
         R, K = self.replicates, self.streams
         n_start = self._n_tracked
-        kinds, reps, sts, *_, heads = zip(*sparse)
-        if _LAYOUT_PULLED in heads:  # identity (a head is a tuple, None or another layout otherwise)
-            if heads.count(_LAYOUT_PULLED) == len(heads):
-                self._drain_pulled(sparse)
-                return
-            # mixed with other entries: a pulled entry's head is its first rows; and when only a few
-            # entries kept no head (a round's inserts split between two releases, as DP-UCB-Bound's
-            # at a power-of-two count), theirs are selected now, row by row, so that the drain takes
-            # the heads instead of flattening every entry's rows (the same rows in the same order)
-            m = min(n_start, R)
-            exact = 4 * heads.count(None) <= len(heads)
-            sparse = [(*e[:7], _first_rows(e[1:7], m)) if e[7] is _LAYOUT_PULLED
-                      else (*e[:7], self._head_of(*e[1:7], exact=True)) if exact and e[7] is None else e
-                      for e in sparse]
-            heads = tuple(e[7] for e in sparse)
-        n_grid = 0
-        if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
-            generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
-            n_grid = len(sparse) - len(generic)
-            self._draws += n_grid
-            reps, sts = tuple(reps[i] for i in generic), tuple(sts[i] for i in generic)
-        cells = counted = None
-        if reps:
-            cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(sts)
-            counted = np.bincount(cells, minlength=self._draws.size)
-            self._draws += counted.reshape(self._draws.shape)
-        n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
-        if n_tracked_rows == 0 and not (n_grid and n_start):
+        p_kinds = ()
+        if pulled is not None:
+            p_kinds, p_seq, p_st, p_fields = pulled
+            offsets = _pulled_layout(R) * K
+            self._draws += np.bincount((p_st + offsets).reshape(-1), minlength=self._draws.size).reshape(R, K)
+        kinds, listed = (), False  # listed: whether the listed entries hold tracked rows
+        if sparse:
+            kinds, reps, sts, *_, heads = zip(*sparse)
+            n_grid = 0
+            if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
+                generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
+                n_grid = len(sparse) - len(generic)
+                self._draws += n_grid
+                reps, sts = tuple(reps[i] for i in generic), tuple(sts[i] for i in generic)
+            cells = counted = None
+            if reps:
+                cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(sts)
+                counted = np.bincount(cells, minlength=self._draws.size)
+                self._draws += counted.reshape(self._draws.shape)
+            n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
+            listed = n_tracked_rows > 0 or bool(n_grid and n_start)
+            if listed and not p_kinds and n_grid == len(sparse) and n_start:
+                _, _, _, los, his, ps, ss, _ = zip(*sparse)
+                if not any(np.ndarray in set(map(type, field)) for field in (los, his, ps, ss)):
+                    self._drain_grid_scalars(kinds, los, his, ps, ss, n_start)
+                    return
+            if listed:
+                # where each entry's tracked rows are: all of it, its head, or to be selected row by row
+                whole = n_start >= R
+                use_heads = whole or not reps or self._heads_valid(
+                    tuple(h for h in heads if h is not _LAYOUT_GRID) if n_grid else heads, n_tracked_rows)
+                if n_grid and not whole:
+                    if use_heads:
+                        heads = _grid_heads(sparse, R, K, n_start)
+                    else:  # row by row: the cells of every entry, in order
+                        cells = (np.concatenate([e[1] for e in sparse], dtype=np.int64, casting="unsafe") * K
+                                 + np.concatenate([e[2] for e in sparse]))
+        if not listed and not p_kinds:
             return
-        if n_grid == len(sparse) and n_start:
-            _, _, _, los, his, ps, ss, _ = zip(*sparse)
-            if not any(np.ndarray in set(map(type, field)) for field in (los, his, ps, ss)):
-                self._drain_grid_scalars(kinds, los, his, ps, ss, n_start)
-                return
-        # where each entry's tracked rows are: all of it, its head, or to be selected row by row
-        whole = n_start >= R
-        use_heads = whole or not reps or self._heads_valid(
-            tuple(h for h in heads if h is not _LAYOUT_GRID) if n_grid else heads, n_tracked_rows)
-        if n_grid and not whole:
-            if use_heads:
-                heads = _grid_heads(sparse, R, K, n_start)
-            else:  # row by row: the cells of every entry, in order
-                cells = (np.concatenate([e[1] for e in sparse], dtype=np.int64, casting="unsafe") * K
-                         + np.concatenate([e[2] for e in sparse]))
-        kind_set = set(kinds)
-        for kind in kind_set:
-            idx = range(len(sparse)) if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
-            if use_heads:
-                # the tracked rows of each entry, in order: the releases the row-by-row selection
-                # below keeps, in the same order (so the same sums, bit for bit)
-                h_reps, h_sts, *fields = zip(*(sparse[i][1:7] for i in idx)) if whole else zip(*(heads[i] for i in idx))
-                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K
-                           + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
-                if t_cells.size == 0:
-                    continue
-                if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
-                    keep = np.flatnonzero(t_cells < self._n_tracked * K)
-                    if keep.size == 0:
-                        continue
+        listed_kinds, pulled_kinds = set(kinds) if listed else set(), set(p_kinds)
+        for kind in listed_kinds | pulled_kinds:  # (small ints: ascending, as the row-by-row path's set)
+            rows = []  # (cells, lo, hi, scale, sensitivity, the rows' sort keys: call order) per staging form
+            if kind in listed_kinds:
+                idx = range(len(sparse)) if len(listed_kinds) == 1 else [i for i, k in enumerate(kinds) if k == kind]
+                if use_heads:
+                    # the tracked rows of each entry, in order: the releases the row-by-row selection
+                    # below keeps, in the same order (so the same sums, bit for bit)
+                    h_reps, h_sts, *fields = (zip(*(sparse[i][1:7] for i in idx)) if whole
+                                              else zip(*(heads[i] for i in idx)))
+                    t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K
+                               + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
+                    keep = None
+                    if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
+                        keep = np.flatnonzero(t_cells < self._n_tracked * K)
+                        lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
+                                            for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                        t_cells = t_cells[keep]
+                    else:
+                        lo, hi, par, sen = (_flatten(field, h_reps, dtype)
+                                            for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                else:
+                    # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
+                    _, h_reps, k_sts, *fields, _ = zip(*(sparse[i] for i in idx))
+                    k_cells = cells if len(listed_kinds) == 1 else (
+                        np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(k_sts))
+                    # Only the tracked rows go further: the fields are flattened for those alone (on a
+                    # run of many replicates with a few tracked, the others are most of the entries).
+                    keep = np.flatnonzero(k_cells < self._n_tracked * K)
                     lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
                                         for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-                    t_cells = t_cells[keep]
-                else:
-                    lo, hi, par, sen = (_flatten(field, h_reps, dtype)
-                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-            else:
-                # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
-                _, k_reps, k_sts, *fields, _ = zip(*(sparse[i] for i in idx))
-                k_cells = cells if len(kind_set) == 1 else (
-                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(k_sts))
-                # Only the tracked rows go further: the fields are flattened for those alone (on a
-                # run of many replicates with a few tracked, the others are most of the entries).
-                keep = np.flatnonzero(k_cells < self._n_tracked * K)
-                if keep.size == 0:
-                    continue
-                lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
-                                    for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-                t_cells = k_cells[keep]
-            self._fold_rows(kind, t_cells, lo, hi, par, sen)
+                    t_cells = k_cells[keep]
+                if t_cells.size:
+                    keys = None
+                    if kind in pulled_kinds:  # entry j of sparse sorts as 2 j + 1
+                        keys = np.repeat(2 * np.asarray(idx, dtype=np.int64) + 1, [r.size for r in h_reps])
+                        keys = keys if keep is None else keys[keep]
+                    rows.append((t_cells, lo, hi, par, sen, keys))
+            n = min(self._n_tracked, p_fields[0].shape[1]) if kind in pulled_kinds else 0
+            if n:
+                # the buffers' rows of this kind, their first n columns: replicates 0..n-1, still tracked
+                sel = slice(None) if len(pulled_kinds) == 1 else np.flatnonzero(np.asarray(p_kinds) == kind)
+                t_cells = (p_st[sel, :n] + offsets[:n]).reshape(-1)
+                lo, hi, par, sen = (field[sel, :n].reshape(-1) for field in p_fields)
+                # a pulled entry staged after j listed ones sorts as 2 j: before entry j of sparse
+                keys = np.repeat(2 * np.asarray(p_seq, dtype=np.int64)[sel], n) if len(rows) else None
+                rows.append((t_cells, lo, hi, par, sen, keys))
+            if len(rows) == 2:  # both forms: in call order (stable: each form's rows keep theirs)
+                order = np.argsort(np.concatenate((rows[0][5], rows[1][5])), kind="stable")
+                rows = [tuple(np.concatenate((a, b))[order] for a, b in zip(rows[0][:5], rows[1][:5]))]
+            if rows:
+                self._fold_rows(kind, *rows[0][:5])
 
     def _fold_rows(self, kind, t_cells, lo, hi, par, sen) -> None:
         """Scatter a drain's selected rows of one kind (tracked ``t_cells``, in order), growing the
@@ -914,28 +968,6 @@ class Ledger:
             if not live.all():
                 lo, hi, par, sen = lo[live], hi[live], par[live], sen[live]
             self._scatter(kind, np.arange(m), lo, hi, par, sen, repeat=m)
-
-    def _drain_pulled(self, sparse: list[tuple]) -> None:
-        """:meth:`_drain_sparse` for entries all marked ``_LAYOUT_PULLED`` (row r of each is a release
-        on replicate r): the draw counts from the streams alone, and each entry's tracked rows as its
-        first ones, taken from the fields' concatenation in one slice -- the rows, in the order, that
-        the row-by-row selection keeps, so the same sums bit for bit."""
-        R, K = self.replicates, self.streams
-        kinds, _, sts, los, his, ps, ss, _ = zip(*sparse)
-        offsets = _pulled_layout(R) * K
-        st = np.concatenate(sts, dtype=np.int64, casting="unsafe").reshape(len(sparse), R)
-        self._draws += np.bincount((st + offsets).reshape(-1), minlength=self._draws.size).reshape(R, K)
-        kind_set = set(kinds)
-        for kind in kind_set:  # the order of _drain_sparse's loop (growth of one kind may drop tracking)
-            n = self._n_tracked  # the rows still tracked: those of replicates 0..n-1
-            if n == 0:
-                return
-            idx = None if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
-            k_st = st if idx is None else st[idx]
-            t_cells = (k_st[:, :n] + offsets[:n]).reshape(-1)
-            lo, hi, par, sen = (_leading_rows(field if idx is None else tuple(field[i] for i in idx), R, n, dtype)
-                                for field, dtype in zip((los, his, ps, ss), (np.int64, np.int64, float, float)))
-            self._fold_rows(kind, t_cells, lo, hi, par, sen)
 
     def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
         """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:
@@ -1111,6 +1143,8 @@ class Ledger:
             # replicates); otherwise tags and releases are independent and the staging stands
             self._settle()
             self._grow(int(pos.max()) + 1)
+            if self._p_lo.shape[1] != self._n_tracked:  # (nothing staged: settled just now)
+                self._pulled_buffers()
         if self._n_tracked == 0:
             return
         if self._rounds is None:
