@@ -87,6 +87,9 @@ _STAGE_ROUNDS = 256
 # Listed releases of at least this many rows carry their tracked rows (a "head") when staged: below it,
 # slicing per call costs more than selecting the tracked rows of a whole drain at once.
 _HEAD_MIN_ROWS = 1024
+# Pulled entries (one row per replicate) longer than this have their tracked rows sliced entry by entry
+# at a drain; shorter ones are concatenated whole and sliced once (measured break-even ~100-150 rows).
+_SLICE_MIN_ROWS = 128
 # Per-record totals are kept between realized-spend queries (see Ledger._kept_totals) once a query sums
 # at least this many positions per stream: below it a stream's few numpy calls cost more than summing
 # every stream at once.
@@ -150,6 +153,33 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
         ends = np.cumsum([r.size for r in rows])
         return np.asarray(values, dtype=dtype)[np.searchsorted(ends, at, side="right")]
     return _flatten(values, rows, dtype)[at]
+
+
+def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
+    """``_flatten`` of the first ``n`` rows of staged fields of entries of ``length`` rows each (an
+    array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
+    at once, long ones' sliced one by one (copying every row of many replicates to keep a few costs
+    more than a slice per entry)."""
+    types = set(map(type, values))
+    if np.ndarray not in types:  # one value per entry (a scale, sensitivity 1): no per-entry Python
+        if values.count(values[0]) == len(values):  # (list.count matches the same object by identity first)
+            return np.full(len(values) * n, values[0], dtype=dtype)
+        return np.repeat(np.asarray(values, dtype=dtype), n)
+    if length <= _SLICE_MIN_ROWS and types == {np.ndarray} and all([v.ndim for v in values]):
+        return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
+    vector = [type(v) is np.ndarray and v.ndim > 0 for v in values]
+    if all(vector):
+        return np.concatenate([v[:n] for v in values], dtype=dtype, casting="unsafe")
+    # arrays for some entries, one value for others (DP-UCB-Bound's scales: one per block, an array
+    # when the replicates' blocks differ): each kind gathered at once into its rows
+    arrays = [i for i, is_vector in enumerate(vector) if is_vector]
+    ones = [i for i, is_vector in enumerate(vector) if not is_vector]
+    out = np.empty((len(values), n), dtype=dtype)
+    out[arrays] = (np.concatenate([values[i] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, length)[:, :n]
+                   if length <= _SLICE_MIN_ROWS else
+                   np.concatenate([values[i][:n] for i in arrays], dtype=dtype, casting="unsafe").reshape(-1, n))
+    out[ones] = np.asarray([values[i] for i in ones], dtype=dtype)[:, None]
+    return out.reshape(-1)
 
 
 def _first_rows(fields: tuple, m: int) -> tuple:
@@ -329,6 +359,7 @@ class Ledger:
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        self._rows = _pulled_layout(self.replicates)  # (not pickled: the shared read-only array, see _store)
         # Initial record positions per stream. A caller that knows the most records a stream can
         # hold (the engine: the horizon) passes it: the zeroed arrays cost nothing until written,
         # and no growth copies them later.
@@ -364,17 +395,13 @@ class Ledger:
         # _head_of), so a drain folds in the tracked releases without flattening every replicate's
         self._sparse: list[tuple] = []
         # Listed releases of the pulled layout (one row per replicate, replicate r in row r: a round's
-        # pulled arms, see pulled_layout) are staged apart, in the order of the calls: each entry's
-        # kind, its position among the entries of _sparse (how many were staged before it: a drain
-        # folds both in call order, so every position of the difference arrays takes its additions in
-        # the order of the row-by-row path, bit for bit), every replicate's streams (the draw counts;
-        # the tracked replicates' are the first columns), and its tracked rows of the other fields,
-        # written at report time into preallocated (_STAGE_ROUNDS, R_tracked) buffers: a drain reads
-        # them as whole arrays, with no per-entry Python (session 12; see _store, _drain_sparse).
-        self._p_kind: list[int] = []
-        self._p_seq: list[int] = []
-        self._p_st: list[np.ndarray] = []
-        self._pulled_buffers()
+        # pulled arms, see pulled_layout) are staged apart, in the order of the calls, as
+        # (kind, position, st, lo, hi, param, sens): ``position`` how many entries of _sparse were staged
+        # before it (a drain folds both forms in call order, so every position of the difference
+        # arrays takes its additions in the order of the row-by-row path, bit for bit). A drain takes
+        # their tracked rows, every entry's first ones, field by field as whole arrays (see
+        # _drain_sparse), with no per-entry Python between the two forms (session 12).
+        self._pulled: list[tuple] = []
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -390,19 +417,6 @@ class Ledger:
         # difference at (0: none), so that kept totals are summed only where a stream has records in
         # releases; None when unknown (an unpickled ledger: the query then sums up to top).
         self._end: np.ndarray | None = np.zeros(self._n_tracked * self.streams, dtype=np.int64)
-
-    def _pulled_buffers(self) -> None:
-        """Allocate the pulled entries' buffers of tracked rows (lo, hi, scale, sensitivity; one row per
-        staged entry) as wide as the tracked replicates now: at construction, and after a drain or a
-        growth that left fewer tracked (they only ever shrink, _grow). Zeros, not empty: rows past the
-        staged ones are then deterministic."""
-        n = self._n_tracked
-        self._p_lo, self._p_hi = (np.zeros((_STAGE_ROUNDS, n), dtype=np.int64) for _ in range(2))
-        self._p_par, self._p_sen = (np.zeros((_STAGE_ROUNDS, n)) for _ in range(2))
-
-    def _pulled_fields(self, k: int) -> tuple:
-        """The first ``k`` rows of the pulled buffers (views): lo, hi, scale, sensitivity."""
-        return self._p_lo[:k], self._p_hi[:k], self._p_par[:k], self._p_sen[:k]
 
     def _unkept(self) -> None:
         """Drop the per-record totals kept between queries (see :meth:`_kept_totals`): derived
@@ -420,15 +434,13 @@ class Ledger:
         # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
         # existed (deployments compare snapshot digests, privbandit.deploy)
         state = dict(self.__dict__)
-        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache"):
+        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache", "_rows"):
             state.pop(key, None)
-        # the pulled buffers' staged rows only (the rest is scratch: rebuilt on unpickling)
-        for name, rows in zip(("_p_lo", "_p_hi", "_p_par", "_p_sen"), self._pulled_fields(len(self._p_kind))):
-            state[name] = rows.copy()
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._rows = _pulled_layout(self.replicates)
         self._unkept()
         self._end = None  # (not pickled) unknown: queries sum every stream up to top
         self._columns_cache = {}
@@ -444,18 +456,11 @@ class Ledger:
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
-        if "_p_kind" in state:  # the pulled buffers' staged rows (see __getstate__), in full buffers again
-            staged = [state[name] for name in ("_p_lo", "_p_hi", "_p_par", "_p_sen")]
-            self._pulled_buffers()
-            for rows, buffer in zip(staged, self._pulled_fields(len(self._p_kind))):
-                buffer[...] = rows[: len(buffer)]  # (a state taken from __dict__ holds whole buffers)
-        else:  # pickled before session 12: entries of the pulled layout were staged among the others
-            self._p_kind, self._p_seq, self._p_st = [], [], []
-            self._pulled_buffers()
-            sparse, self._sparse = self._sparse, []
+        if "_pulled" not in state:  # pickled before session 12: pulled entries were staged among the others
+            sparse, self._sparse, self._pulled = self._sparse, [], []
             for entry in sparse:
                 if entry[7] is _LAYOUT_PULLED:
-                    self._stage_pulled(*entry[:7])
+                    self._pulled.append((entry[0], len(self._sparse), *entry[2:7]))
                 else:
                     self._sparse.append(entry)
         if "_from_zero" not in state:  # pickled before it was kept: assume footprints start anywhere
@@ -648,14 +653,17 @@ class Ledger:
         # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
         # (the layout is looked up only for a read-only entry of every stream: building it for a
         # ledger whose entries never cover the grid would allocate R * K rows for nothing)
-        if (not rep.flags.writeable and rep.size == self.replicates and _KNOWN_LAYOUTS
-                and rep is _pulled_layout(self.replicates) and st.shape == rep.shape):
+        if rep is self._rows and not rep.flags.writeable and _KNOWN_LAYOUTS and st.shape == rep.shape:
             # the pulled layout's own read-only rows (one row per replicate, in order; see
-            # pulled_layout), marked by identity: the tracked rows copied into the pulled buffers now,
-            # the streams kept for the draw counts (copied unless fresh: nobody else writes them)
-            self._stage_pulled(kind, rep, st if fresh and st.base is None else np.array(st), lo_, hi_, p, s)
-            return
-        if (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
+            # pulled_layout): staged apart, the other fields as for fresh arrays
+            if not (fresh and st.base is None and (not isinstance(lo_, np.ndarray) or lo_.base is None)
+                    and (not isinstance(hi_, np.ndarray) or hi_.base is None)
+                    and (not isinstance(p, np.ndarray) or p.base is None)
+                    and (not isinstance(s, np.ndarray) or s.base is None)):  # (spelled out: once per release call)
+                st, lo_, hi_, p, s = (np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None)
+                                      else x for x in (st, lo_, hi_, p, s))
+            self._pulled.append((kind, len(self._sparse), st, lo_, hi_, p, s))
+        elif (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
                 and rep is _grid_layout(self.replicates, self.streams)[0]
                 and st is _grid_layout(self.replicates, self.streams)[1]):
             # the grid layout's own read-only arrays (a mechanism's insert of every stream, see
@@ -685,25 +693,7 @@ class Ledger:
                       for x in (rep, st, lo_, hi_, p, s)]
             # public calls may list replicates in any order: their head is selected row by row
             self._sparse.append((kind, *fields, self._head_of(*fields, exact=not fresh)))
-        if len(self._sparse) + len(self._p_kind) >= _STAGE_ROUNDS:
-            self._drain()
-
-    def _stage_pulled(self, kind, rep, st, lo, hi, p, s) -> None:
-        """Stage an entry of the pulled layout (``rep`` is :func:`pulled_layout`'s rows; ``st`` an array
-        of its length the ledger may keep; the others arrays of that length or scalars): its tracked
-        rows -- its first ones -- into the pulled buffers (see __init__), draining when full."""
-        i, n = len(self._p_kind), self._p_lo.shape[1]
-        if n:
-            # (each field spelled out: once per release call; numpy's assignment casts as the
-            # row-by-row path's unsafe concatenation does)
-            self._p_lo[i] = lo[:n] if type(lo) is np.ndarray and lo.ndim else lo
-            self._p_hi[i] = hi[:n] if type(hi) is np.ndarray and hi.ndim else hi
-            self._p_par[i] = p[:n] if type(p) is np.ndarray and p.ndim else p
-            self._p_sen[i] = s[:n] if type(s) is np.ndarray and s.ndim else s
-        self._p_kind.append(kind)
-        self._p_seq.append(len(self._sparse))
-        self._p_st.append(st)
-        if i + 1 + len(self._sparse) >= _STAGE_ROUNDS:
+        if len(self._sparse) + len(self._pulled) >= _STAGE_ROUNDS:
             self._drain()
 
     def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
@@ -756,7 +746,7 @@ class Ledger:
         if not self._recording:
             raise ValueError("this ledger records nothing (a run without a ledger, Ledger.unrecorded): "
                              "run with ledger=True to query draws or realized spend")
-        if self._staged or self._sparse or self._p_kind or any(rec.pending for rec in self._prefix):
+        if self._staged or self._sparse or self._pulled or any(rec.pending for rec in self._prefix):
             self._drain()
 
     def prefix_recorder(self, parameters: Callable[[np.ndarray], tuple], mechanism: str, *,
@@ -796,12 +786,7 @@ class Ledger:
                 counts = recorder.buffer[:calls].reshape(calls, -1, self.streams)  # (calls, rows, K)
                 self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
-        pulled = None
-        if self._p_kind:
-            k = len(self._p_kind)
-            pulled = (tuple(self._p_kind), self._p_seq, np.concatenate(self._p_st, dtype=np.int64, casting="unsafe")
-                      .reshape(k, self.replicates), self._pulled_fields(k))
-            self._p_kind, self._p_seq, self._p_st = [], [], []
+        pulled, self._pulled = self._pulled, []
         if sparse or pulled:
             self._drain_sparse(sparse, pulled)
         staged, self._staged = self._staged, []
@@ -818,10 +803,8 @@ class Ledger:
                 continue
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
-        if self._p_lo.shape[1] != self._n_tracked:  # a growth dropped replicates from tracking
-            self._pulled_buffers()
 
-    def _drain_sparse(self, sparse: list[tuple], pulled: tuple | None = None) -> None:
+    def _drain_sparse(self, sparse: list[tuple], pulled: list[tuple] = ()) -> None:
         """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
         draw counts of every replicate by one bincount, then the tracked releases, one scatter per
         kind, from the entries' heads when those hold every tracked row (else row by row).
@@ -830,20 +813,21 @@ class Ledger:
         row-major order: DP-UCB's inserts of all arms) adds one draw to every stream, and its
         tracked rows are its first ``n_tracked * K``: its rows are neither flattened nor counted.
 
-        ``pulled``: the entries of the pulled layout, staged apart (see __init__): (kinds, their
-        positions among ``sparse``, (k, R) streams, (k, R_tracked at staging) tracked rows of lo, hi,
-        scale and sensitivity). Their draws are one bincount; their tracked rows are the buffers' first
-        columns, whole arrays, merged with the listed entries' rows of the same kind in call order (a
-        stable sort on the entries' positions) when both hold some.
+        ``pulled``: the entries of the pulled layout, staged apart (see __init__) as (kind, position
+        among ``sparse``, st, lo, hi, param, sens). Their draws are one bincount; their tracked rows,
+        each entry's first ones, are gathered field by field (``_leading_rows``: whole arrays), and
+        merged with the listed entries' rows of the same kind in call order (a stable sort on the
+        entries' positions) when both hold some.
 
         The rows a drain folds in, and their order, are those of the row-by-row selection of every
         entry in call order, so the sums are the same bit for bit."""
         R, K = self.replicates, self.streams
         n_start = self._n_tracked
         p_kinds = ()
-        if pulled is not None:
-            p_kinds, p_seq, p_st, p_fields = pulled
+        if pulled:
+            p_kinds, p_seq, p_sts, *p_fields = zip(*pulled)
             offsets = _pulled_layout(R) * K
+            p_st = np.concatenate(p_sts, dtype=np.int64, casting="unsafe").reshape(len(pulled), R)
             self._draws += np.bincount((p_st + offsets).reshape(-1), minlength=self._draws.size).reshape(R, K)
         kinds, listed = (), False  # listed: whether the listed entries hold tracked rows
         if sparse:
@@ -917,12 +901,17 @@ class Ledger:
                         keys = np.repeat(2 * np.asarray(idx, dtype=np.int64) + 1, [r.size for r in h_reps])
                         keys = keys if keep is None else keys[keep]
                     rows.append((t_cells, lo, hi, par, sen, keys))
-            n = min(self._n_tracked, p_fields[0].shape[1]) if kind in pulled_kinds else 0
+            n = min(self._n_tracked, R) if kind in pulled_kinds else 0
             if n:
-                # the buffers' rows of this kind, their first n columns: replicates 0..n-1, still tracked
-                sel = slice(None) if len(pulled_kinds) == 1 else np.flatnonzero(np.asarray(p_kinds) == kind)
+                # the pulled entries' rows of this kind in replicates 0..n-1 (still tracked): their first n
+                if len(pulled_kinds) == 1:
+                    sel, fields = slice(None), p_fields
+                else:
+                    sel = [i for i, k in enumerate(p_kinds) if k == kind]
+                    fields = [tuple(field[i] for i in sel) for field in p_fields]
                 t_cells = (p_st[sel, :n] + offsets[:n]).reshape(-1)
-                lo, hi, par, sen = (field[sel, :n].reshape(-1) for field in p_fields)
+                lo, hi, par, sen = (_leading_rows(field, R, n, dtype)
+                                    for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
                 # a pulled entry staged after j listed ones sorts as 2 j: before entry j of sparse
                 keys = np.repeat(2 * np.asarray(p_seq, dtype=np.int64)[sel], n) if len(rows) else None
                 rows.append((t_cells, lo, hi, par, sen, keys))
@@ -1143,8 +1132,6 @@ class Ledger:
             # replicates); otherwise tags and releases are independent and the staging stands
             self._settle()
             self._grow(int(pos.max()) + 1)
-            if self._p_lo.shape[1] != self._n_tracked:  # (nothing staged: settled just now)
-                self._pulled_buffers()
         if self._n_tracked == 0:
             return
         if self._rounds is None:

@@ -600,7 +600,7 @@ def test_grid_layout_arrays_are_marked_by_identity_at_any_size(monkeypatch, R, t
 @pytest.mark.parametrize("R, track", [(20, 4), (200, 8), (12, None)])
 def test_pulled_and_grid_drains_equal_row_by_row(monkeypatch, name, R, track):
     """Drains of entries staged by their layout -- one row per replicate (``pulled_layout``: a
-    round's pulled arms, their tracked rows in the pulled buffers) or every stream with one footprint
+    round's pulled arms, staged apart and gathered field by field) or every stream with one footprint
     per entry (DP-UCB's lock-stepped inserts) -- give the ledger state of the row-by-row path (known
     layouts off), bit for bit."""
     from privbandit.engine import simulate
@@ -614,9 +614,9 @@ def test_pulled_and_grid_drains_equal_row_by_row(monkeypatch, name, R, track):
             super().__init__(*a, **k)
             made.append(self)
 
-        def _drain_sparse(self, sparse, pulled=None):
+        def _drain_sparse(self, sparse, pulled=()):
             marks.extend(e[7] for e in sparse if isinstance(e[7], ledger_mod._Layout))
-            marks.extend(["pulled"] if pulled is not None else [])
+            marks.extend(["pulled"] if pulled else [])
             return super()._drain_sparse(sparse, pulled)
 
     monkeypatch.setattr(ledger_mod, "Ledger", Spy)
@@ -729,7 +729,7 @@ def test_kept_totals_are_not_pickled_and_not_writable():
 
 
 def test_pulled_entries_fold_in_call_order_with_listed_ones(monkeypatch):
-    """Entries of the pulled layout are staged apart (their tracked rows in buffers) but folded in
+    """Entries of the pulled layout are staged apart (the drain takes their rows field by field) but folded in
     with the listed entries in call order: a record released listed (eps 0.1), pulled (0.2), listed
     (0.6) sums them in that order -- 0.9, where listed-then-pulled would give 0.8999999999999999 --,
     as the row-by-row path does, bit for bit."""
@@ -743,7 +743,7 @@ def test_pulled_entries_fold_in_call_order_with_listed_ones(monkeypatch):
 
     staged = Ledger(R, K, track_replicates=4)
     feed(staged)
-    assert len(staged._sparse) == 2 and staged._p_kind == [0] and staged._p_seq == [1]
+    assert len(staged._sparse) == 2 and [entry[:2] for entry in staged._pulled] == [(0, 1)]
     fast, slow = _pair(monkeypatch, lambda: Ledger(R, K, track_replicates=4), feed)
     _assert_same(fast, slow)
     assert fast["pure"][0] == 0.9 and (0.1 + 0.6) + 0.2 != 0.9
@@ -773,7 +773,7 @@ def _mixed_calls(rng, R, K, calls):
 
 
 @pytest.mark.parametrize("R, track, budget", [(9, 4, None), (9, None, None), (1, None, None), (40, 8, 5)])
-def test_pulled_buffers_equal_row_by_row(monkeypatch, R, track, budget):
+def test_pulled_staging_equals_row_by_row(monkeypatch, R, track, budget):
     """Runs of pulled and listed entries mixed (kinds, scalars and arrays, drain boundaries, growth
     that drops tracked replicates mid-drain when ``budget`` caps the memory) and a ledger pickled
     mid-staging and continued: the state of the row-by-row path (known layouts off), bit for bit."""
@@ -797,17 +797,15 @@ def test_pulled_buffers_equal_row_by_row(monkeypatch, R, track, budget):
         assert fast["n"] < 5  # tracking shrank at a growth
     half = make()
     feed(half, stop=333)
-    assert half._p_kind and half._sparse  # mid-staging: both forms pending
-    state = half.__getstate__()
-    assert state["_p_lo"].shape[0] == len(half._p_kind)  # only the staged rows are pickled
+    assert half._pulled and half._sparse  # mid-staging: both forms pending
     resumed = pickle.loads(pickle.dumps(half))
     feed(resumed, start=333)
     _assert_same(_state(resumed), fast)
 
 
-def test_pulled_entries_pickled_before_session_12_are_moved_to_the_buffers(monkeypatch):
+def test_pulled_entries_pickled_before_session_12_are_staged_apart_on_loading(monkeypatch):
     """A ledger pickled while entries of the pulled layout were staged among the listed ones (marked
-    ``_LAYOUT_PULLED``, before session 12) loads with them in the pulled buffers, in call order, and
+    ``_LAYOUT_PULLED``, before session 12) loads with them staged apart, in call order, and
     continues to the state of a ledger that staged them so."""
     R, K = 9, 3
     calls = _mixed_calls(np.random.default_rng(5), R, K, 400)
@@ -821,22 +819,35 @@ def test_pulled_entries_pickled_before_session_12_are_moved_to_the_buffers(monke
     half = Ledger(R, K, track_replicates=4)
     feed(half, stop=300)
     # the same pending entries as the old staging held them: one list in call order
-    order = sorted([(seq, 0, i) for i, seq in enumerate(half._p_seq)] + [(j, 1, j) for j in range(len(half._sparse))])
-    first = 300 - len(order)  # the call that staged the first pending entry
-    assert half._p_kind and half._sparse
-    legacy = []
-    for q, (_, listed, i) in enumerate(order):
-        if listed:
-            legacy.append(half._sparse[i])
-        else:
-            rr, kk, lo, hi, scale, sens, kind = calls[first + q]
-            legacy.append((half._p_kind[i], rr, half._p_st[i], lo, hi, scale, sens, ledger_mod._LAYOUT_PULLED))
-    state = {k: v for k, v in half.__getstate__().items() if not k.startswith("_p_")}
+    assert half._pulled and half._sparse
+    legacy = list(half._sparse)
+    for kind, position, st, lo, hi, scale, sens in reversed(half._pulled):
+        legacy.insert(position, (kind, ledger_mod.pulled_layout(R), st, lo, hi, scale, sens, ledger_mod._LAYOUT_PULLED))
+    state = {k: v for k, v in half.__getstate__().items() if k != "_pulled"}
     state["_sparse"] = legacy
     old = Ledger.__new__(Ledger)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
-    assert old._p_kind == half._p_kind and old._p_seq == half._p_seq and len(old._sparse) == len(half._sparse)
+    assert [e[:2] for e in old._pulled] == [e[:2] for e in half._pulled] and len(old._sparse) == len(half._sparse)
     feed(old, start=300)
     _assert_same(_state(old), _state(whole))
 
 
+@pytest.mark.parametrize("length", [5, 128, 129, 300])
+def test_leading_rows_equal_the_flattened_heads(length):
+    """A drain's first rows of pulled entries -- fields all arrays, all one value per entry (the same
+    or different), or a mix with 0-d arrays among them -- equal the flattening of each entry's head."""
+    rng = np.random.default_rng(length)
+    n = 3
+    cases = [
+        tuple(rng.uniform(0.5, 4.0, length) for _ in range(9)),
+        (2.0,) * 9,
+        tuple(float(x) for x in rng.uniform(0.5, 4.0, 9)),
+        tuple(rng.uniform(0.5, 4.0, length) if i % 3 else 1.5 + i for i in range(9)),
+        tuple(np.asarray(7.0) if i == 4 else rng.integers(0, 50, length) if i % 2 else i for i in range(9)),
+    ]
+    for values in cases:
+        for dtype in (float, np.int64):
+            heads = tuple(v[:n] if type(v) is np.ndarray and v.ndim else v for v in values)
+            want = ledger_mod._flatten(heads, (np.empty(n, dtype=bool),) * len(values), dtype)
+            got = ledger_mod._leading_rows(values, length, n, dtype)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
