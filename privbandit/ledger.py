@@ -27,7 +27,8 @@ does not flatten the untracked ones; a long entry of every stream of every repli
 order, as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
 stream for it and takes its first ``R_tracked * K`` rows, never reading the others; an entry listing one
 stream of every replicate with the rows of :func:`pulled_layout`, as a round's pulled arms are reported,
-is marked too, and a drain takes its first ``R_tracked`` rows); worst-record
+is staged apart, and a drain takes the first ``R_tracked`` rows of all of them field by field, as whole
+arrays, folding both forms in call order); worst-record
 queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
 totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
