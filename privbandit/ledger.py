@@ -232,8 +232,8 @@ def grid_layout(replicates: int, streams: int) -> tuple[np.ndarray, np.ndarray]:
 
 _LAYOUT_PULLED = _Layout("_LAYOUT_PULLED")
 """The head of an entry of the pulled layout as ledgers pickled before session 12 staged it (one
-stream of every replicate, replicate r in row r): such entries are moved into the pulled buffers on
-unpickling (:meth:`Ledger.__setstate__`); entries are no longer staged with it."""
+stream of every replicate, replicate r in row r): such entries are moved to the pulled entries,
+staged apart, on unpickling (:meth:`Ledger.__setstate__`); entries are no longer staged with it."""
 
 
 @functools.lru_cache(maxsize=8)
