@@ -27,7 +27,8 @@ does not flatten the untracked ones; a long entry of every stream of every repli
 order, as DP-UCB's inserts of all arms make, is marked so when staged, and a drain adds one draw to every
 stream for it and takes its first ``R_tracked * K`` rows, never reading the others; an entry listing one
 stream of every replicate with the rows of :func:`pulled_layout`, as a round's pulled arms are reported,
-is marked too, and a drain takes its first ``R_tracked`` rows); worst-record
+is staged apart, and a drain takes the first ``R_tracked`` rows of all of them field by field, as whole
+arrays, folding both forms in call order); worst-record
 queries cost O(R_tracked K top) for the statistics in use, made only at checkpoints (``realized_epsilon`` O(R_tracked K m), m the positions some footprint
 starts or ends at, when they are fewer than half of them: the other records repeat their predecessors'
 totals; O(R_tracked K) for Gaussian releases whose footprints all start at record 0, as posterior
@@ -237,8 +238,9 @@ def grid_layout(replicates: int, streams: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _LAYOUT_PULLED = _Layout("_LAYOUT_PULLED")
-"""The head of a staged entry listing one stream of every replicate, replicate r in row r (a bandit
-round's pulled arms): its rows in the first n replicates are its first n rows."""
+"""The head of an entry of the pulled layout as ledgers pickled before session 12 staged it (one
+stream of every replicate, replicate r in row r): such entries are moved to the pulled entries,
+staged apart, on unpickling (:meth:`Ledger.__setstate__`); entries are no longer staged with it."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -363,6 +365,7 @@ class Ledger:
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
+        self._rows = _pulled_layout(self.replicates)  # (not pickled: the shared read-only array, see _store)
         # Initial record positions per stream. A caller that knows the most records a stream can
         # hold (the engine: the horizon) passes it: the zeroed arrays cost nothing until written,
         # and no growth copies them later.
@@ -397,6 +400,14 @@ class Ledger:
         # same six fields for the entry's rows in tracked replicates only (None: not kept, see
         # _head_of), so a drain folds in the tracked releases without flattening every replicate's
         self._sparse: list[tuple] = []
+        # Listed releases of the pulled layout (one row per replicate, replicate r in row r: a round's
+        # pulled arms, see pulled_layout) are staged apart, in the order of the calls, as
+        # (kind, position, st, lo, hi, param, sens): ``position`` how many entries of _sparse were staged
+        # before it (a drain folds both forms in call order, so every position of the difference
+        # arrays takes its additions in the order of the row-by-row path, bit for bit). A drain takes
+        # their tracked rows, every entry's first ones, field by field as whole arrays (see
+        # _drain_sparse), with no per-entry Python between the two forms (session 12).
+        self._pulled: list[tuple] = []
         self._prefix: list[_PrefixRecorder] = []  # recorders of every-stream prefix releases
         self._mech_ids: dict[str, int] = {}
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -429,12 +440,13 @@ class Ledger:
         # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
         # existed (deployments compare snapshot digests, privbandit.deploy)
         state = dict(self.__dict__)
-        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache"):
+        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache", "_rows"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._rows = _pulled_layout(self.replicates)
         self._unkept()
         self._end = None  # (not pickled) unknown: queries sum every stream up to top
         self._columns_cache = {}
@@ -450,6 +462,13 @@ class Ledger:
         if any(len(entry) == 7 for entry in self._sparse):  # staged before entries carried their head
             self._sparse = [entry if len(entry) == 8 else (*entry, self._head_of(*entry[1:], exact=True))
                             for entry in self._sparse]
+        if "_pulled" not in state:  # pickled before session 12: pulled entries were staged among the others
+            sparse, self._sparse, self._pulled = self._sparse, [], []
+            for entry in sparse:
+                if entry[7] is _LAYOUT_PULLED:
+                    self._pulled.append((entry[0], len(self._sparse), *entry[2:7]))
+                else:
+                    self._sparse.append(entry)
         if "_from_zero" not in state:  # pickled before it was kept: assume footprints start anywhere
             self._from_zero = False
         if "_marked" not in state:  # pickled before positions were marked: every nonzero difference
@@ -643,17 +662,16 @@ class Ledger:
         # for the mechanisms' path (fresh arrays and scalars), which runs once per release call.
         # (the layout is looked up only for a read-only entry of every stream: building it for a
         # ledger whose entries never cover the grid would allocate R * K rows for nothing)
-        if (not rep.flags.writeable and rep.size == self.replicates and _KNOWN_LAYOUTS
-                and rep is _pulled_layout(self.replicates) and st.shape == rep.shape):
+        if rep is self._rows and not rep.flags.writeable and _KNOWN_LAYOUTS and st.shape == rep.shape:
             # the pulled layout's own read-only rows (one row per replicate, in order; see
-            # pulled_layout): marked by identity, the other fields as for fresh arrays
+            # pulled_layout): staged apart, the other fields as for fresh arrays
             if not (fresh and st.base is None and (not isinstance(lo_, np.ndarray) or lo_.base is None)
                     and (not isinstance(hi_, np.ndarray) or hi_.base is None)
                     and (not isinstance(p, np.ndarray) or p.base is None)
                     and (not isinstance(s, np.ndarray) or s.base is None)):  # (spelled out: once per release call)
                 st, lo_, hi_, p, s = (np.array(x) if isinstance(x, np.ndarray) and x.ndim and not (fresh and x.base is None)
                                       else x for x in (st, lo_, hi_, p, s))
-            self._sparse.append((kind, rep, st, lo_, hi_, p, s, _LAYOUT_PULLED))
+            self._pulled.append((kind, len(self._sparse), st, lo_, hi_, p, s))
         elif (not rep.flags.writeable and rep.size == self._draws.size and _KNOWN_LAYOUTS
                 and rep is _grid_layout(self.replicates, self.streams)[0]
                 and st is _grid_layout(self.replicates, self.streams)[1]):
@@ -684,7 +702,7 @@ class Ledger:
                       for x in (rep, st, lo_, hi_, p, s)]
             # public calls may list replicates in any order: their head is selected row by row
             self._sparse.append((kind, *fields, self._head_of(*fields, exact=not fresh)))
-        if len(self._sparse) >= _STAGE_ROUNDS:
+        if len(self._sparse) + len(self._pulled) >= _STAGE_ROUNDS:
             self._drain()
 
     def _head_of(self, rep, st, lo, hi, p, s, *, exact: bool = False) -> tuple | None:
@@ -737,7 +755,7 @@ class Ledger:
         if not self._recording:
             raise ValueError("this ledger records nothing (a run without a ledger, Ledger.unrecorded): "
                              "run with ledger=True to query draws or realized spend")
-        if self._staged or self._sparse or any(rec.pending for rec in self._prefix):
+        if self._staged or self._sparse or self._pulled or any(rec.pending for rec in self._prefix):
             self._drain()
 
     def prefix_recorder(self, parameters: Callable[[np.ndarray], tuple], mechanism: str, *,
@@ -777,8 +795,9 @@ class Ledger:
                 counts = recorder.buffer[:calls].reshape(calls, -1, self.streams)  # (calls, rows, K)
                 self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
-        if sparse:
-            self._drain_sparse(sparse)
+        pulled, self._pulled = self._pulled, []
+        if sparse or pulled:
+            self._drain_sparse(sparse, pulled)
         staged, self._staged = self._staged, []
         for kind in {entry[0] for entry in staged}:
             rows = [e for e in staged if e[0] == kind]
@@ -794,7 +813,7 @@ class Ledger:
             _, r_idx, s_idx = np.nonzero(live)
             self._scatter(kind, r_idx * self.streams + s_idx, lo[live], hi[live], par[live], sen[live])
 
-    def _drain_sparse(self, sparse: list[tuple]) -> None:
+    def _drain_sparse(self, sparse: list[tuple], pulled: list[tuple] = ()) -> None:
         """Fold in listed releases (staged ``(kind, rep, st, lo, hi, param, sens, head)`` entries): the
         draw counts of every replicate by one bincount, then the tracked releases, one scatter per
         kind, from the entries' heads when those hold every tracked row (else row by row).
@@ -802,89 +821,115 @@ class Ledger:
         An entry marked ``_LAYOUT_GRID`` when staged (every stream of every replicate once, in
         row-major order: DP-UCB's inserts of all arms) adds one draw to every stream, and its
         tracked rows are its first ``n_tracked * K``: its rows are neither flattened nor counted.
-        The rows a drain folds in, and their order, are those of the row-by-row selection, so the
-        sums are the same bit for bit."""
+
+        ``pulled``: the entries of the pulled layout, staged apart (see __init__) as (kind, position
+        among ``sparse``, st, lo, hi, param, sens). Their draws are one bincount; their tracked rows,
+        each entry's first ones, are gathered field by field (``_leading_rows``: whole arrays), and
+        merged with the listed entries' rows of the same kind in call order (a stable sort on the
+        entries' positions) when both hold some.
+
+        The rows a drain folds in, and their order, are those of the row-by-row selection of every
+        entry in call order, so the sums are the same bit for bit."""
         R, K = self.replicates, self.streams
         n_start = self._n_tracked
-        kinds, reps, sts, *_, heads = zip(*sparse)
-        if _LAYOUT_PULLED in heads:  # identity (a head is a tuple, None or another layout otherwise)
-            if heads.count(_LAYOUT_PULLED) == len(heads):
-                self._drain_pulled(sparse)
-                return
-            # mixed with other entries: a pulled entry's head is its first rows; and when only a few
-            # entries kept no head (a round's inserts split between two releases, as DP-UCB-Bound's
-            # at a power-of-two count), theirs are selected now, row by row, so that the drain takes
-            # the heads instead of flattening every entry's rows (the same rows in the same order)
-            m = min(n_start, R)
-            exact = 4 * heads.count(None) <= len(heads)
-            sparse = [(*e[:7], _first_rows(e[1:7], m)) if e[7] is _LAYOUT_PULLED
-                      else (*e[:7], self._head_of(*e[1:7], exact=True)) if exact and e[7] is None else e
-                      for e in sparse]
-            heads = tuple(e[7] for e in sparse)
-        n_grid = 0
-        if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
-            generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
-            n_grid = len(sparse) - len(generic)
-            self._draws += n_grid
-            reps, sts = tuple(reps[i] for i in generic), tuple(sts[i] for i in generic)
-        cells = counted = None
-        if reps:
-            cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(sts)
-            counted = np.bincount(cells, minlength=self._draws.size)
-            self._draws += counted.reshape(self._draws.shape)
-        n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
-        if n_tracked_rows == 0 and not (n_grid and n_start):
+        p_kinds = ()
+        if pulled:
+            p_kinds, p_seq, p_sts, *p_fields = zip(*pulled)
+            offsets = _pulled_layout(R) * K
+            p_st = np.concatenate(p_sts, dtype=np.int64, casting="unsafe").reshape(len(pulled), R)
+            p_st += offsets  # the cells r * K + st, in place: at R = 1000 a drain's streams are 2 MB
+            self._draws += np.bincount(p_st.reshape(-1), minlength=self._draws.size).reshape(R, K)
+        kinds, listed = (), False  # listed: whether the listed entries hold tracked rows
+        if sparse:
+            kinds, reps, sts, *_, heads = zip(*sparse)
+            n_grid = 0
+            if _LAYOUT_GRID in heads:  # identity (a head is a tuple or None otherwise)
+                generic = [i for i, head in enumerate(heads) if head is not _LAYOUT_GRID]
+                n_grid = len(sparse) - len(generic)
+                self._draws += n_grid
+                reps, sts = tuple(reps[i] for i in generic), tuple(sts[i] for i in generic)
+            cells = counted = None
+            if reps:
+                cells = np.concatenate(reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(sts)
+                counted = np.bincount(cells, minlength=self._draws.size)
+                self._draws += counted.reshape(self._draws.shape)
+            n_tracked_rows = int(counted[: n_start * K].sum()) if reps else 0
+            listed = n_tracked_rows > 0 or bool(n_grid and n_start)
+            if listed and not p_kinds and n_grid == len(sparse) and n_start:
+                _, _, _, los, his, ps, ss, _ = zip(*sparse)
+                if not any(np.ndarray in set(map(type, field)) for field in (los, his, ps, ss)):
+                    self._drain_grid_scalars(kinds, los, his, ps, ss, n_start)
+                    return
+            if listed:
+                # where each entry's tracked rows are: all of it, its head, or to be selected row by row
+                whole = n_start >= R
+                use_heads = whole or not reps or self._heads_valid(
+                    tuple(h for h in heads if h is not _LAYOUT_GRID) if n_grid else heads, n_tracked_rows)
+                if n_grid and not whole:
+                    if use_heads:
+                        heads = _grid_heads(sparse, R, K, n_start)
+                    else:  # row by row: the cells of every entry, in order
+                        cells = (np.concatenate([e[1] for e in sparse], dtype=np.int64, casting="unsafe") * K
+                                 + np.concatenate([e[2] for e in sparse]))
+        if not listed and not p_kinds:
             return
-        if n_grid == len(sparse) and n_start:
-            _, _, _, los, his, ps, ss, _ = zip(*sparse)
-            if not any(np.ndarray in set(map(type, field)) for field in (los, his, ps, ss)):
-                self._drain_grid_scalars(kinds, los, his, ps, ss, n_start)
-                return
-        # where each entry's tracked rows are: all of it, its head, or to be selected row by row
-        whole = n_start >= R
-        use_heads = whole or not reps or self._heads_valid(
-            tuple(h for h in heads if h is not _LAYOUT_GRID) if n_grid else heads, n_tracked_rows)
-        if n_grid and not whole:
-            if use_heads:
-                heads = _grid_heads(sparse, R, K, n_start)
-            else:  # row by row: the cells of every entry, in order
-                cells = (np.concatenate([e[1] for e in sparse], dtype=np.int64, casting="unsafe") * K
-                         + np.concatenate([e[2] for e in sparse]))
-        kind_set = set(kinds)
-        for kind in kind_set:
-            idx = range(len(sparse)) if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
-            if use_heads:
-                # the tracked rows of each entry, in order: the releases the row-by-row selection
-                # below keeps, in the same order (so the same sums, bit for bit)
-                h_reps, h_sts, *fields = zip(*(sparse[i][1:7] for i in idx)) if whole else zip(*(heads[i] for i in idx))
-                t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K
-                           + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
-                if t_cells.size == 0:
-                    continue
-                if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
-                    keep = np.flatnonzero(t_cells < self._n_tracked * K)
-                    if keep.size == 0:
-                        continue
+        listed_kinds, pulled_kinds = set(kinds) if listed else set(), set(p_kinds)
+        for kind in listed_kinds | pulled_kinds:  # (small ints: ascending, as the row-by-row path's set)
+            rows = []  # (cells, lo, hi, scale, sensitivity, the rows' sort keys: call order) per staging form
+            if kind in listed_kinds:
+                idx = range(len(sparse)) if len(listed_kinds) == 1 else [i for i, k in enumerate(kinds) if k == kind]
+                if use_heads:
+                    # the tracked rows of each entry, in order: the releases the row-by-row selection
+                    # below keeps, in the same order (so the same sums, bit for bit)
+                    h_reps, h_sts, *fields = (zip(*(sparse[i][1:7] for i in idx)) if whole
+                                              else zip(*(heads[i] for i in idx)))
+                    t_cells = (np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K
+                               + np.concatenate(h_sts, dtype=np.int64, casting="unsafe"))
+                    keep = None
+                    if self._n_tracked < n_start:  # an earlier kind's growth dropped replicates from tracking
+                        keep = np.flatnonzero(t_cells < self._n_tracked * K)
+                        lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
+                                            for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                        t_cells = t_cells[keep]
+                    else:
+                        lo, hi, par, sen = (_flatten(field, h_reps, dtype)
+                                            for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
+                else:
+                    # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
+                    _, h_reps, k_sts, *fields, _ = zip(*(sparse[i] for i in idx))
+                    k_cells = cells if len(listed_kinds) == 1 else (
+                        np.concatenate(h_reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(k_sts))
+                    # Only the tracked rows go further: the fields are flattened for those alone (on a
+                    # run of many replicates with a few tracked, the others are most of the entries).
+                    keep = np.flatnonzero(k_cells < self._n_tracked * K)
                     lo, hi, par, sen = (_flatten_at(field, h_reps, dtype, keep)
                                         for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-                    t_cells = t_cells[keep]
+                    t_cells = k_cells[keep]
+                if t_cells.size:
+                    keys = None
+                    if kind in pulled_kinds:  # entry j of sparse sorts as 2 j + 1
+                        keys = np.repeat(2 * np.asarray(idx, dtype=np.int64) + 1, [r.size for r in h_reps])
+                        keys = keys if keep is None else keys[keep]
+                    rows.append((t_cells, lo, hi, par, sen, keys))
+            n = min(self._n_tracked, R) if kind in pulled_kinds else 0
+            if n:
+                # the pulled entries' rows of this kind in replicates 0..n-1 (still tracked): their first n
+                if len(pulled_kinds) == 1:
+                    sel, fields = slice(None), p_fields
                 else:
-                    lo, hi, par, sen = (_flatten(field, h_reps, dtype)
-                                        for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-            else:
-                # the staged fields column by column: (kind, rep, st, lo, hi, param, sens, head) per entry
-                _, k_reps, k_sts, *fields, _ = zip(*(sparse[i] for i in idx))
-                k_cells = cells if len(kind_set) == 1 else (
-                    np.concatenate(k_reps, dtype=np.int64, casting="unsafe") * K + np.concatenate(k_sts))
-                # Only the tracked rows go further: the fields are flattened for those alone (on a
-                # run of many replicates with a few tracked, the others are most of the entries).
-                keep = np.flatnonzero(k_cells < self._n_tracked * K)
-                if keep.size == 0:
-                    continue
-                lo, hi, par, sen = (_flatten_at(field, k_reps, dtype, keep)
+                    sel = [i for i, k in enumerate(p_kinds) if k == kind]
+                    fields = [tuple(field[i] for i in sel) for field in p_fields]
+                t_cells = p_st[sel, :n].reshape(-1)
+                lo, hi, par, sen = (_leading_rows(field, R, n, dtype)
                                     for field, dtype in zip(fields, (np.int64, np.int64, float, float)))
-                t_cells = k_cells[keep]
-            self._fold_rows(kind, t_cells, lo, hi, par, sen)
+                # a pulled entry staged after j listed ones sorts as 2 j: before entry j of sparse
+                keys = np.repeat(2 * np.asarray(p_seq, dtype=np.int64)[sel], n) if len(rows) else None
+                rows.append((t_cells, lo, hi, par, sen, keys))
+            if len(rows) == 2:  # both forms: in call order (stable: each form's rows keep theirs)
+                order = np.argsort(np.concatenate((rows[0][5], rows[1][5])), kind="stable")
+                rows = [tuple(np.concatenate((a, b))[order] for a, b in zip(rows[0][:5], rows[1][:5]))]
+            if rows:
+                self._fold_rows(kind, *rows[0][:5])
 
     def _fold_rows(self, kind, t_cells, lo, hi, par, sen) -> None:
         """Scatter a drain's selected rows of one kind (tracked ``t_cells``, in order), growing the
@@ -922,28 +967,6 @@ class Ledger:
             if not live.all():
                 lo, hi, par, sen = lo[live], hi[live], par[live], sen[live]
             self._scatter(kind, np.arange(m), lo, hi, par, sen, repeat=m)
-
-    def _drain_pulled(self, sparse: list[tuple]) -> None:
-        """:meth:`_drain_sparse` for entries all marked ``_LAYOUT_PULLED`` (row r of each is a release
-        on replicate r): the draw counts from the streams alone, and each entry's tracked rows as its
-        first ones, taken from the fields' concatenation in one slice -- the rows, in the order, that
-        the row-by-row selection keeps, so the same sums bit for bit."""
-        R, K = self.replicates, self.streams
-        kinds, _, sts, los, his, ps, ss, _ = zip(*sparse)
-        offsets = _pulled_layout(R) * K
-        st = np.concatenate(sts, dtype=np.int64, casting="unsafe").reshape(len(sparse), R)
-        self._draws += np.bincount((st + offsets).reshape(-1), minlength=self._draws.size).reshape(R, K)
-        kind_set = set(kinds)
-        for kind in kind_set:  # the order of _drain_sparse's loop (growth of one kind may drop tracking)
-            n = self._n_tracked  # the rows still tracked: those of replicates 0..n-1
-            if n == 0:
-                return
-            idx = None if len(kind_set) == 1 else [i for i, k in enumerate(kinds) if k == kind]
-            k_st = st if idx is None else st[idx]
-            t_cells = (k_st[:, :n] + offsets[:n]).reshape(-1)
-            lo, hi, par, sen = (_leading_rows(field if idx is None else tuple(field[i] for i in idx), R, n, dtype)
-                                for field, dtype in zip((los, his, ps, ss), (np.int64, np.int64, float, float)))
-            self._fold_rows(kind, t_cells, lo, hi, par, sen)
 
     def _heads_valid(self, heads: tuple, n_tracked_rows: int) -> bool:
         """Whether the staged heads hold exactly the rows in tracked replicates (checked, not assumed:

@@ -599,10 +599,10 @@ def test_grid_layout_arrays_are_marked_by_identity_at_any_size(monkeypatch, R, t
 @pytest.mark.parametrize("name", ["private_ucb", "dp_ucb_bound", "dp_ucb", "dp_exp3_lap"])
 @pytest.mark.parametrize("R, track", [(20, 4), (200, 8), (12, None)])
 def test_pulled_and_grid_drains_equal_row_by_row(monkeypatch, name, R, track):
-    """Drains of entries marked by their layout -- one row per replicate (``pulled_layout``: a
-    round's pulled arms, short entries concatenated and sliced, long ones (R > _SLICE_MIN_ROWS)
-    sliced entry by entry) or every stream with one footprint per entry (DP-UCB's lock-stepped
-    inserts) -- give the ledger state of the row-by-row path (known layouts off), bit for bit."""
+    """Drains of entries staged by their layout -- one row per replicate (``pulled_layout``: a
+    round's pulled arms, staged apart and gathered field by field) or every stream with one footprint
+    per entry (DP-UCB's lock-stepped inserts) -- give the ledger state of the row-by-row path (known
+    layouts off), bit for bit."""
     from privbandit.engine import simulate
     from privbandit.envs import Bernoulli, switching_best_arm
     from privbandit.policies import DPEXP3Lap, REGISTRY
@@ -614,9 +614,10 @@ def test_pulled_and_grid_drains_equal_row_by_row(monkeypatch, name, R, track):
             super().__init__(*a, **k)
             made.append(self)
 
-        def _drain_sparse(self, sparse):
+        def _drain_sparse(self, sparse, pulled=()):
             marks.extend(e[7] for e in sparse if isinstance(e[7], ledger_mod._Layout))
-            return super()._drain_sparse(sparse)
+            marks.extend(["pulled"] if pulled else [])
+            return super()._drain_sparse(sparse, pulled)
 
     monkeypatch.setattr(ledger_mod, "Ledger", Spy)
     T = 300
@@ -725,6 +726,110 @@ def test_kept_totals_are_not_pickled_and_not_writable():
     (totals,) = led._totals(ledger_mod._S_EPS)
     assert led._kept and not totals.flags.writeable
     assert pickle.dumps(led) == before
+
+
+def test_pulled_entries_fold_in_call_order_with_listed_ones(monkeypatch):
+    """Entries of the pulled layout are staged apart (the drain takes their rows field by field) but folded in
+    with the listed entries in call order: a record released listed (eps 0.1), pulled (0.2), listed
+    (0.6) sums them in that order -- 0.9, where listed-then-pulled would give 0.8999999999999999 --,
+    as the row-by-row path does, bit for bit."""
+    R, K = 6, 2
+    rows = ledger_mod.pulled_layout(R)
+
+    def feed(led):
+        led._record_from_mechanism(np.array([0, 4]), np.array([0, 1]), 0, 1, 1.0, 0.1, "m", None)
+        led._record_from_mechanism(rows, np.zeros(R, dtype=np.intp), 0, np.ones(R, np.int64), 1.0, 0.2, "m", None)
+        led._record_from_mechanism(np.array([0]), np.array([0]), 0, 1, 1.0, 0.6, "m", None)
+
+    staged = Ledger(R, K, track_replicates=4)
+    feed(staged)
+    assert len(staged._sparse) == 2 and [entry[:2] for entry in staged._pulled] == [(0, 1)]
+    fast, slow = _pair(monkeypatch, lambda: Ledger(R, K, track_replicates=4), feed)
+    _assert_same(fast, slow)
+    assert fast["pure"][0] == 0.9 and (0.1 + 0.6) + 0.2 != 0.9
+
+
+def _mixed_calls(rng, R, K, calls):
+    """Release calls as the mechanisms make them in a run of diverging streams: mostly the pulled
+    layout (arms of every replicate; fields arrays or one value), the others listed rows (a subset of
+    replicates, as a split round's part), of three kinds, footprints reaching back."""
+    counts = np.zeros((R, K), dtype=np.int64)
+    rows = ledger_mod.pulled_layout(R)
+    out = []
+    for t in range(calls):
+        kind = dict(gaussian=True) if t % 7 == 3 else dict(discrete=True) if t % 11 == 5 else {}
+        if rng.random() < 0.7:
+            rr, kk = rows, rng.integers(0, K, R).astype(np.intp)
+        else:
+            rr = np.flatnonzero(rng.random(R) < 0.4)
+            kk = rng.integers(0, K, rr.size).astype(np.intp)
+        counts[rr, kk] += 1
+        hi = counts[rr, kk] + (rng.integers(0, 3) if t % 9 == 0 else 0)  # some past the capacity
+        lo = np.maximum(hi - rng.integers(1, 5, rr.size), 0) if t % 2 else int(rng.integers(0, 2))
+        scale = rng.choice([0.5, 1.0, 3.0], rr.size) if t % 3 else float(rng.choice([2.0, 4.0]))
+        sens = 1.0 if t % 4 else rng.uniform(0.1, 1.0, rr.size)
+        out.append((rr, kk, lo, hi, scale, sens, kind))
+    return out
+
+
+@pytest.mark.parametrize("R, track, budget", [(9, 4, None), (9, None, None), (1, None, None), (40, 8, 5)])
+def test_pulled_staging_equals_row_by_row(monkeypatch, R, track, budget):
+    """Runs of pulled and listed entries mixed (kinds, scalars and arrays, drain boundaries, growth
+    that drops tracked replicates mid-drain when ``budget`` caps the memory) and a ledger pickled
+    mid-staging and continued: the state of the row-by-row path (known layouts off), bit for bit."""
+    K = 3
+    calls = _mixed_calls(np.random.default_rng(R), R, K, 700)
+    cap = None if budget is None else K * (64 + 1) * _N_STATS * 8 * budget  # 5 tracked fit 64 positions
+
+    def make():
+        return Ledger(R, K, track_replicates=track, capacity=64, **({} if cap is None else dict(max_tracked_bytes=cap)))
+
+    def feed(led, start=0, stop=None):
+        for rr, kk, lo, hi, scale, sens, kind in calls[start:stop]:
+            copy = lambda x: x.copy() if isinstance(x, np.ndarray) and x is not rr else x  # noqa: E731
+            led._record_from_mechanism(copy(rr), kk.copy(), copy(lo), hi.copy(), copy(scale), copy(sens), "m", None,
+                                       **kind)
+
+    fast, slow = _pair(monkeypatch, make, feed)
+    _assert_same(fast, slow)
+    assert fast["draws"].sum() == sum(c[0].size for c in calls)
+    if budget is not None:
+        assert fast["n"] < 5  # tracking shrank at a growth
+    half = make()
+    feed(half, stop=333)
+    assert half._pulled and half._sparse  # mid-staging: both forms pending
+    resumed = pickle.loads(pickle.dumps(half))
+    feed(resumed, start=333)
+    _assert_same(_state(resumed), fast)
+
+
+def test_pulled_entries_pickled_before_session_12_are_staged_apart_on_loading(monkeypatch):
+    """A ledger pickled while entries of the pulled layout were staged among the listed ones (marked
+    ``_LAYOUT_PULLED``, before session 12) loads with them staged apart, in call order, and
+    continues to the state of a ledger that staged them so."""
+    R, K = 9, 3
+    calls = _mixed_calls(np.random.default_rng(5), R, K, 400)
+
+    def feed(led, start=0, stop=None):
+        for rr, kk, lo, hi, scale, sens, kind in calls[start:stop]:
+            led._record_from_mechanism(rr, kk.copy(), lo, hi.copy(), scale, sens, "m", None, **kind)
+
+    whole = Ledger(R, K, track_replicates=4)
+    feed(whole)
+    half = Ledger(R, K, track_replicates=4)
+    feed(half, stop=300)
+    # the same pending entries as the old staging held them: one list in call order
+    assert half._pulled and half._sparse
+    legacy = list(half._sparse)
+    for kind, position, st, lo, hi, scale, sens in reversed(half._pulled):
+        legacy.insert(position, (kind, ledger_mod.pulled_layout(R), st, lo, hi, scale, sens, ledger_mod._LAYOUT_PULLED))
+    state = {k: v for k, v in half.__getstate__().items() if k != "_pulled"}
+    state["_sparse"] = legacy
+    old = Ledger.__new__(Ledger)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert [e[:2] for e in old._pulled] == [e[:2] for e in half._pulled] and len(old._sparse) == len(half._sparse)
+    feed(old, start=300)
+    _assert_same(_state(old), _state(whole))
 
 
 @pytest.mark.parametrize("length", [5, 128, 129, 300])
