@@ -283,6 +283,16 @@ def run(args: argparse.Namespace) -> int:
         print(single_noise.summary())
         print()
 
+    # 1b'''. Session 12: the far schedule check -- the certificate at 2^17 .. 10^12 rounds, no run (far_schedule.py)
+    far_sched = None
+    if args.tier != "smoke":
+        from privbandit.audit.far_schedule import far_schedule_check
+
+        far_sched = far_schedule_check(policy, k, env.structure() if edgeless else None)
+        print("## Far schedule check (the certificate at 2^17 .. 10^12 rounds against its mechanisms' releases)\n")
+        print(far_sched.summary())
+        print()
+
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
     wb_graph = wb_starve = None
@@ -302,9 +312,18 @@ def run(args: argparse.Namespace) -> int:
         wb_shapes = {shape: graph_whitebox_audit(policy, size["horizon"], max(k, size["shape_arms"]),
                                                  size["shape_replicates"], seed=args.seed + 6 + i, shape=shape)
                      for i, shape in enumerate(("star", "redrawn"))}
+        # session 12: a star on GRAPH["hub_arms"] arms, its hub of degree 32 (the star above: 7), exact checks
+        # only (no alpha spent): a buffer of side observations, a tag list or a cache sized for small hubs
+        # overflows only on a hub round this large
+        if args.tier != "smoke":
+            wb_shapes["hub"] = graph_whitebox_audit(policy, size["horizon"], max(k, size["hub_arms"]),
+                                                    size["hub_replicates"], seed=args.seed + 9, shape="star", law=False)
         for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve),
-                           ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"])):
-            _print_audit(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n", res, notes=True)
+                           ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"]),
+                           ("star graph, a hub of high degree", wb_shapes.get("hub"))):
+            if res is not None:
+                _print_audit(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n",
+                             res, notes=True)
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -362,7 +381,8 @@ def run(args: argparse.Namespace) -> int:
                             *((f"white-box ({shape} graph)", r) for shape, r in wb_shapes.items()),
                             *((f"black-box {r.observation}", r) for r in results)))
     far_failed = [label for label, r in (("ledger (far, starving)", far), ("ledger (one replicate)", far_single),
-                                         ("far noise law", far_noise), ("one-replicate noise law", single_noise))
+                                         ("far noise law", far_noise), ("one-replicate noise law", single_noise),
+                                         ("far schedule", far_sched))
                   if r is not None and not r.passed]
     if not tight.passed or not cheap.passed or far_failed \
             or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
@@ -438,6 +458,9 @@ def run(args: argparse.Namespace) -> int:
                        for r in (tight, cheap)],
             "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,
                                                     "violations": [v.describe() for v in far.violations]},
+            "far_schedule": None if far_sched is None else {
+                "passed": far_sched.passed, "findings": far_sched.findings, "references": far_sched.references,
+                "notes": far_sched.notes, "seconds": far_sched.seconds},
             "far_law": None if far_noise is None else {
                 name: {"passed": r.passed, "releases": r.releases, "groups": r.groups, "alpha": r.alpha,
                        "findings": [f.describe() for f in r.findings[:10]]}
@@ -463,14 +486,17 @@ def raised_errors(results) -> list[str]:
             if r is not None and getattr(r, "error", None) is not None and r.verdict != "VIOLATION"]
 
 
-GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=8, shape_replicates=64)
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=8, shape_replicates=64,
+             hub_arms=33, hub_replicates=64)
 """The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
 complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
 entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
 (privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
 certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
 replicates, 2-8 s. Round 11: a star and a graph redrawn every round (:func:`privbandit.audit.graph.graph_sequence`)
-on at least 6 arms, 64 replicates each; round 12: at least 8 arms (the star's hub has degree 7)."""
+on at least 6 arms, 64 replicates each; round 12: at least 8 arms (the star's hub has degree 7). Session 12:
+one more star on ``hub_arms`` = 33 arms (a hub of degree 32), ``hub_replicates`` = 64, exact checks only (no
+alpha), 3.6-8.4 s per graph policy on the shared machine (dp_ucb_n 3.6, lazy_dp_ts_n 3.8, gaussian_ts_n 8.4)."""
 
 CONTEXTUAL = dict(horizon=200, max_replicates=256, far_replicates=64)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
@@ -540,11 +566,21 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                                            else 8, seed=args.seed + 2, law=False, far=True)
         _print_audit(f"## White-box audit, far contexts (norms to 2^40 L, exact checks only, T={horizon})\n", wb_far)
 
+    far_sched = None
+    if args.tier != "smoke":  # session 12: the certificate at 2^17 .. 10^12 rounds, no run (far_schedule.py)
+        from privbandit.audit.contextual import STRUCTURE
+        from privbandit.audit.far_schedule import far_schedule_check
+
+        far_sched = far_schedule_check(policy, k, STRUCTURE)
+        print("## Far schedule check (the certificate at 2^17 .. 10^12 rounds)\n")
+        print(far_sched.summary())
+        print()
+
     ledgers = [r for r in (tight, cheap) if r is not None]
     errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("white-box", wb),
                             ("white-box (long)", wb_long), ("white-box (far contexts)", wb_far)))
     if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict) \
-            or (wb_far is not None and wb_far.verdict == "VIOLATION"):
+            or (wb_far is not None and wb_far.verdict == "VIOLATION") or (far_sched is not None and not far_sched.passed):
         verdict = "VIOLATION"
     elif errors:  # the policy raised where nothing refuted it (privbandit/audit/raised.py)
         verdict = "INCONCLUSIVE"
@@ -555,7 +591,8 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in ledgers if not r.passed]
                   + [f"white-box {c}" for c in wb.checks]
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
-                  + ([f"white-box (far contexts) {c}" for c in wb_far.checks] if wb_far is not None else []))
+                  + ([f"white-box (far contexts) {c}" for c in wb_far.checks] if wb_far is not None else [])
+                  + (["far schedule"] if far_sched is not None and not far_sched.passed else []))
     scope = (f"; contextual: relation {relation!r}, white-box and ledger audits only (the black-box audits "
              f"do not cover contextual policies)")
     power = "no black-box audit (contextual policy)"
