@@ -361,16 +361,23 @@ def run(args: argparse.Namespace) -> int:
             res.plot(base + ".png")
 
     # 3. Optional one-run canary audit: observes the trace when there is one (most power).
-    one_run = None
+    one_run = one_run_error = None
     if args.one_run:
         from privbandit.audit.one_run import one_run_audit
 
-        one_run = one_run_audit(policy, horizon, k, canaries=args.one_run, guesses=max(1, args.one_run // 2),
-                                runs=args.one_run_runs, observe=observes[-1], alpha=alpha_each,
-                                seed=args.seed)  # delta: 0 for a pure claim, else 1e-5 (the module's rule)
-        print(f"## One-run audit ({observes[-1]}), {one_run.seconds:.2f} s\n")
-        print(one_run.summary())
-        print()
+        from privbandit.audit.raised import PolicyRaised
+
+        try:
+            one_run = one_run_audit(policy, horizon, k, canaries=args.one_run, guesses=max(1, args.one_run // 2),
+                                    runs=args.one_run_runs, observe=observes[-1], alpha=alpha_each,
+                                    seed=args.seed)  # delta: 0 for a pure claim, else 1e-5 (the module's rule)
+        except PolicyRaised as exc:  # canary runs are not neighbours of one another: no witness, an error
+            one_run_error = f"the policy {exc.raised.describe()}"
+            print(f"## One-run audit ({observes[-1]})\n\nINCONCLUSIVE (ERROR: {one_run_error})\n")
+        else:
+            print(f"## One-run audit ({observes[-1]}), {one_run.seconds:.2f} s\n")
+            print(one_run.summary())
+            print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
     errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("ledger (far)", far),
@@ -379,7 +386,8 @@ def run(args: argparse.Namespace) -> int:
                             ("white-box (late)", wb_late), ("white-box (graph)", wb_graph),
                             ("white-box (starving graph)", wb_starve),
                             *((f"white-box ({shape} graph)", r) for shape, r in wb_shapes.items()),
-                            *((f"black-box {r.observation}", r) for r in results)))
+                            *((f"black-box {r.observation}", r) for r in results))) \
+        + ([f"one-run: {one_run_error}"] if one_run_error else [])
     far_failed = [label for label, r in (("ledger (far, starving)", far), ("ledger (one replicate)", far_single),
                                          ("far noise law", far_noise), ("one-replicate noise law", single_noise),
                                          ("far schedule", far_sched))

@@ -101,6 +101,14 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
     else:
         icpt = np.ones((R, T, K, 1))
     z[kind == 3] = icpt[kind == 3]
+    if far and clip:
+        # session 12: every replicate's unit contexts (the four kinds) stretched by one factor per round, log-uniform
+        # in [16, 2^40] -- a clip that misbehaves only past 2^17 L is reached. Unit contexts and one factor for every
+        # arm, so that the dense kind's identical contexts stay identical to the last bit (see round 12's note below
+        # on ties). An unclipped policy's Gram matrix overflows or goes singular there and the policy raises: an
+        # observation (privbandit/audit/raised.py), which is why this is a run of its own -- the ordinary run's
+        # witnesses at <= 2^16 L stand whatever happens here
+        return z * (16.0 * np.exp2(rng.uniform(0.0, FAR_CONTEXTS - 4.0, size=(R, T, 1, 1)))) * bound
     group = (np.arange(R) // 4) % 4
     # round 11: one group of four in four has shorter contexts, norm uniform in [L / 10, L] per round and arm:
     # a noise scale or a sensitivity that follows the context's norm (legitimate only if it never goes below
@@ -119,13 +127,6 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
         # clipped by different factors and tie only up to rounding, and the coupled runs' replay (whose sums
         # differ in the last bits) would then break the ties differently -- a float artefact, not a leak
         z[group == 3] *= np.exp2(rng.uniform(0.0, 12.0, size=(int(np.count_nonzero(group == 3)), T, 1, 1)))
-        if far:
-            # session 12: every replicate, [16 L, 2^40 L] per round -- a clip that misbehaves only past 2^17 L is
-            # reached. An unclipped policy's Gram matrix then overflows or goes singular and the policy raises:
-            # an observation (privbandit/audit/raised.py), which is why this is a run of its own (the ordinary
-            # run's witnesses at <= 2^16 L stand whatever happens here)
-            lengths = np.linalg.norm(z, axis=3, keepdims=True)
-            z *= 16.0 * np.exp2(rng.uniform(0.0, FAR_CONTEXTS - 4.0, size=(R, T, 1, 1))) / np.maximum(lengths, 1e-300)
         return z * bound
     # a policy that rejects longer contexts: a hair inside the ball (a norm of L can round above L)
     return z * (bound * (1.0 - 1e-9))
