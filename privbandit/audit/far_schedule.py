@@ -217,7 +217,11 @@ def far_schedule_check(policy: Policy, n_arms: int = 2, structure: dict | None =
     findings: list[str] = []
     notes: list[str] = []
     refs: list[str] = []
-    sched = schedule_for(policy, FAR_HORIZON, n_arms, structure, "entry")
+    try:
+        sched = schedule_for(policy, FAR_HORIZON, n_arms, structure, "entry")
+    except (ValueError, ArithmeticError) as exc:  # a schedule that refuses such a horizon certifies nothing there
+        notes.append(f"the schedule for T = 10^12 raised {type(exc).__name__}: {exc}; not checked")
+        return FarScheduleResult(repr(policy), [], [], notes, time.perf_counter() - started)
 
     # 1. monotone in the rounds, over the far rounds the schedule can be evaluated at in time (a schedule listing
     # one leaf per release -- DP-UCB-Int's intervals, ~5e9 of them by 10^12 rounds -- cannot be at every one)
@@ -233,6 +237,9 @@ def far_schedule_check(policy: Policy, n_arms: int = 2, structure: dict | None =
                     values[f"releases of {leaf!r}"] = float(n)
         except _OutOfTime:
             notes.append(f"the schedule's events at round {t} took over {EVAL_SECONDS:g} s: rounds from {t} on not checked")
+            break
+        except (ValueError, ArithmeticError) as exc:
+            notes.append(f"the schedule at round {t} raised {type(exc).__name__}: {exc}; rounds from {t} on not checked")
             break
         events_at[t], mu_at[t] = events, values["mu"]
         for what, v in values.items():
@@ -261,6 +268,8 @@ def far_schedule_check(policy: Policy, n_arms: int = 2, structure: dict | None =
                                 f"a lower bound on the true curve of its own events")
     except _OutOfTime:
         notes.append(f"eps at delta {DELTA:g} at the far rounds took over {EPS_SECONDS:g} s: compared where computed")
+    except (ValueError, ArithmeticError) as exc:
+        notes.append(f"eps at delta {DELTA:g} at the far rounds raised {type(exc).__name__}: {exc}; compared where computed")
 
     # Not asked: that the certificate *at the horizon* grow with the horizon a schedule is built for. A policy may
     # spread its noise over the horizon it is told (Private-UCB's tree nodes draw Lap(L / eps), L = log2 T): its
@@ -284,7 +293,11 @@ def far_schedule_check(policy: Policy, n_arms: int = 2, structure: dict | None =
         refs.append(f"{name} ({type(mech).__name__}, from round {t0})")
         last = None
         for t in events_at:
-            ref = _reference(mech, t, t0, n_arms, prepulls)
+            try:
+                ref = _reference(mech, t, t0, n_arms, prepulls)
+            except (ValueError, ArithmeticError) as exc:  # the mechanism refuses the count: no reference there
+                notes.append(f"{name}: its schedule at round {t} raised {type(exc).__name__}: {exc}")
+                break
             if ref is None:
                 continue
             # the mechanism's own count, monotone in its records too
@@ -310,7 +323,7 @@ def far_schedule_check(policy: Policy, n_arms: int = 2, structure: dict | None =
                 try:
                     with _time_limit(EVAL_SECONDS):
                         floor = epsilon_floor(ref, DELTA)
-                except _OutOfTime:
+                except (_OutOfTime, ValueError, ArithmeticError):  # no floor in time: nothing to compare
                     floor = None
                 if floor is not None and _below(cert_at[t], floor):
                     got = f"eps {cert_at[t]:.6g} < {floor:.6g} at delta {DELTA:g}"

@@ -175,3 +175,17 @@ def test_far_schedule_refutes_a_capped_count_and_a_falling_certificate_not_the_c
 @pytest.mark.parametrize("b", [0, 3])
 def test_far_schedule_reference_holds_for_gaussian_ts_with_pre_pulls(b):
     assert far_schedule_check(GaussianTS(b=b, c=2.0), 3).passed
+
+
+class TSShortHorizon(GaussianTS):
+    """A schedule that refuses horizons above 2^30 (a policy sized for shorter runs): nothing to check far out."""
+
+    def privacy_schedule(self, horizon, n_arms):
+        if horizon > 2**30:
+            raise ValueError(f"horizon must be a whole number in [1, 2^30], got {horizon}")
+        return super().privacy_schedule(horizon, n_arms)
+
+
+def test_far_schedule_notes_a_schedule_that_refuses_the_far_horizon_instead_of_raising():
+    res = far_schedule_check(TSShortHorizon(), 2)
+    assert res.passed and "raised ValueError" in res.notes[0]
