@@ -52,6 +52,10 @@ try:  # round 12's far ledger run and graph shape size (older trees: none, 6 arm
     from privbandit.audit.cli import FAR, GRAPH  # noqa: E402
 except ImportError:
     FAR, GRAPH = None, dict(shape_arms=6)
+try:  # the contextual audit's sizes (session 12: its far-contexts run)
+    from privbandit.audit.cli import CONTEXTUAL  # noqa: E402
+except ImportError:
+    CONTEXTUAL = {}
 from privbandit.audit.whitebox import _run, neighbour_tapes, probe_horizon  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.policies import REGISTRY  # noqa: E402
@@ -100,19 +104,38 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
     # round 12: the far ledger run's horizon (a schedule wrong only late); K-armed policies only
     if FAR and not (_graph(bug) or _contextual(bug)):
         far = FAR["horizon"]
-        return (schedule_for(bug, far, 2).mu(far), schedule_for(bug, far, 2).events(far)) != \
-            (schedule_for(clean, far, 2).mu(far), schedule_for(clean, far, 2).events(far))
-    return False
+        if (schedule_for(bug, far, 2).mu(far), schedule_for(bug, far, 2).events(far)) != \
+                (schedule_for(clean, far, 2).mu(far), schedule_for(clean, far, 2).events(far)):
+            return True
+    try:  # session 12: the far schedule check (the schedule at 2^17 .. 10^12 rounds, no run)
+        from privbandit.audit.far_schedule import far_schedule_check
+    except ImportError:
+        return False
+    if _contextual(bug):
+        from privbandit.audit.contextual import STRUCTURE as structure
+    else:
+        structure = {"max_degree": 0} if _graph(bug) else None  # the edgeless graph the audit uses
+    return far_schedule_check(bug, 2, structure).findings != far_schedule_check(clean, 2, structure).findings
 
 
 def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, horizon: int | None = None,
-              planned: bool = False, shape: str = "path") -> dict:
+              planned: bool = False, shape: str = "path", far: bool = False) -> dict:
     """What one traced run does on fixed mixed tapes: actions, every traced draw (statistic and
     released value) and every ledger report (stream, footprint, scale, sensitivity). ``planned``: the
     run's planned rounds go through its update_block, as in simulate. A contextual policy runs on a
     fixed contextual tape (privbandit/audit/contextual.py); a graph-feedback policy with side
     observations on the audit's feedback graph (privbandit/audit/graph.py), and its ledger's round
-    tags count as reports."""
+    tags count as reports. ``far`` (session 12): a contextual policy's far contexts (norms to 2^40 L). A run
+    that raises returns what it raised (the audit's observation, privbandit/audit/raised.py)."""
+    try:
+        return _behaviour(policy, n_arms, replicates, seed, horizon, planned, shape, far)
+    except Exception as exc:  # noqa: BLE001 -- PolicyRaised (trees before session 12: the exception itself)
+        raised = getattr(exc, "raised", None)
+        what = (raised.kind, raised.round) if raised is not None else (type(exc).__name__,)
+        return {"actions": np.array([hash(what)]), "draws": [], "reports": []}
+
+
+def _behaviour(policy, n_arms, replicates, seed, horizon, planned, shape, far) -> dict:
     noted = []
     if _graph(policy):
         from privbandit.audit.graph import _run as _run_graph, audit_graph, graph_tapes
@@ -130,9 +153,10 @@ def behaviour(policy, n_arms: int = 2, replicates: int = 64, seed: int = 0, hori
         from privbandit.audit.contextual import _run as _run_ctx, contextual_tapes
 
         horizon = 200 if horizon is None else horizon
+        extra = {"far": True} if far else {}  # trees before session 12 lack the keyword
         ctx, _, rew, _, _ = contextual_tapes(n_arms, policy.dim, policy.bound, horizon, replicates, "entry",
                                              np.random.default_rng(12345),
-                                             clip=getattr(policy, "contexts", "reject") == "clip")  # as the audit
+                                             clip=getattr(policy, "contexts", "reject") == "clip", **extra)  # as the audit
         actions, tracer = _run_ctx(policy, ctx, rew, np.random.SeedSequence(seed))
     else:
         horizon = probe_horizon(policy, n_arms) if horizon is None else horizon
@@ -166,14 +190,20 @@ def armed(cls) -> str:
     if _graph(bug):
         shape_arms = GRAPH["shape_arms"]
         runs += [(shape_arms, 200, 16, False, "star"), (shape_arms, 200, 16, False, "redrawn")]
+        if "hub_arms" in GRAPH:  # session 12: the star with a hub of degree 32
+            runs += [(GRAPH["hub_arms"], 200, 16, False, "star")]
+    elif _contextual(bug) and getattr(bug, "contexts", "reject") == "clip" and "far_replicates" in CONTEXTUAL:
+        runs += [(2, 200, 16, False, "far")]  # session 12: the far-contexts run (norms to 2^40 L)
     elif not _contextual(bug) and WB_MANY_ARMS > 2:
         late = min(WB_LATE["cap"], WB_LATE["factor"] * long)
         runs += [(WB_MANY_ARMS, probe, 16, False, "path")] + ([(2, late, 4, False, "path")] if late > long else [])
     for k, horizon, reps, planned, shape in runs:
         if planned and (_contextual(bug) or _graph(bug)):  # contextual and graph runs do not plan
             continue
-        a = behaviour(bug, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape)
-        b = behaviour(clean, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape)
+        far = shape == "far"
+        shape = "path" if far else shape
+        a = behaviour(bug, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape, far=far)
+        b = behaviour(clean, n_arms=k, replicates=reps, horizon=horizon, planned=planned, shape=shape, far=far)
         for key in ("actions", "draws", "reports"):
             x, y = a[key], b[key]
             if key == "actions":

@@ -131,19 +131,23 @@ def _plans(policy, n_arms: int, horizon: int) -> bool:
     """Whether runs of ``policy`` can plan rounds ahead (their class overrides ``PolicyRun.plan``)."""
     from privbandit.policies.base import PolicyRun
 
-    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0))
+    try:
+        run = policy.start(n_arms, 1, horizon, np.random.default_rng(0))
+    except Exception:  # noqa: BLE001 -- the policy raised: the audits proper observe it (privbandit/audit/raised.py)
+        return False
     return type(run).plan is not PolicyRun.plan
 
 
 def _has_trace(policy, n_arms, horizon) -> bool:
     """True when a traced run records something (every policy whose mechanisms draw through the
     toolkit's sampler and report: the known trace methods, or every release)."""
+    from privbandit.audit.raised import PolicyRaised
     from privbandit.audit.runner import auto_trace, run_policy
 
     try:
         out = run_policy(policy, np.full((n_arms, horizon), 0.5), horizon, 2, np.random.default_rng(0),
                          trace=auto_trace)
-    except ValueError:
+    except (ValueError, PolicyRaised):  # a policy that raises: the actions audit observes it
         return False
     return out["trace"] is not None and out["trace"].shape[1] > 0
 
@@ -279,6 +283,16 @@ def run(args: argparse.Namespace) -> int:
         print(single_noise.summary())
         print()
 
+    # 1b'''. Session 12: the far schedule check -- the certificate at 2^17 .. 10^12 rounds, no run (far_schedule.py)
+    far_sched = None
+    if args.tier != "smoke":
+        from privbandit.audit.far_schedule import far_schedule_check
+
+        far_sched = far_schedule_check(policy, k, env.structure() if edgeless else None)
+        print("## Far schedule check (the certificate at 2^17 .. 10^12 rounds against its mechanisms' releases)\n")
+        print(far_sched.summary())
+        print()
+
     # 1c. A graph-feedback policy: coupled runs with side observations on a real feedback graph (every
     # audit above drives it on the edgeless graph), under the entry and the round relation.
     wb_graph = wb_starve = None
@@ -298,9 +312,18 @@ def run(args: argparse.Namespace) -> int:
         wb_shapes = {shape: graph_whitebox_audit(policy, size["horizon"], max(k, size["shape_arms"]),
                                                  size["shape_replicates"], seed=args.seed + 6 + i, shape=shape)
                      for i, shape in enumerate(("star", "redrawn"))}
+        # session 12: a star on GRAPH["hub_arms"] arms, its hub of degree 32 (the star above: 7), exact checks
+        # only (no alpha spent): a buffer of side observations, a tag list or a cache sized for small hubs
+        # overflows only on a hub round this large
+        if args.tier != "smoke":
+            wb_shapes["hub"] = graph_whitebox_audit(policy, size["horizon"], max(k, size["hub_arms"]),
+                                                    size["hub_replicates"], seed=args.seed + 9, shape="star", law=False)
         for label, res in (("feedback graph", wb_graph), ("starving graph sequence", wb_starve),
-                           ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"])):
-            _print_audit(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n", res, notes=True)
+                           ("star graph", wb_shapes["star"]), ("graph redrawn every round", wb_shapes["redrawn"]),
+                           ("star graph, a hub of high degree", wb_shapes.get("hub"))):
+            if res is not None:
+                _print_audit(f"## White-box audit with side observations ({label}, K={res.n_arms}, T={res.horizon})\n",
+                             res, notes=True)
 
     # 2. Black-box: actions, and the trace when the policy's releases can be observed.
     observes = ["actions"] + (["trace"] if _has_trace(policy, k, horizon) else [])
@@ -338,20 +361,36 @@ def run(args: argparse.Namespace) -> int:
             res.plot(base + ".png")
 
     # 3. Optional one-run canary audit: observes the trace when there is one (most power).
-    one_run = None
+    one_run = one_run_error = None
     if args.one_run:
         from privbandit.audit.one_run import one_run_audit
 
-        one_run = one_run_audit(policy, horizon, k, canaries=args.one_run, guesses=max(1, args.one_run // 2),
-                                runs=args.one_run_runs, observe=observes[-1], alpha=alpha_each,
-                                seed=args.seed)  # delta: 0 for a pure claim, else 1e-5 (the module's rule)
-        print(f"## One-run audit ({observes[-1]}), {one_run.seconds:.2f} s\n")
-        print(one_run.summary())
-        print()
+        from privbandit.audit.raised import PolicyRaised
+
+        try:
+            one_run = one_run_audit(policy, horizon, k, canaries=args.one_run, guesses=max(1, args.one_run // 2),
+                                    runs=args.one_run_runs, observe=observes[-1], alpha=alpha_each,
+                                    seed=args.seed)  # delta: 0 for a pure claim, else 1e-5 (the module's rule)
+        except PolicyRaised as exc:  # canary runs are not neighbours of one another: no witness, an error
+            one_run_error = f"the policy {exc.raised.describe()}"
+            print(f"## One-run audit ({observes[-1]})\n\nINCONCLUSIVE (ERROR: {one_run_error})\n")
+        else:
+            print(f"## One-run audit ({observes[-1]}), {one_run.seconds:.2f} s\n")
+            print(one_run.summary())
+            print()
 
     bb = [r.verdict for r in results] + ([one_run.verdict] if one_run is not None else [])
+    errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("ledger (far)", far),
+                            ("ledger (one replicate)", far_single), ("white-box", wb), ("white-box (long)", wb_long),
+                            ("white-box (planned)", wb_plan), ("white-box (more arms)", wb_many),
+                            ("white-box (late)", wb_late), ("white-box (graph)", wb_graph),
+                            ("white-box (starving graph)", wb_starve),
+                            *((f"white-box ({shape} graph)", r) for shape, r in wb_shapes.items()),
+                            *((f"black-box {r.observation}", r) for r in results))) \
+        + ([f"one-run: {one_run_error}"] if one_run_error else [])
     far_failed = [label for label, r in (("ledger (far, starving)", far), ("ledger (one replicate)", far_single),
-                                         ("far noise law", far_noise), ("one-replicate noise law", single_noise))
+                                         ("far noise law", far_noise), ("one-replicate noise law", single_noise),
+                                         ("far schedule", far_sched))
                   if r is not None and not r.passed]
     if not tight.passed or not cheap.passed or far_failed \
             or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
@@ -359,6 +398,8 @@ def run(args: argparse.Namespace) -> int:
             or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
             or any(r is not None and r.verdict == "VIOLATION" for r in (wb_many, wb_late, *wb_shapes.values())):
         verdict = "VIOLATION"
+    elif errors:  # the policy raised where nothing refuted it: outputs went unseen (privbandit/audit/raised.py)
+        verdict = "INCONCLUSIVE"
     elif "CONSISTENT" in bb or wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
     else:
@@ -390,12 +431,13 @@ def run(args: argparse.Namespace) -> int:
                   "white-box only")
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
+          + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
           + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "
           f"tests; audits refute, they never certify){blind} -- {time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
-            "verdict": verdict, "refuted_by": refuted_by, "power": power_statement(results),
+            "verdict": verdict, "refuted_by": refuted_by, "power": power_statement(results), "errors": errors,
             "first_release_round": first, "black_box_sees_releases": not blind,
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
@@ -424,6 +466,9 @@ def run(args: argparse.Namespace) -> int:
                        for r in (tight, cheap)],
             "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,
                                                     "violations": [v.describe() for v in far.violations]},
+            "far_schedule": None if far_sched is None else {
+                "passed": far_sched.passed, "findings": far_sched.findings, "references": far_sched.references,
+                "notes": far_sched.notes, "seconds": far_sched.seconds},
             "far_law": None if far_noise is None else {
                 name: {"passed": r.passed, "releases": r.releases, "groups": r.groups, "alpha": r.alpha,
                        "findings": [f.describe() for f in r.findings[:10]]}
@@ -436,24 +481,37 @@ def run(args: argparse.Namespace) -> int:
         }
         with open(os.path.join(args.out, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2, default=str)
-    if verdict == "INCONCLUSIVE" and args.allow_inconclusive:
+    if verdict == "INCONCLUSIVE" and args.allow_inconclusive and not errors:  # an error is not a lack of power
         return 0
     return EXIT_CODES[verdict]
 
 
-GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=8, shape_replicates=64)
+def raised_errors(results) -> list[str]:
+    """``label: error`` of every (label, result) whose audit the policy's exception cut short and left
+    unrefuted (privbandit/audit/raised.py; None results skipped). Such a command is INCONCLUSIVE, exit 3
+    even with ``--allow-inconclusive``: outputs went unseen, which is not a lack of power."""
+    return [f"{label}: {r.error}" for label, r in results
+            if r is not None and getattr(r, "error", None) is not None and r.verdict != "VIOLATION"]
+
+
+GRAPH = dict(horizon=200, replicates=128, starve_arms=4, starve_replicates=64, shape_arms=8, shape_replicates=64,
+             hub_arms=33, hub_replicates=64)
 """The graph white-box audits (side observations): T = 200 rounds (seven doubling batches per stream on the
 complete 2-arm graph, where every arm is observed every round), 128 coupled replicates -- half change one
 entry, half a whole round -- 3-15 s on the shared 2-core machine; and the starving run
 (privbandit/audit/graph.py), at least 4 arms (three starved streams per round: Gaussian-TS-N's round
 certificate without its sqrt(D + 1) is exceeded on 64 of 64 replicates at K = 4, 58 of 64 at K = 3), 64
 replicates, 2-8 s. Round 11: a star and a graph redrawn every round (:func:`privbandit.audit.graph.graph_sequence`)
-on at least 6 arms, 64 replicates each; round 12: at least 8 arms (the star's hub has degree 7)."""
+on at least 6 arms, 64 replicates each; round 12: at least 8 arms (the star's hub has degree 7). Session 12:
+one more star on ``hub_arms`` = 33 arms (a hub of degree 32), ``hub_replicates`` = 64, exact checks only (no
+alpha), 3.6-8.4 s per graph policy on the shared machine (dp_ucb_n 3.6, lazy_dp_ts_n 3.8, gaussian_ts_n 8.4)."""
 
-CONTEXTUAL = dict(horizon=200, max_replicates=256)
+CONTEXTUAL = dict(horizon=200, max_replicates=256, far_replicates=64)
 """The contextual white-box audit: T = 200 rounds (every tree level up to 2^7 records is released), at
 most 256 coupled replicates (a d = 5 vector tree releases 20-21 entries per round and replicate: 256 x
-200 rounds trace about 10^6 released values, 20-40 s on the shared 2-core machine)."""
+200 rounds trace about 10^6 released values, 20-40 s on the shared 2-core machine). Session 12:
+``far_replicates`` coupled replicates (exact checks only) with every context's norm log-uniform in
+[16 L, 2^40 L] for a policy that clips (``contextual_whitebox_audit(far=True)``; ~1-2 s)."""
 
 
 def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, started: float) -> int:
@@ -508,28 +566,53 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * horizon))
     wb_long = contextual_whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
     _print_audit(f"## White-box audit, long run (exact checks only, T={long_horizon})\n", wb_long)
+    # session 12: far contexts, [16 L, 2^40 L], for a policy that clips them -- a run of its own, so that a policy
+    # that raises on them (an unclipped Gram matrix) loses none of the witnesses of the runs above
+    wb_far = None
+    if getattr(policy, "contexts", "reject") == "clip":
+        wb_far = contextual_whitebox_audit(policy, horizon, k, CONTEXTUAL["far_replicates"] if args.tier != "smoke"
+                                           else 8, seed=args.seed + 2, law=False, far=True)
+        _print_audit(f"## White-box audit, far contexts (norms to 2^40 L, exact checks only, T={horizon})\n", wb_far)
+
+    far_sched = None
+    if args.tier != "smoke":  # session 12: the certificate at 2^17 .. 10^12 rounds, no run (far_schedule.py)
+        from privbandit.audit.contextual import STRUCTURE
+        from privbandit.audit.far_schedule import far_schedule_check
+
+        far_sched = far_schedule_check(policy, k, STRUCTURE)
+        print("## Far schedule check (the certificate at 2^17 .. 10^12 rounds)\n")
+        print(far_sched.summary())
+        print()
 
     ledgers = [r for r in (tight, cheap) if r is not None]
-    if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict):
+    errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("white-box", wb),
+                            ("white-box (long)", wb_long), ("white-box (far contexts)", wb_far)))
+    if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict) \
+            or (wb_far is not None and wb_far.verdict == "VIOLATION") or (far_sched is not None and not far_sched.passed):
         verdict = "VIOLATION"
+    elif errors:  # the policy raised where nothing refuted it (privbandit/audit/raised.py)
+        verdict = "INCONCLUSIVE"
     elif wb.verdict == "CONSISTENT":
         verdict = "CONSISTENT"
     else:
         verdict = "INCONCLUSIVE"
     refuted_by = ([("ledger (tight)" if r.tight else "ledger (cheap)") for r in ledgers if not r.passed]
                   + [f"white-box {c}" for c in wb.checks]
-                  + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks])
+                  + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
+                  + ([f"white-box (far contexts) {c}" for c in wb_far.checks] if wb_far is not None else [])
+                  + (["far schedule"] if far_sched is not None and not far_sched.passed else []))
     scope = (f"; contextual: relation {relation!r}, white-box and ledger audits only (the black-box audits "
              f"do not cover contextual policies)")
     power = "no black-box audit (contextual policy)"
     print(f"POWER: {power}; white-box: {wb.power()}{scope}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
+          + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
           + f" ({wb.alpha:g} family-wise over the noise-law tests; audits refute, they never certify){scope} -- "
           f"{time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
-            "verdict": verdict, "refuted_by": refuted_by, "power": power, "relation": relation,
+            "verdict": verdict, "refuted_by": refuted_by, "power": power, "relation": relation, "errors": errors,
             "contextual": True, "first_release_round": None, "black_box_sees_releases": False,
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
@@ -540,13 +623,17 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                               "replicates": wb_long.replicates, "releases": wb_long.releases,
                               "findings": [dataclasses.asdict(f) for f in wb_long.findings],
                               "seconds": wb_long.seconds},
+            "whitebox_far_contexts": None if wb_far is None else {
+                "verdict": wb_far.verdict, "replicates": wb_far.replicates, "releases": wb_far.releases,
+                "findings": [dataclasses.asdict(f) for f in wb_far.findings], "error": wb_far.error,
+                "seconds": wb_far.seconds},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in ledgers],
             "black_box": [], "one_run": None,
         }
         with open(os.path.join(args.out, "summary.json"), "w") as fh:
             json.dump(summary, fh, indent=2, default=str)
-    if verdict == "INCONCLUSIVE" and args.allow_inconclusive:
+    if verdict == "INCONCLUSIVE" and args.allow_inconclusive and not errors:
         return 0
     return EXIT_CODES[verdict]
 

@@ -45,8 +45,9 @@ import time
 import numpy as np
 
 from accountants._validate import shown
-from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck,
-                                       check_audit_arguments)
+from privbandit.audit.raised import Clock, policy_code
+from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck, attempt,
+                                       check_audit_arguments, raised_result)
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.feedback import Offer
 from privbandit.ledger import Ledger
@@ -72,8 +73,13 @@ def audit_relation(policy: Policy, horizon: int, n_arms: int) -> str:
         return "entry"
 
 
+FAR_CONTEXTS = 40
+"""Session 12: the far-contexts run (``far=True``) stretches every replicate's contexts log-uniformly per
+round over [16 L, 2^FAR_CONTEXTS L] (round 12's groups stop at 2^16 L)."""
+
+
 def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float,
-              rng: np.random.Generator, clip: bool = False) -> np.ndarray:
+              rng: np.random.Generator, clip: bool = False, far: bool = False) -> np.ndarray:
     """Contexts (R, T, K, d) of norm exactly ``bound``, kind r mod 4: dense, one-hot, sphere, intercept,
     except replicates with floor(r / 4) = 2 mod 4, whose norms are uniform in [bound / 10, bound] (round 11);
     ``clip``: those with floor(r / 4) = 1 mod 4 of norm 1.5 ``bound``, 3 mod 4 of norm log-uniform in
@@ -95,6 +101,14 @@ def _contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float
     else:
         icpt = np.ones((R, T, K, 1))
     z[kind == 3] = icpt[kind == 3]
+    if far and clip:
+        # session 12: every replicate's unit contexts (the four kinds) stretched by one factor per round, log-uniform
+        # in [16, 2^40] -- a clip that misbehaves only past 2^17 L is reached. Unit contexts and one factor for every
+        # arm, so that the dense kind's identical contexts stay identical to the last bit (see round 12's note below
+        # on ties). An unclipped policy's Gram matrix overflows or goes singular there and the policy raises: an
+        # observation (privbandit/audit/raised.py), which is why this is a run of its own -- the ordinary run's
+        # witnesses at <= 2^16 L stand whatever happens here
+        return z * (16.0 * np.exp2(rng.uniform(0.0, FAR_CONTEXTS - 4.0, size=(R, T, 1, 1)))) * bound
     group = (np.arange(R) // 4) % 4
     # round 11: one group of four in four has shorter contexts, norm uniform in [L / 10, L] per round and arm:
     # a noise scale or a sensitivity that follows the context's norm (legitimate only if it never goes below
@@ -131,13 +145,15 @@ def _orthogonal(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def contextual_tapes(n_arms: int, dim: int, bound: float, horizon: int, replicates: int, relation: str,
-                     rng: np.random.Generator, rounds: np.ndarray | None = None, clip: bool = False):
+                     rng: np.random.Generator, rounds: np.ndarray | None = None, clip: bool = False,
+                     far: bool = False):
     """R neighbouring contextual tapes: (ctx, ctx', rew, rew', h) with contexts (R, T, K, d), rewards
     (R, T, K) and the changed round h (R,) in [1, T] (module docstring). ``rounds``: the changed rounds
     (default: log-uniform over [1, 3T/4], so early and late records of every stream are changed).
-    ``clip``: half the replicates' contexts are 1.5 times too long, for a policy that clips them."""
+    ``clip``: half the replicates' contexts are 1.5 times too long, for a policy that clips them; ``far``
+    (with ``clip``): every context of norm in [16 L, 2^40 L] (:data:`FAR_CONTEXTS`)."""
     R, T = replicates, horizon
-    ctx = _contexts(R, T, n_arms, dim, bound, rng, clip)
+    ctx = _contexts(R, T, n_arms, dim, bound, rng, clip, far)
     rew = np.ascontiguousarray(np.transpose(_mixed_tapes(n_arms, T, R, rng), (0, 2, 1)))
     if rounds is None:
         top = max(2.0, 0.75 * T)
@@ -158,11 +174,14 @@ def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on
     R, T, K, _ = ctx.shape
     ledger = Ledger(R, K, tight=True, capacity=max(1, T))
     rows = np.arange(R)
-    with ReleaseTracer(ledger, replay) as tracer:
+    clock = Clock()
+    with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:  # the policy's exceptions: observations
+        clock.tracer = tracer
         run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
         actions = np.empty((R, T), dtype=np.int64)
         tracer.marks = np.zeros(T + 2, dtype=np.int64)
         for t in range(1, T + 1):
+            clock.t = t
             arms = np.asarray(run.select(t, Offer(contexts=ctx[:, t - 1]))).astype(np.int64)
             tracer.marks[t] = len(tracer.reports)
             run.update(t, arms, rew[rows, t - 1, arms])
@@ -174,11 +193,13 @@ def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on
 
 def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                               alpha: float = 1e-4, law: bool = True, relation: str | None = None,
-                              rounds: np.ndarray | None = None, max_findings: int = 5) -> WhiteBoxResult:
+                              rounds: np.ndarray | None = None, max_findings: int = 5,
+                              far: bool = False) -> WhiteBoxResult:
     """Coupled-run white-box audit of a contextual policy (module docstring). ``relation``: the
     neighbours to audit (default :func:`audit_relation`, the widest the policy certifies; a relation it
     does not certify is refused). ``law=False`` keeps the exact checks only (the long, thin run).
-    ``rounds``: the changed round of each replicate (default log-uniform)."""
+    ``rounds``: the changed round of each replicate (default log-uniform). ``far`` (session 12; a policy
+    that clips its contexts only): every context's norm log-uniform in [16 L, 2^40 L] per round."""
     horizon, n_arms, replicates = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_contextual(policy):
@@ -193,14 +214,23 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     dim = getattr(policy, "dim", None)
     if not isinstance(dim, int):
         raise ValueError(f"{policy!r} declares no context dimension (dim): the audit cannot build its contexts")
+    clips = getattr(policy, "contexts", "reject") == "clip"
+    if far and not clips:
+        raise ValueError(f"far=True needs a policy that clips its contexts (contexts='clip'); {policy!r} rejects "
+                         "contexts longer than its bound")
     started = time.perf_counter()
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
     ctx, ctx_p, rew, rew_p, h = contextual_tapes(n_arms, dim, float(policy.bound), horizon, replicates, relation,
-                                                 np.random.default_rng(tape_seq), rounds,
-                                                 clip=getattr(policy, "contexts", "reject") == "clip")
+                                                 np.random.default_rng(tape_seq), rounds, clip=clips, far=far)
     spend = _SpendCheck(policy, horizon, n_arms, STRUCTURE, relation)
-    act_d, tr_d = _run(policy, ctx, rew, run_seq, on_round=spend)
-    act_p, tr_p = _run(policy, ctx_p, rew_p, run_seq, replay=tr_d.draws)
+    out_d, exc_d = attempt(_run, policy, ctx, rew, run_seq, on_round=spend)
+    tr_d = out_d[1] if out_d is not None else exc_d.tracer
+    out_p, exc_p = attempt(_run, policy, ctx_p, rew_p, run_seq, replay=tr_d.draws if tr_d is not None else None)
+    if exc_d is not None or exc_p is not None:  # an exception is an output (privbandit/audit/raised.py)
+        return raised_result(policy, horizon, n_arms, replicates, seed, alpha, exc_d, exc_p,
+                             [f"contextual tape: relation {relation!r}" + (", contexts up to 2^40 L" if far else "")],
+                             started, spend, own_rounds=h if relation == "round" else ())
+    (act_d, tr_d), (act_p, tr_p) = out_d, out_p
     rows = np.arange(replicates)
     # the stream each round's record entered (the played arm's tree for a disjoint model, stream 0 of
     # a shared one), the changed record's stream and its index among that stream's records

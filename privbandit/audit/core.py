@@ -28,9 +28,15 @@ from privbandit.audit import scores as _scores
 from privbandit.audit import stats
 from privbandit.audit.certify import Claim, EpsAtDelta, GDP
 from privbandit.audit.neighbours import NeighbourPair, Neighbours, NeighbourSearch
+from privbandit.audit.raised import PolicyRaised
 from privbandit.audit.runner import MechanismSampler, PolicySampler, auto_trace
 
 VERDICTS = ("VIOLATION", "CONSISTENT", "INCONCLUSIVE")
+
+RAISE_RUNS = (500, 1500)
+"""Session 12: single runs per side (select, test) of the raise audit (:meth:`Audit._raise_audit`). A policy
+that always raises on D and never on D' gives p_lo(D) ~ 0.998, p_hi(D') ~ 0.0025 at alpha 0.05: eps_lb ~ 6.
+One run at a time, because the runs of a lock-stepped batch raise together."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +117,9 @@ class AuditResult:
     exact: _exact.ExactReference | None = None
     """Known answer (``Audit(..., exact=True)``): the exact eps at delta of the audited output between
     the audited tapes, when an enumerator exists (privbandit.audit.exact; AUDIT.md 3.2 step 5, 3.6)."""
+    error: str | None = None
+    """Session 12: the audited policy raised and no certified event refuted the claim: what it raised
+    (the verdict is then INCONCLUSIVE, never CONSISTENT; privbandit/audit/raised.py)."""
 
     @property
     def eps_lb(self) -> float:
@@ -136,6 +145,8 @@ class AuditResult:
             gaps = ", ".join(f"{r.certified.certificate}: claim {r.claim_value:.4g} - lb {r.certified.lower_bound:.4g}"
                              for r in self.rows)
             return f"CONSISTENT ({gaps}) -- an audit refutes, it never certifies"
+        if self.error is not None:
+            return f"INCONCLUSIVE (ERROR: {self.error})"
         return f"INCONCLUSIVE: every certified lower bound is 0 at {conf} (too few runs)"
 
     def table(self, fmt: str = "markdown") -> str | list[dict]:
@@ -366,7 +377,11 @@ class Audit:
         cert = self.certificates[0]
         for i, sampler in enumerate(self.candidates):
             r0, r1 = (np.random.default_rng(s) for s in rng_seq.spawn(2))
-            od, odp = sampler.sample(0, self.pilot_runs, r0), sampler.sample(1, self.pilot_runs, r1)
+            try:
+                od, odp = sampler.sample(0, self.pilot_runs, r0), sampler.sample(1, self.pilot_runs, r1)
+            except PolicyRaised:  # a pair on which the policy raises is audited first (:meth:`_raise_audit`)
+                ranking.append((sampler.label, math.inf))
+                return i, ranking
             if any(s.trainable for s in self.pilot_scores):  # fit on one half, judge on the other
                 half = self.pilot_runs // 2
                 fit_d, fit_dp = _rows(od, slice(0, half)), _rows(odp, slice(0, half))
@@ -388,6 +403,76 @@ class Audit:
         notes = []
         chosen, ranking = self._pilot(s_pilot)
         sampler = self.candidates[chosen]
+        try:
+            return self._run(sampler, chosen, ranking, notes, started, s_train, s_sel, s_test)
+        except PolicyRaised as exc:  # an exception is an output: audit whether it distinguishes the neighbours
+            return self._raise_audit(sampler, exc, ranking, notes, started, seq.spawn(1)[0])
+
+    def _raise_audit(self, sampler, exc: PolicyRaised, ranking, notes, started, ss) -> AuditResult:
+        """The audit when the policy raised (privbandit/audit/raised.py): single independent runs per side
+        (:data:`RAISE_RUNS`), each run's output its outcome -- completed, or raised (type, round). The
+        event "raised (type, round)", "raised (type)" or "raised" with the best objective on the selection
+        runs, either side as numerator, is certified on fresh runs in every certificate of the audit
+        (Clopper-Pearson, Bonferroni over the certificates). VIOLATION when a bound exceeds the claim;
+        otherwise INCONCLUSIVE naming the exception -- the outputs after a raise were never seen, so never
+        CONSISTENT."""
+        n_sel, n_te = RAISE_RUNS
+        s_sel, s_test = ss.spawn(2)
+
+        def outcomes(side_seq, n):
+            out = []
+            for side, sq in enumerate(side_seq.spawn(2)):
+                rng = np.random.default_rng(sq)
+                got = []
+                for _ in range(n):  # one run at a time: the runs of a lock-stepped batch raise together
+                    try:
+                        sampler.sample(side, 1, rng)
+                        got.append(None)
+                    except PolicyRaised as e:
+                        got.append(e.raised)
+                out.append(got)
+            return out
+
+        sel_d, sel_p = outcomes(s_sel, n_sel)
+        # candidate events, named before the test runs: each (type, round), each type, any raise
+        keys = sorted({(r.kind, r.round) for r in sel_d + sel_p if r is not None})
+        events = [(f"raised {k} in round {t}", lambda r, k=k, t=t: r is not None and (r.kind, r.round) == (k, t))
+                  for k, t in keys]
+        events += [(f"raised {k}", lambda r, k=k: r is not None and r.kind == k) for k in sorted({k for k, _ in keys})]
+        events.append(("raised", lambda r: r is not None))
+        names = [n for n, _ in events]
+
+        def values(runs):
+            return [np.array([1.0 if f(r) else 0.0 for r in runs]) for _, f in events]
+
+        test_d, test_p = outcomes(s_test, n_te)
+        vd, vdp, td, tdp = values(sel_d), values(sel_p), values(test_d), values(test_p)
+        alpha_each = self.alpha / len(self.certificates)
+        delta_eps = next((c.delta for c in self.certificates if isinstance(c, EpsAtDelta)), 0.0)
+        rows, test_values = [], {}
+        observation = sampler.observation + " + raised"
+        for cert in self.certificates:
+            event, _, _ = _certify.select_event(vd, vdp, names, cert, self.alpha)
+            j = event.score_index
+            cb = _certify.certify_event(event, td[j], tdp[j], cert, alpha_each, delta_for_eps=delta_eps)
+            claim_value = cert.claim_value(self.claim)
+            verdict = "VIOLATION" if cb.lower_bound > claim_value else "INCONCLUSIVE"
+            rows.append(Row(self.claim.describe(), sampler.label, observation, cb, claim_value, verdict, 0.0))
+            test_values[cb.certificate] = (td[j], tdp[j])
+        seconds = time.perf_counter() - started
+        for r in rows:
+            r.seconds = seconds
+        k_d = sum(r is not None for r in test_d)
+        k_p = sum(r is not None for r in test_p)
+        error = (f"the policy {exc.raised.describe()}; raised in {k_d} of {n_te} single runs on D and {k_p} of "
+                 f"{n_te} on D'")
+        notes.append(f"raise audit: {error}")
+        verdict = "VIOLATION" if any(r.verdict == "VIOLATION" for r in rows) else "INCONCLUSIVE"
+        return AuditResult(self.name, self.claim, sampler.label, observation, rows, verdict, self.alpha, seconds,
+                           self.seed, notes, ranking, test_values, {c.name: c for c in self.certificates}, None,
+                           error=None if verdict == "VIOLATION" else error)
+
+    def _run(self, sampler, chosen, ranking, notes, started, s_train, s_sel, s_test) -> AuditResult:
         trainable = any(s.trainable for s in self.scores)
         n_tr, n_se, n_te = self.budget.sizes(trainable)
 

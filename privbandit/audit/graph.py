@@ -46,9 +46,10 @@ import numpy as np
 
 from accountants import GDPAccountant, PureAccountant
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
+from privbandit.audit.raised import Clock, policy_code
 from privbandit.audit.tracing import ReleaseTracer
-from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck,
-                                       check_audit_arguments)
+from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck, attempt,
+                                       check_audit_arguments, raised_result)
 from privbandit.feedback import Feedback, Offer
 from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy, schedule_for
@@ -155,11 +156,14 @@ def _run(policy: Policy, graph, rew: np.ndarray, seed, replay=None, on_round=Non
     rows = np.arange(R)
     graph_at = graph if callable(graph) else (lambda t, g=graph: g)
     observed = np.zeros((R, T, K), dtype=bool)
-    with ReleaseTracer(ledger, replay) as tracer:
+    clock = Clock()
+    with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:  # the policy's exceptions: observations
+        clock.tracer = tracer
         run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
         actions = np.empty((R, T), dtype=np.int64)
         tracer.marks = np.zeros(T + 2, dtype=np.int64)
         for t in range(1, T + 1):
+            clock.t = t
             graph = graph_at(t)
             arms = np.asarray(run.select(t, Offer(graph=graph))).astype(np.int64)
             obs = graph[arms]
@@ -341,8 +345,14 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
     tapes = starving_tapes if starve else graph_tapes
     rew, rew_p, h, j = tapes(n_arms, horizon, replicates, np.random.default_rng(tape_seq), round_relation)
     spend = _GraphSpend(policy, horizon, n_arms, structure, round_relation)
-    act_d, obs_d, tr_d, led_d = _run(policy, graph, rew, run_seq, on_round=spend)
-    act_p, _, tr_p, _ = _run(policy, graph, rew_p, run_seq, replay=tr_d.draws)
+    out_d, exc_d = attempt(_run, policy, graph, rew, run_seq, on_round=spend)
+    tr_d = out_d[2] if out_d is not None else exc_d.tracer
+    out_p, exc_p = attempt(_run, policy, graph, rew_p, run_seq, replay=tr_d.draws if tr_d is not None else None)
+    if exc_d is not None or exc_p is not None:  # an exception is an output (privbandit/audit/raised.py)
+        return raised_result(policy, horizon, n_arms, replicates, seed, alpha, exc_d, exc_p,
+                             [f"feedback graph: {shape if not starve else 'starving'} on {n_arms} arms"], started, spend)
+    act_d, obs_d, tr_d, led_d = out_d
+    act_p, _, tr_p, _ = out_p
     records = _records(obs_d, act_d, h, j)
     rows = np.arange(replicates)
     arm = np.where(j >= 0, j, act_d[rows, h - 1])

@@ -33,6 +33,7 @@ from accountants import (AdvancedCompositionAccountant, GDPAccountant, KOVHetero
                          RDPAccountant, UnsupportedEventError)
 from privbandit.envs.base import Environment
 from privbandit.feedback import Feedback
+from privbandit.audit.raised import Clock, PolicyRaised, policy_code
 from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy, schedule_for
 
@@ -74,6 +75,9 @@ class LedgerAuditResult:
     max_realized_epsilon: np.ndarray
     violations: list[LedgerViolation]
     seconds: float
+    error: str | None = None
+    """Session 12: the policy raised during the run (privbandit/audit/raised.py): the checkpoints before the
+    raise were checked (a violation there stands), none after; never CONSISTENT."""
 
     @property
     def passed(self) -> bool:
@@ -81,11 +85,15 @@ class LedgerAuditResult:
 
     @property
     def verdict(self) -> str:
-        return "CONSISTENT" if self.passed else "VIOLATION"
+        if not self.passed:
+            return "VIOLATION"
+        return "CONSISTENT" if self.error is None else "INCONCLUSIVE"
 
     def summary(self) -> str:
         head = (f"ledger audit of {self.policy} on {self.environment}: T={self.horizon}, "
                 f"{self.replicates} replicates x {len(self.seeds)} seeds, {'tight' if self.tight else 'cheap'} ledger")
+        if self.passed and self.error is not None:
+            return f"{head}: INCONCLUSIVE (ERROR: the policy {self.error}; checkpoints before it passed)"
         if self.passed:
             return f"{head}: CONSISTENT (realized <= certified at every checkpoint; no re-draws)"
         kinds = sorted({v.kind for v in self.violations})
@@ -190,47 +198,19 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
         for r in hits:
             violations.append(LedgerViolation(kind, seed, int(r), int(t), float(realized[r]), float(certified)))
 
+    error = None
     for seed in seeds:
         seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         policy_seq, env_seq = seq.spawn(2)
         book = Ledger(replicates, k, tight=bool(tight))
-        run = policy.start(k, replicates, horizon, np.random.default_rng(policy_seq), ledger=book)
-        env_run = env.start(replicates, np.random.default_rng(env_seq))
-        ci = 0
-        for t in range(1, horizon + 1):
-            offer = env_run.offer(t)  # the feedback contract: contexts are shown before the choice
-            arms = run.select(t, offer) if (requires and offer is not None) else run.select(t)
-            fb = env_run.feedback(t, arms)  # the default wraps rewards(t, arms): the same stream
-            rewards = np.clip(fb.rewards, 0.0, 1.0)
-            if fb.observed is None:
-                run.update(t, fb.arms, rewards)
-            else:  # side observations, clipped as the engine clips them
-                values = None if fb.values is None else np.clip(fb.values, 0.0, 1.0)
-                run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
-            if t != cps[ci]:
-                continue
-            mu = book.realized_mu()
-            max_mu[ci] = max(max_mu[ci], float(np.nanmax(mu)))
-            add("mu", seed, _exceeds(mu, cert_mu[ci]), mu, cert_mu[ci], t)
-            if math.isfinite(cert_pure[ci]):
-                pure = book.realized_pure_epsilon()
-                add("pure_epsilon", seed, _exceeds(pure, cert_pure[ci]), pure, cert_pure[ci], t)
-            if tight:
-                best_realized = np.zeros(replicates)
-                for f, cert in cert_acc.items():
-                    if not math.isfinite(cert[ci]):
-                        continue
-                    realized = np.zeros(replicates)
-                    for r in range(replicates):
-                        for ev in book.maximal_record_events(r):
-                            key = (f, ev)
-                            if key not in cache:
-                                cache[key] = _accountant_eps(f, ev, delta)
-                            realized[r] = max(realized[r], cache[key])
-                    add(f"epsilon[{f.__name__}]", seed, _exceeds(realized, cert[ci]), realized, cert[ci], t)
-                    best_realized = np.where(best_realized == 0, realized, np.minimum(best_realized, realized))
-                max_eps[ci] = max(max_eps[ci], float(best_realized.max(initial=0.0)))
-            ci += 1
+        clock = Clock()
+        try:
+            with policy_code(clock):  # an exception of the policy's is an observation, not a crash
+                _ledger_run(policy, env, horizon, replicates, seed, tight, delta, requires, book, policy_seq, env_seq,
+                            cps, cert_mu, cert_pure, cert_acc, cache, max_mu, max_eps, add, clock)
+        except PolicyRaised as exc:
+            error = f"{exc.raised.describe()} (seed {seed!r})"
+            break
         if tight:
             for rep, stream, mech, node in book.redraws()[:max_violations]:
                 violations.append(LedgerViolation("redraw", seed, rep, horizon, math.nan, math.nan,
@@ -239,4 +219,48 @@ def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int
         max_eps[:] = np.nan
     return LedgerAuditResult(repr(policy), str(env.params()), horizon, replicates, list(seeds), bool(tight),
                              float(delta), cps, cert_mu, cert_eps, max_mu, max_eps, violations,
-                             time.perf_counter() - started)
+                             time.perf_counter() - started, error)
+
+
+def _ledger_run(policy, env, horizon, replicates, seed, tight, delta, requires, book, policy_seq, env_seq, cps,
+                cert_mu, cert_pure, cert_acc, cache, max_mu, max_eps, add, clock) -> None:
+    """One seed's run of :func:`ledger_audit`, checked at every checkpoint (``clock.t``: the round played)."""
+    k = env.n_arms
+    run = policy.start(k, replicates, horizon, np.random.default_rng(policy_seq), ledger=book)
+    env_run = env.start(replicates, np.random.default_rng(env_seq))
+    ci = 0
+    for t in range(1, horizon + 1):
+        clock.t = t
+        offer = env_run.offer(t)  # the feedback contract: contexts are shown before the choice
+        arms = run.select(t, offer) if (requires and offer is not None) else run.select(t)
+        fb = env_run.feedback(t, arms)  # the default wraps rewards(t, arms): the same stream
+        rewards = np.clip(fb.rewards, 0.0, 1.0)
+        if fb.observed is None:
+            run.update(t, fb.arms, rewards)
+        else:  # side observations, clipped as the engine clips them
+            values = None if fb.values is None else np.clip(fb.values, 0.0, 1.0)
+            run.observe(t, Feedback(fb.arms, rewards, fb.observed, values))
+        if t != cps[ci]:
+            continue
+        mu = book.realized_mu()
+        max_mu[ci] = max(max_mu[ci], float(np.nanmax(mu)))
+        add("mu", seed, _exceeds(mu, cert_mu[ci]), mu, cert_mu[ci], t)
+        if math.isfinite(cert_pure[ci]):
+            pure = book.realized_pure_epsilon()
+            add("pure_epsilon", seed, _exceeds(pure, cert_pure[ci]), pure, cert_pure[ci], t)
+        if tight:
+            best_realized = np.zeros(replicates)
+            for f, cert in cert_acc.items():
+                if not math.isfinite(cert[ci]):
+                    continue
+                realized = np.zeros(replicates)
+                for r in range(replicates):
+                    for ev in book.maximal_record_events(r):
+                        key = (f, ev)
+                        if key not in cache:
+                            cache[key] = _accountant_eps(f, ev, delta)
+                        realized[r] = max(realized[r], cache[key])
+                add(f"epsilon[{f.__name__}]", seed, _exceeds(realized, cert[ci]), realized, cert[ci], t)
+                best_realized = np.where(best_realized == 0, realized, np.minimum(best_realized, realized))
+            max_eps[ci] = max(max_eps[ci], float(best_realized.max(initial=0.0)))
+        ci += 1

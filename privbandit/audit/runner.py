@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from accountants._validate import real_array, shown
+from privbandit.audit.raised import Clock, policy_code
 from privbandit.policies.base import Policy
 
 
@@ -148,39 +149,48 @@ def run_policy(policy: Policy, tape: np.ndarray, horizon: int, n: int, rng: np.r
     actions = np.empty((n, horizon), dtype=dtype)
     traces = []
     used = tape if not clip else np.clip(tape, 0.0, 1.0)
+    clock = Clock()
     for start in range(0, n, chunk):
         r = min(chunk, n - start)
         tapes = used[start:start + r] if per_run else None
-        if trace is not None:
-            # a draw-count-only ledger: every mechanism then reports, so a trace can pair releases
-            # with their (replicate, stream); it changes no draw and no decision
-            from privbandit.ledger import Ledger
-
-            book = Ledger(r, k, track_replicates=0)
-            run = policy.start(k, r, horizon, rng, ledger=book)
-            run._audit_ledger = book
-        else:
-            run = policy.start(k, r, horizon, rng, ledger=None)
-        # The tape was clipped above (as the engine clips), so the run's own per-update reward check
-        # is skipped; with clip=False this vouching is the planted bug itself (an engine that forgot
-        # to clip but tells the policy its rewards are checked).
-        run.rewards_checked = True
-        collect = trace(run) if trace is not None else None
-        try:
-            _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces)
-        finally:
-            close = getattr(collect, "close", None)
-            if close is not None:
-                close()
+        with policy_code(clock):  # the policy's exceptions leave as PolicyRaised (privbandit/audit/raised.py)
+            _chunk(policy, k, r, horizon, rng, trace, tapes, per_run, used, start, actions, traces, clock)
     return {"actions": actions, "trace": np.concatenate(traces) if traces else None, "n_arms": k}
 
 
-def _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces) -> None:
+def _chunk(policy, k, r, horizon, rng, trace, tapes, per_run, used, start, actions, traces, clock) -> None:
+    """``r`` lock-stepped runs of :func:`run_policy` from row ``start`` (``clock.t``: the round played)."""
+    clock.t = 0
+    if trace is not None:
+        # a draw-count-only ledger: every mechanism then reports, so a trace can pair releases
+        # with their (replicate, stream); it changes no draw and no decision
+        from privbandit.ledger import Ledger
+
+        book = Ledger(r, k, track_replicates=0)
+        run = policy.start(k, r, horizon, rng, ledger=book)
+        run._audit_ledger = book
+    else:
+        run = policy.start(k, r, horizon, rng, ledger=None)
+    # The tape was clipped above (as the engine clips), so the run's own per-update reward check
+    # is skipped; with clip=False this vouching is the planted bug itself (an engine that forgot
+    # to clip but tells the policy its rewards are checked).
+    run.rewards_checked = True
+    collect = trace(run) if trace is not None else None
+    try:
+        _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces, clock)
+    finally:
+        close = getattr(collect, "close", None)
+        if close is not None:
+            close()
+
+
+def _steps(run, collect, horizon, r, k, tapes, per_run, used, start, actions, traces, clock) -> None:
     """One lock-stepped chunk of ``run_policy``: ``r`` runs from row ``start``."""
     pulls = np.zeros((r, k), dtype=np.int64)
     rows = np.arange(r)
     parts = []
     for t in range(1, horizon + 1):
+        clock.t = t
         arms = np.asarray(run.select(t))
         if collect is not None:
             got = collect(t)

@@ -93,6 +93,7 @@ from scipy import stats as sps
 
 from accountants import _validate
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
+from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.ledger import Ledger
 from privbandit.mechanisms.sampling import GRID
@@ -115,7 +116,8 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 @dataclasses.dataclass
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
-    #             noise_report | noise_coupling | schedule | tree_output (vector trees) | certificate
+    #             noise_report | noise_coupling | schedule | tree_output (vector trees) | certificate |
+    #             raised (session 12: the policy raised on one neighbour only, privbandit/audit/raised.py)
     detail: str
 
 
@@ -147,12 +149,15 @@ class WhiteBoxResult:
     notes: list[str]
     seconds: float
     checkpoints: list = dataclasses.field(default_factory=list)  # (round, max realized mu, certified mu)
+    error: str | None = None
+    """Session 12: the audited policy raised alike on both neighbours (privbandit/audit/raised.py): the
+    runs were cut short, nothing after the raise was checked, and the verdict is INCONCLUSIVE."""
 
     @property
     def verdict(self) -> str:
         if self.findings:
             return "VIOLATION"
-        return "CONSISTENT" if self.releases else "INCONCLUSIVE"
+        return "CONSISTENT" if self.releases and self.error is None else "INCONCLUSIVE"
 
     @property
     def checks(self) -> list[str]:
@@ -174,6 +179,8 @@ class WhiteBoxResult:
     def summary(self) -> str:
         head = (f"white-box audit of {self.policy}: T={self.horizon}, K={self.n_arms}, {self.replicates} coupled "
                 f"replicate pairs, {self.releases} traced releases, seed {self.seed}, {self.seconds:.1f} s")
+        if not self.findings and self.error is not None:
+            return f"{head}: INCONCLUSIVE (ERROR: {self.error})"
         if not self.findings:
             return f"{head}: {self.verdict} ({self.power()})"
         first = "; ".join(f"[{f.check}] {f.detail}" for f in self.findings[:4])
@@ -317,7 +324,10 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     R, K, _ = tapes.shape
     ledger = Ledger(R, K, tight=True, capacity=max(1, horizon))
     stops = sorted(int(t) for t in getattr(on_round, "rounds", ()))
-    with ReleaseTracer(ledger, replay) as tracer:
+    clock = Clock()
+    # the policy's exceptions leave as PolicyRaised (the round, the partial trace): an observation
+    with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:
+        clock.tracer = tracer
         run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=ledger)
         plan = run.plan if planned else None
         pulls = np.zeros((R, K), dtype=np.int64)
@@ -328,6 +338,7 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         tracer.marks = np.zeros(horizon + 2, dtype=np.int64)
         t = 1
         while t <= horizon:
+            clock.t = t
             block = None
             if plan is not None:
                 limit = min([horizon] + [u for u in stops if u >= t]) - t + 1
@@ -413,12 +424,16 @@ def release_profile(policy: Policy, n_arms: int, horizon: int) -> tuple[int | No
     """(round of the first reported noise draw or None, reported draws by ``horizon``) of one run on a
     constant 0.5 tape: how soon, and how densely, the policy releases."""
     ledger = Ledger(1, n_arms, track_replicates=0)
-    run = policy.start(n_arms, 1, horizon, np.random.default_rng(0), ledger=ledger)
     half, first = np.array([0.5]), None
-    for t in range(1, horizon + 1):
-        run.update(t, np.asarray(run.select(t)), half)
-        if first is None and int(ledger.draws.sum()):
-            first = t
+    try:  # a probe: where the policy raises it stops (the audits proper report the exception)
+        with policy_code(Clock()):
+            run = policy.start(n_arms, 1, horizon, np.random.default_rng(0), ledger=ledger)
+            for t in range(1, horizon + 1):
+                run.update(t, np.asarray(run.select(t)), half)
+                if first is None and int(ledger.draws.sum()):
+                    first = t
+    except PolicyRaised:
+        pass
     return first, int(ledger.draws.sum())
 
 
@@ -427,13 +442,19 @@ def release_round(policy: Policy, n_arms: int, *, releases: int = 1, cap: int = 
     reported (None if not within ``cap`` rounds). E.g. DP-UCB-Int at its default certified epsilon
     releases an arm's first mean only at that arm's 197th pull."""
     ledger = Ledger(1, n_arms, track_replicates=0)
-    run = policy.start(n_arms, 1, cap, np.random.default_rng(0), ledger=ledger)
     half = np.array([0.5])
-    for t in range(1, cap + 1):
-        arms = np.asarray(run.select(t))
-        run.update(t, arms, half)
-        if int(ledger.draws.sum()) >= releases:
-            return t
+    clock = Clock()
+    try:  # a probe: where the policy raises it stops (the audits proper report the exception)
+        with policy_code(clock):
+            run = policy.start(n_arms, 1, cap, np.random.default_rng(0), ledger=ledger)
+            for t in range(1, cap + 1):
+                clock.t = t
+                arms = np.asarray(run.select(t))
+                run.update(t, arms, half)
+                if int(ledger.draws.sum()) >= releases:
+                    return t
+    except PolicyRaised:
+        return max(clock.t, 1)
     return None
 
 
@@ -709,6 +730,29 @@ def check_audit_arguments(policy, counts, alpha) -> tuple[int, ...]:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     return tuple(out)
 
+def attempt(run, *args, **kwargs):
+    """``(run(*args, **kwargs), None)``, or ``(None, PolicyRaised)`` when the audited policy raised in it."""
+    try:
+        return run(*args, **kwargs), None
+    except PolicyRaised as exc:
+        return None, exc
+
+
+def raised_result(policy: Policy, horizon: int, n_arms: int, replicates: int, seed, alpha: float,
+                  exc_d: PolicyRaised | None, exc_p: PolicyRaised | None, notes: list[str], started: float,
+                  spend, *, own_rounds=()) -> WhiteBoxResult:
+    """The result of coupled runs cut short by the policy's exception (privbandit/audit/raised.py): a
+    ``raised`` finding when the neighbours raised differently (one only, another round, another type),
+    else INCONCLUSIVE naming the exception. The checks after the raise are not run."""
+    coupled = getattr(policy, "records_releases", True)
+    witness, error = compare(exc_d.raised if exc_d else None, exc_p.raised if exc_p else None,
+                             coupled=coupled, own_rounds=own_rounds)
+    findings = [Finding("raised", witness)] if witness else []
+    notes.append("the policy raised: the coupled runs stopped there and no other check was made")
+    return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha, 0,
+                          findings, [], notes, time.perf_counter() - started, spend.rows, error=error)
+
+
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
@@ -759,7 +803,13 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         pull = np.concatenate([pull, np.zeros(int(schedule_records), np.int64)])
         replicates += int(schedule_records)
     spend = _SpendCheck(policy, horizon, n_arms)
-    act_d, tr_d = _run(policy, tape, horizon, run_seq, on_round=spend, planned=planned)
+    out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, on_round=spend, planned=planned)
+    if exc_d is not None:  # D raised: D' replays what D released before it, then must raise alike
+        tr_d = exc_d.tracer
+        _, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq,
+                           replay=tr_d.draws if tr_d is not None else None, planned=planned)
+        return raised_result(policy, horizon, n_arms, replicates, seed, alpha, exc_d, exc_p, notes, started, spend)
+    act_d, tr_d = out_d
     if schedule_records:
         rows = np.arange(base, replicates)
         events = release_boundaries(tr_d, act_d, arm)[base:]
@@ -770,7 +820,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
-    act_p, tr_p = _run(policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
+    out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
+    if exc_p is not None:
+        return raised_result(policy, horizon, n_arms, replicates, seed, alpha, None, exc_p, notes, started, spend)
+    act_p, tr_p = out_p
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law,
                                               spend, notes)
     if observer and not planned:

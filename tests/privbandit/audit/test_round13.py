@@ -12,10 +12,6 @@ Every bug here was missed by the audit before round 13 (docs/audit.md's table "b
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -26,17 +22,7 @@ from privbandit.audit.far_law import FAR_LAW_ALPHA, FarLawTracer, far_law
 from privbandit.envs import Bernoulli
 from privbandit.ledger import Ledger
 from privbandit.policies import GaussianTS, PrivateUCB
-
-_BENCH = pathlib.Path(__file__).resolve().parents[3] / "bench"
-sys.path.insert(0, str(_BENCH))  # the round modules import the earlier rounds' helpers by name
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from _bench import load as _load  # bench/'s planted-bug modules, loaded by file
 
 r12 = _load("audit_planted_round12")
 r13 = _load("audit_planted_round13")
