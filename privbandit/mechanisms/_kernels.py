@@ -214,11 +214,15 @@ def _key_cache_on_callees(dispatcher, kernel: Kernel) -> None:
     ``callee(x) + 1`` with ``callee`` edited from ``2 x`` to ``3 x`` kept returning ``2 x + 1``).
     The index key now also holds :meth:`Kernel.source_digest`, so such an edit recompiles.
     """
-    from numba.core.caching import FunctionCache
+    from numba.core.caching import FunctionCache, NullCache
 
     if getattr(dispatcher, "_cache", None) is None or not isinstance(dispatcher._cache, FunctionCache):
         return
-    digest = kernel.source_digest()
+    try:
+        digest = kernel.source_digest()
+    except Exception:  # a callee's source unreadable (e.g. a zipped install): never load what may be stale
+        dispatcher._cache = NullCache()
+        return
 
     class _Cache(FunctionCache):
         def _index_key(self, sig, codegen):

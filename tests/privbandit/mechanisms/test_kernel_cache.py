@@ -89,3 +89,20 @@ def test_the_digest_follows_callees_of_callees():
     finally:
         for name in ("digesttest_leaf", "digesttest_middle", "digesttest_top"):
             _kernels._KERNELS.pop(name, None)
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed (or disabled)")
+def test_a_digest_that_cannot_be_computed_turns_the_disk_cache_off(monkeypatch):
+    from numba.core.caching import NullCache
+
+    class Disp:  # a dispatcher as numba makes it with cache=True
+        def __init__(self):
+            from numba.core.caching import FunctionCache
+
+            self._cache = FunctionCache(_kernels.call_sampler.fn)
+
+    kernel = next(iter(_kernels._KERNELS.values()))
+    monkeypatch.setattr(type(kernel), "source_digest", lambda self: (_ for _ in ()).throw(OSError("unreadable")))
+    disp = Disp()
+    _kernels._key_cache_on_callees(disp, kernel)
+    assert isinstance(disp._cache, NullCache)  # compiled fresh in this process, never loaded stale
