@@ -7,14 +7,20 @@ ledger, records every report the run's ledger receives, in order -- ``Ledger._st
 pulled releases), ``Ledger._record_dense`` and the calls of prefix recorders (the Gaussian
 posterior) -- then replays them into fresh ledgers built as the engine builds its ledger, and times
 (CPU time of this thread) the replay with its drains, and the engine's realized-spend queries (made
-where the run made them: a query drains what is staged, so it decides which reports one drain folds).
+where the run made them: a query drains what is staged, so it decides which reports one drain folds,
+and that moves DP-TS's sums in the last bits -- a drain's Laplace statistics are Python floats when
+all its releases of a kind share one epsilon, numpy's elementwise values otherwise, and
+``e * math.tanh(e / 2)`` differs from numpy's in the last bit for some e: docs/benchmarks.md,
+session 13).
 
 Each replayed ledger is checked against the run's own, bit for bit (difference arrays, draw counts,
 marked positions, realized epsilon at delta = 1e-6): a replay that missed a report, or reordered
-two, says so and exits 1. The figures are per report and per run; with ``--repeats`` replays the
-spread is a few percent (measured: 5.67-5.88 us a report over 5 replays of DP-TS at R = 100, load
-~5 on 2 cores). To compare two trees, run it under each tree's PYTHONPATH in turn (the same seed
-gives the same reports).
+two, says so and exits 1. The figures are per report and per run. Measured (3 replays each, R = 100,
+T = 2e4, load ~7 on 2 cores): reports + drains 4.61-4.95 us a report for DP-TS, 3.63-4.16 for
+DP-UCB-Bound, 1.58-1.70 for Gaussian TS -- a spread of a few percent; the queries spread more
+(DP-TS 22-97 ms a run: they first write megabytes of per-record totals, see Ledger._kept_totals).
+To compare two trees, run it under each tree's PYTHONPATH in turn, alternating (the same seed gives
+the same reports).
 
 Not replayed: ``note_rounds`` / ``note_observed`` (side-observation policies) and tight ledgers.
 
