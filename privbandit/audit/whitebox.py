@@ -78,8 +78,14 @@ changed arm's stream, so every release whose statistic changed must be reported 
    change when nobody records them (a "fast path" without reporting) would otherwise be audited on
    a path it never takes in production.
 
+5d. **noise dependence** (session 13, :mod:`privbandit.audit.noise_dependence`) -- distinct draws are
+   independent of one another: pairs of releases (within one sampler call, the k-th release on two
+   streams, consecutive releases on one stream) are tested for dependence of their residuals' probability
+   integral transforms at exact levels. Noise right in law but derived from another release's noise
+   passes every per-residual test and leaks the data exactly.
+
 Checks 1-4 and 6-12 are exact (a violation is a deterministic witness, reproducible from the seed).
-Check 5 is the only statistical one; its family-wise false-alarm rate is at most ``alpha``.
+Checks 5 and 5d are the statistical ones; each has a family-wise false-alarm rate of at most ``alpha``.
 """
 
 from __future__ import annotations
@@ -93,6 +99,7 @@ from scipy import stats as sps
 
 from accountants import _validate
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
+from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.ledger import Ledger
@@ -592,6 +599,17 @@ LATTICES = tuple(range(4, 41))
 """The dyadic lattices 2^-k of :func:`_noise_coincidences` (the exact mode's grid 2^-20 among them)."""
 
 
+def _float_units(rel: dict) -> np.ndarray:
+    """The float-mode releases whose residual / scale is in the declared law's units (exact mode draws on
+    the 2^-20 grid by design; vector Laplace entries whose weights the tracer does not know are left out,
+    as in :func:`_noise_law`)."""
+    ok = np.isfinite(rel["out"]) & (rel["param"] > 0) & (rel["exact"] == 0)
+    if "width" in rel and len(rel["width"]) == ok.size:
+        unknown = ~rel["vector"].astype(bool) if "vector" in rel and len(rel["vector"]) == ok.size else True
+        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace") & unknown)
+    return ok
+
+
 def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
     """Two exact-law consequences of continuous noise that the DKW test cannot see (round 11). Per
     (mechanism, family), float-mode releases only (exact mode draws on the 2^-20 grid by design):
@@ -609,11 +627,7 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
       floating-point attack class).
 
     Each test takes ``alpha / 2`` (divided over the mechanisms and, for the lattice, over its lattices)."""
-    ok = np.isfinite(rel["out"]) & (rel["param"] > 0) & (rel["exact"] == 0)
-    if "width" in rel and len(rel["width"]) == ok.size:  # as _noise_law: vector Laplace entries in unknown units
-        unknown = ~rel["vector"].astype(bool) if "vector" in rel and len(rel["vector"]) == ok.size else True
-        ok &= ~((rel["width"] > 1) & (rel["kind"] == "laplace") & unknown)
-    idx_ok = np.flatnonzero(ok)
+    idx_ok = np.flatnonzero(_float_units(rel))
     if not idx_ok.size:
         return []
     fam = np.where(rel["kind"][idx_ok] == "laplace", 1, 0)
@@ -1017,6 +1031,8 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
                 f"(family-wise alpha {alpha:g})")))
     if n_rel and law:
         findings.extend(_noise_coincidences(rel_d, alpha))
+        # 5d (session 13): distinct draws independent of one another (privbandit/audit/noise_dependence.py)
+        findings.extend(Finding("noise_law", msg) for msg in noise_dependence(rel_d, alpha, _float_units(rel_d)))
     return findings, groups, n_rel
 
 

@@ -1,0 +1,144 @@
+"""Check 5d (session 13): distinct noise draws are independent of one another.
+
+The privacy contract (DESIGN.md; Dwork & Roth 2014, Def. 3.3 and Thm. 3.6) composes releases as
+*independent* mechanisms: each Laplace or Gaussian release draws fresh noise. The noise-law checks
+(:func:`privbandit.audit.whitebox._noise_law` and the coincidence tests) look at one residual at a
+time, so noise that is right in law but a function of another release's noise -- arm 2j+1's draw
+made from arm 2j's uniform shifted by 1/2, a node's noise vector whose entries come from one uniform,
+a draw derived from the previous one on the same stream -- passes them all, while the pair of
+releases leaks the data exactly: given both, the difference of the statistics is known (no finite
+epsilon).
+
+Each traced release's residual (released value - statistic) / declared scale is mapped through the
+declared law's CDF to U in (0, 1) (the probability integral transform: Uniform(0, 1) under the
+contract, and independent across distinct draws). Releases are then paired three ways, per replicate:
+
+* **within one call** -- consecutive elements of one sampler call (streams, vector entries);
+* **across streams** -- the k-th release of a mechanism on stream s with its k-th release on the next
+  stream that has one (co-indexed draws: "the same position on another arm");
+* **along a stream** -- a mechanism's k-th and (k+1)-th release on one stream (serial dependence).
+
+For n pairs (U, V) of independent Uniform(0, 1) values, four tests of exact level (no asymptotics):
+(V - U) mod 1 and (V + U) mod 1 are Uniform(0, 1) (DKW-Massart, as check 5); the mean of
+(U - 1/2)(V - 1/2), each term in [-1/4, 1/4] with mean 0, deviates by t with probability at most
+2 exp(-8 n t^2) (Hoeffding); and each cell of an m x m grid holds Binomial(n, 1/m^2) pairs (exact
+binomial tails, both sides, Bonferroni over the cells). A shift or reflection mod 1 fails the first
+two, a shared component the third, any function V = f(U) (a curve: most cells empty, a few
+crowded) the fourth. The check spends its own ``alpha``, Bonferroni-split over every test it makes
+(the white-box run's statistical budget grows by ``alpha``, as the per-stream law's did in round 12).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+MIN_PAIRS = 200
+"""Pairings with fewer pairs are not tested (too little power to matter)."""
+MAX_CELLS = 8
+"""The grid test's m x m cells, at most (fewer when n / m^2 < 8)."""
+PAIRINGS = ("within one call", "across streams", "along a stream")
+
+
+def noise_dependence(rel: dict, alpha: float, usable: np.ndarray) -> list[str]:
+    """Findings (messages) of check 5d on the traced releases ``rel`` (``ReleaseTracer.released()``)
+    restricted to the boolean mask ``usable`` (float-mode releases whose residual is in the declared
+    law's units). Family-wise false-alarm rate at most ``alpha``."""
+    idx = np.flatnonzero(usable)
+    if idx.size < MIN_PAIRS + 1:
+        return []
+    z = (rel["out"][idx] - rel["stat"][idx]) / rel["param"][idx]
+    laplace = rel["kind"][idx] == "laplace"
+    u = np.where(laplace, sps.laplace.cdf(z), sps.norm.cdf(z))
+    rep = rel["rep"][idx].astype(np.int64)
+    st = rel["st"][idx].astype(np.int64)
+    draw = rel["draw"][idx].astype(np.int64)
+    seq = rel["seq"][idx].astype(np.int64)
+    entry = (rel["entry"][idx] if len(rel.get("entry", ())) == len(rel["rep"]) else np.zeros(idx.size)).astype(np.int64)
+    _, mech = np.unique(rel["mechanism"][idx].astype(str), return_inverse=True)
+    # a release's rank among its mechanism's releases on its (replicate, stream), in call order
+    rank = _rank(np.stack([mech, rep, st], axis=1), np.stack([seq, entry], axis=1))
+    pairs = {
+        "within one call": _adjacent(np.stack([draw, rep], axis=1), np.stack([st, entry], axis=1)),
+        "across streams": _adjacent(np.stack([mech, rep, rank], axis=1), st[:, None]),
+        "along a stream": _adjacent(np.stack([mech, rep, st], axis=1), rank[:, None]),
+    }
+    tested = {name: p for name, p in pairs.items() if p[0].size >= MIN_PAIRS}
+    if not tested:
+        return []
+    a = alpha / (4.0 * len(tested))
+    out = []
+    for name, (i, j) in tested.items():
+        failed = _tests(u[i], u[j], a)
+        if failed:
+            k = i[0]
+            out.append(f"the noise of distinct releases is dependent ({name}: n={i.size} pairs, e.g. "
+                       f"{rel['mechanism'][idx[k]]} replicate {rep[k]}, stream {st[k]}): {failed} (each test at "
+                       f"level {a:.3g}, family-wise alpha {alpha:g}) -- noise right in law but derived from "
+                       f"another release's noise; given both releases the data is exposed")
+    return out
+
+
+def _tests(u: np.ndarray, v: np.ndarray, a: float) -> str:
+    """The first of the four exact-level tests (module docstring) that rejects at level ``a``, or ''."""
+    n = u.size
+    crit = math.sqrt(math.log(2.0 / a) / (2.0 * n))
+    for label, w in (("(V - U) mod 1", np.mod(v - u, 1.0)), ("(V + U) mod 1", np.mod(v + u, 1.0))):
+        d = _dkw(w)
+        if d > crit:
+            return f"{label} is not uniform, sup|F_n - F| = {d:.4f} > {crit:.4f}"
+    mean = float(np.mean((u - 0.5) * (v - 0.5)))
+    t = math.sqrt(math.log(2.0 / a) / (8.0 * n))
+    if abs(mean) > t:
+        return f"mean of (U - 1/2)(V - 1/2) = {mean:.4f}, |.| > {t:.4f} (0 for independent U, V)"
+    m = max(2, min(MAX_CELLS, int(math.isqrt(n // 8))))
+    cell = np.minimum((u * m).astype(np.int64), m - 1) * m + np.minimum((v * m).astype(np.int64), m - 1)
+    counts = np.bincount(cell, minlength=m * m)
+    p = 1.0 / (m * m)
+    hi, lo = int(counts.max()), int(counts.min())
+    p_hi = float(sps.binom.sf(hi - 1, n, p))  # P(count >= hi)
+    p_lo = float(sps.binom.cdf(lo, n, p))  # P(count <= lo)
+    if min(p_hi, p_lo) * 2 * m * m <= a:
+        return (f"the {m}x{m} grid of (U, V) holds {lo}..{hi} pairs per cell where Binomial({n}, 1/{m * m}) "
+                f"expects {n * p:.1f} (tail {min(p_hi, p_lo):.3g})")
+    return ""
+
+
+def _dkw(w: np.ndarray) -> float:
+    """sup |F_n - F| of ``w`` against Uniform(0, 1)."""
+    s = np.sort(w)
+    n = s.size
+    grid = np.arange(1, n + 1) / n
+    return float(max(np.max(grid - s), np.max(s - (grid - 1.0 / n))))
+
+
+def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per row, its 0-based position among the rows of its ``group`` when sorted by ``order``."""
+    keys = np.concatenate([group, order], axis=1)
+    perm = np.lexsort(keys.T[::-1])
+    g = group[perm]
+    new = np.ones(len(perm), dtype=bool)
+    new[1:] = np.any(g[1:] != g[:-1], axis=1)
+    start = np.maximum.accumulate(np.where(new, np.arange(len(perm)), 0))
+    rank = np.empty(len(perm), dtype=np.int64)
+    rank[perm] = np.arange(len(perm)) - start
+    return rank
+
+
+def _adjacent(group: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j) of rows next to each other within a ``group`` sorted by ``order``, each row
+    in one pair at most (pairs (0, 1), (2, 3), ... of a group: disjoint, so that under the contract the
+    n pairs are independent and the tests' levels hold exactly)."""
+    if not len(group):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    keys = np.concatenate([group, order], axis=1)
+    perm = np.lexsort(keys.T[::-1])
+    g = group[perm]
+    new = np.ones(len(perm), dtype=bool)
+    new[1:] = np.any(g[1:] != g[:-1], axis=1)
+    start = np.maximum.accumulate(np.where(new, np.arange(len(perm)), 0))
+    pos = np.arange(len(perm)) - start  # position within the group
+    first = np.flatnonzero((pos % 2 == 0)[:-1] & ~new[1:])  # an even position with a next row in its group
+    return perm[first], perm[first + 1]
