@@ -30,6 +30,7 @@ from accountants import Certificate
 from accountants.events import NO_EVENT, Laplace
 from accountants.pure import PureAccountant
 from privbandit.contextual import linalg
+from privbandit.mechanisms._base import flat
 from privbandit.mechanisms.sampling import NoiseSampler
 from privbandit.policies import DPEXP3Lap, DPUCBBound, JointDPLinUCB, PrivateEXP3, PrivateUCB
 from privbandit.policies.dp_ucb import HybridSchedule
@@ -43,15 +44,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from audit_planted_bugs import _named  # noqa: E402
 
 
-def _rewards_mapped(run, mapping) -> None:
-    """``run.update`` inserting ``mapping(rewards)`` instead of the rewards (the K-armed seam every bug of a
-    reward's value goes through)."""
-    update = run.update
+def _validated_then_mapped(mech, mapping) -> None:
+    """``mech``'s validated entries mapped by ``mapping(v, f, rr)`` (f: their flat stream index or a full slice,
+    rr: their replicates) before they are
+    inserted: the mechanism's own [0, 1] check has passed, so the mapped values go in as they are -- the
+    "validate, then transform" seam every bug of a reward's value goes through."""
+    insert = mech._insert
 
-    def mapped(t, arms, rewards):
-        update(t, arms, mapping(np.asarray(rewards, dtype=float)))
+    def mapped(v, f, rr, kk):
+        insert(mapping(np.asarray(v, dtype=float), f, rr), f, rr, kk)
 
-    run.update = mapped
+    mech._insert = mapped
 
 
 def _exp3_lap_update(run, released, learned=None) -> None:
@@ -78,7 +81,7 @@ class UCBRewardQuantisedUp(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _rewards_mapped(run, lambda r: np.ceil(16.0 * r) / 16.0)
+        _validated_then_mapped(run.tree, lambda v, f, rr: np.ceil(16.0 * v) / 16.0)
         return run
 
 
@@ -175,7 +178,7 @@ class UCBFractionalCentred(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _rewards_mapped(run, lambda r: np.where((r > 0.0) & (r < 1.0), 2.0 * r - 1.0, r))
+        _validated_then_mapped(run.tree, lambda v, f, rr: np.where((v > 0.0) & (v < 1.0), 2.0 * v - 1.0, v))
         return run
 
 
@@ -186,7 +189,7 @@ class UCBZeroAsMinusOne(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _rewards_mapped(run, lambda r: np.where(r == 0.0, -1.0, r))
+        _validated_then_mapped(run.tree, lambda v, f, rr: np.where(v == 0.0, -1.0, v))
         return run
 
 
@@ -197,7 +200,7 @@ class UCBHighRewardBonus(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _rewards_mapped(run, lambda r: np.where(r > 0.5, r + 0.5, r))
+        _validated_then_mapped(run.tree, lambda v, f, rr: np.where(v > 0.5, v + 0.5, v))
         return run
 
 
@@ -243,15 +246,13 @@ class UCBPowerOfTwoCarry(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        update = run.update
+        tree = run.tree
 
-        def carried(t, arms, rewards):
-            arms_a = np.asarray(arms)
-            after = run.tree.count[np.arange(run.replicates), arms_a].astype(np.int64) + 1
-            pow2 = (after & (after - 1)) == 0
-            update(t, arms, np.where(pow2, 2.0, 1.0) * np.asarray(rewards, dtype=float))
+        def carried(v, f, rr):
+            after = flat(tree.count)[f] + 1  # the count the entry brings its stream to
+            return np.where((after & (after - 1)) == 0, 2.0 * v, v)
 
-        run.update = carried
+        _validated_then_mapped(run.tree, carried)
         return run
 
 
@@ -416,17 +417,21 @@ class GraphIsolatedSelfLoopDouble(DPUCBN):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        learn = run.learn
+        learn, state = run.learn, {"alone": None}
 
-        def doubled(t, observed, values):
-            observed = np.asarray(observed, dtype=bool)
-            alone = observed.sum(axis=1) == 1
-            if alone.any():
-                values = np.array(values, dtype=float)
-                values[alone] = np.where(observed[alone], 2.0 * values[alone], values[alone])
-            learn(t, observed, values)
+        def telling(t, observed, values):
+            state["alone"] = np.asarray(observed, dtype=bool).sum(axis=1) == 1  # the played arm alone
+            try:
+                learn(t, observed, values)
+            finally:
+                state["alone"] = None
 
-        run.learn = doubled
+        def doubled(v, f, rr):
+            alone = state["alone"]
+            return v if alone is None else np.where(alone[np.asarray(rr)], 2.0 * v, v)
+
+        run.learn = telling
+        _validated_then_mapped(run.hybrid, doubled)
         return run
 
 
