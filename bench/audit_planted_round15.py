@@ -35,7 +35,6 @@ from privbandit.mechanisms.sampling import NoiseSampler
 from privbandit.policies import DPEXP3Lap, DPUCBBound, JointDPLinUCB, PrivateEXP3, PrivateLinTS, PrivateUCB
 from privbandit.policies.dp_ucb import HybridSchedule
 from privbandit.policies.graph_private import DPUCBN, GaussianTSN, StreamsSchedule
-from privbandit.policies.linear import _contexts_of
 from privbandit.policies.private_ucb import PrivateUCBSchedule
 from privbandit.policies._exp3_kernels import exp3_rescale
 
@@ -120,27 +119,32 @@ class DPUCBBoundPureOnly(DPUCBBound):
         return bad
 
 
+_TO_BALL = linalg.bound_contexts
+"""The projection onto the L-ball itself (``_select_with`` swaps the module attribute during a select)."""
+
+
 def _select_with(run, bound_contexts) -> None:
     """A linear run's ``select`` with ``bound_contexts(z, bound)`` in place of the projection onto the L-ball
-    (the rest as ``_LinearRun.select``)."""
-    policy = run.policy
+    (``linalg.bound_contexts``, which the run calls by module attribute, swapped for the call only)."""
+    select = run.select
 
-    def select(t, offer=None):
-        z = linalg.check_contexts(_contexts_of(offer), policy.dim)
-        if z.shape[:2] != (run.replicates, run.n_arms):
-            raise ValueError(f"contexts must have shape ({run.replicates}, {run.n_arms}, d), got {z.shape}")
-        z = bound_contexts(z, policy.bound)
-        if run.stats is None:
-            run._start_statistics(z.shape[2])
-        run._z = z
-        s = run.stats
-        if policy.index_kind == "ts":
-            index = linalg.ts_index(z, s.theta, s.a_inv, policy.v, run.rng.standard_normal((run.replicates, run.n_arms)))
-        else:
-            index = linalg.ucb_index(z, s.theta, s.a_inv, policy.alpha)
-        return np.argmax(index, axis=1)
+    def swapped(t, offer=None):
+        saved = linalg.bound_contexts
+        linalg.bound_contexts = lambda z, bound, mode: bound_contexts(z, bound)
+        try:
+            return select(t, offer)
+        finally:
+            linalg.bound_contexts = saved
 
-    run.select = select
+    run.select = swapped
+
+
+def _joint_gdp_init(self, epsilon: float = 1.0, delta: float = 1e-6, dim: int = 5, bound: float = 4.0,
+                    alpha: float = 1.0, regularization: float = 1.0, model: str = "shared",
+                    calibration: str = "gdp", failure: float = 0.01, contexts: str = "clip") -> None:
+    """Joint-DP LinUCB's constructor with round 14's configuration as defaults (shared model, L = 4, the "gdp"
+    calibration: a Gaussian tree whose mu the round relation reads)."""
+    JointDPLinUCB.__init__(self, epsilon, delta, dim, bound, alpha, regularization, model, calibration, failure, contexts)
 
 
 class JointCoordinateThenNormClip(JointDPLinUCB):
@@ -148,14 +152,11 @@ class JointCoordinateThenNormClip(JointDPLinUCB):
     and *then* projecting onto the L-ball: every context reaching the statistics still has norm <= L. True
     eps = claimed eps."""
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, dim: int = 5, bound: float = 4.0,
-                 alpha: float = 1.0, regularization: float = 1.0, model: str = "shared",
-                 calibration: str = "gdp", failure: float = 0.01, contexts: str = "clip") -> None:
-        super().__init__(epsilon, delta, dim, bound, alpha, regularization, model, calibration, failure, contexts)
+    __init__ = _joint_gdp_init
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        _select_with(run, lambda z, bound: linalg.bound_contexts(np.clip(z, -bound, bound), bound, "clip"))
+        _select_with(run, lambda z, bound: _TO_BALL(np.clip(z, -bound, bound), bound, "clip"))
         return run
 
 
@@ -444,10 +445,7 @@ class JointCoordinateClip(JointDPLinUCB):
     = 114.6 against the declared sqrt 2 (L^2 + 1) = 24.04 (d = 5): true mu = 4.76 x claimed (T = 200: mu 1.13
     vs 0.237, eps at 1e-6 5.61 vs 1.00)."""
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, dim: int = 5, bound: float = 4.0,
-                 alpha: float = 1.0, regularization: float = 1.0, model: str = "shared",
-                 calibration: str = "gdp", failure: float = 0.01, contexts: str = "clip") -> None:
-        super().__init__(epsilon, delta, dim, bound, alpha, regularization, model, calibration, failure, contexts)
+    __init__ = _joint_gdp_init
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
