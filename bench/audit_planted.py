@@ -5,6 +5,7 @@ policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
     python bench/audit_planted.py --only bugs --seeds 0 1
     python bench/audit_planted.py --only controls --exact   # controls in exact (grid) mode too
     python bench/audit_planted.py --only round14 --json r14.json   # round 14: its controls, bugs, deployment rows
+    python bench/audit_planted.py --only round15 --json r15.json   # round 15 likewise
 
 Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
 process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
@@ -31,8 +32,12 @@ from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12,
                                    drive_deployment12)
 from audit_planted_round13 import CONTROLS13, ROUND13_BUGS  # noqa: E402
 from audit_planted_round14 import CONTROLS14, DEPLOY_BUGS14, DEPLOY_CONTROLS14, ROUND14_BUGS  # noqa: E402
+from audit_planted_round15 import CONTROLS15, DEPLOY_BUGS15, DEPLOY_CONTROLS15, ROUND15_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS}
+ROUNDS_ALONE = {"round14": (CONTROLS14, ROUND14_BUGS, DEPLOY_BUGS14, DEPLOY_CONTROLS14),
+                "round15": (CONTROLS15, ROUND15_BUGS, DEPLOY_BUGS15, DEPLOY_CONTROLS15)}
+"""``--only roundN``: that round's controls, bugs, deployment bugs and deployment controls."""
 
 import functools  # noqa: E402
 
@@ -144,7 +149,8 @@ def _behaviour(policy, n_arms, replicates, seed, horizon, planned, shape, far) -
         rew, _, _, _ = graph_tapes(n_arms, horizon, replicates, np.random.default_rng(12345), True)
         try:  # round 11: the audit's other graph shapes (a star, a graph redrawn every round)
             from privbandit.audit.graph import graph_sequence
-            graph = graph_sequence(shape, n_arms, horizon, 12345)[0]
+            # round 15: the edgeless graph (every played arm isolated), which the ledger and black-box audits drive
+            graph = np.eye(n_arms, dtype=bool) if shape == "edgeless" else graph_sequence(shape, n_arms, horizon, 12345)[0]
         except ImportError:
             graph = audit_graph(n_arms)
         actions, _, tracer, ledger = _run_graph(policy, graph, rew, np.random.SeedSequence(seed))
@@ -192,6 +198,7 @@ def armed(cls) -> str:
         runs += [(shape_arms, 200, 16, False, "star"), (shape_arms, 200, 16, False, "redrawn")]
         if "hub_arms" in GRAPH:  # session 12: the star with a hub of degree 32
             runs += [(GRAPH["hub_arms"], 200, 16, False, "star")]
+        runs += [(2, 200, 16, False, "edgeless")]  # round 15: isolated played arms (the ledger / black-box graph)
     elif _contextual(bug) and getattr(bug, "contexts", "reject") == "clip" and "far_replicates" in CONTEXTUAL:
         runs += [(2, 200, 16, False, "far")]  # session 12: the far-contexts run (norms to 2^40 L)
     elif not _contextual(bug) and WB_MANY_ARMS > 2:
@@ -268,7 +275,8 @@ def _round_of(key: str) -> str:
         return "yes"
     for label, keys in (("round 4", ROUND4), ("round 5", ROUND5), ("round 6", ROUND6), ("round 7", ROUND7),
                         ("round 8", ROUND8), ("round 9", ROUND9), ("round 10", ROUND10), ("round 11", ROUND11),
-                        ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS)):
+                        ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS),
+                        ("round 15", ROUND15_BUGS)):
         if key in keys:
             return label
     return "no"
@@ -332,7 +340,8 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
                 print(f"| {name} | {'exact' if exact else 'float'} | {r['verdict']} | {r['exit']} | {r['wb_runs']} | "
                       f"{r['seconds']} | {r['power']} |", flush=True)
     # round 10's to 14's correct variants (subclasses of the policies with a privacy-neutral change)
-    rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14))
+    rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14),
+              (15, CONTROLS15))
     for key, cls in variants.items():
         if opts.controls is not None and key not in opts.controls:
             continue
@@ -347,8 +356,8 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=("bugs", "controls", "all", "round14"), default="all",
-                    help="round14: round 14's controls (first), then its bugs and deployment rows")
+    ap.add_argument("--only", choices=("bugs", "controls", "all", *ROUNDS_ALONE), default="all",
+                    help="round14 / round15: that round's controls (first), then its bugs and deployment rows")
     ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
@@ -359,20 +368,23 @@ def main() -> None:
     # the unmodified policies, listed before any bug class is registered: a bug registered for its own
     # row would otherwise be audited again as a "control" (--only all)
     unmodified = private_policies()
-    round14 = opts.only == "round14"
-    if round14:  # round 14 alone: its controls first (registered before any bug), then its bugs and deployments
-        opts.bugs = list(ROUND14_BUGS) if opts.bugs is None else opts.bugs
-        controls(opts, rows, {}, CONTROLS14)
+    if opts.only in ROUNDS_ALONE:  # one round alone: its controls first (registered before any bug), then its
+        # bugs and deployments
+        variants, round_bugs, deploy_bugs, deploy_controls = ROUNDS_ALONE[opts.only]
+        opts.bugs = list(round_bugs) if opts.bugs is None else opts.bugs
+        controls(opts, rows, {}, variants)
         bugs(opts, rows)
-        deployments(rows, {**DEPLOY_BUGS14, **DEPLOY_CONTROLS14}, DEPLOY_BUGS14)
+        deployments(rows, {**deploy_bugs, **deploy_controls}, deploy_bugs)
     if opts.only in ("bugs", "all"):
         bugs(opts, rows)
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
         deployments(rows, {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **DEPLOY_BUGS12, **DEPLOY_CONTROLS12, **DEPLOY_BUGS14,
-                           **DEPLOY_CONTROLS14}, {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14})
+                           **DEPLOY_CONTROLS14, **DEPLOY_BUGS15, **DEPLOY_CONTROLS15},
+                    {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15})
     if opts.only in ("controls", "all"):
-        controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14})
+        controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14,
+                                               **CONTROLS15})
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -9,89 +9,31 @@ The whole audit of these rows is ``python bench/audit_planted.py --only round14`
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import os
-import pathlib
-import sys
 
 import numpy as np
 import pytest
+from _bench import armed_on_a_tiny_run, check_only_round, check_registration, differs as _differs, twins as _twins  # puts bench/ on sys.path
 
-_BENCH = pathlib.Path(__file__).resolve().parents[3] / "bench"
-sys.path.insert(0, str(_BENCH))  # the round modules import the earlier rounds' helpers by name
-
-
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-r14 = _load("audit_planted_round14")
-harness = _load("audit_planted")
+import audit_planted as harness  # noqa: E402 -- by name, as the harness imports the round (one module object)
+import audit_planted_round14 as r14  # noqa: E402
 
 # bugs that differ only on a path the tiny K-armed run does not take: checked by their own tests below
 _OWN_TEST = {"exp3_lap_single_replicate_half", "exp3_late_half", "exp3_batch_late_last_twice", "exp3_lap_arm_nine_double"}
 
 
-def _twins(cls):
-    bug, clean = cls(), cls()
-    clean.start = functools.partial(cls.__mro__[1].start, clean)
-    return bug, clean
-
-
-def _differs(a: dict, b: dict) -> bool:
-    if a["actions"].shape != b["actions"].shape or not np.array_equal(a["actions"], b["actions"]):
-        return True
-    return any(u.shape != v.shape or not np.array_equal(u, v, equal_nan=True)
-               for key in ("draws", "reports") for u, v in zip(a[key], b[key]))
-
-
-def test_registered_names_and_parents():
+def test_registered_names_and_parents_controls_first():
     assert len(r14.ROUND14_BUGS) >= 14 and len(r14.CONTROLS14) >= 4
-    assert not set(r14.ROUND14_BUGS) & set(r14.CONTROLS14)
-    for key, cls in r14.ROUND14_BUGS.items():
-        assert cls.name == "bug_" + key and harness.BUGS[key] is cls
-        assert cls.__mro__[1].private and "true" in (cls.__doc__ or "").lower()  # states the true epsilon
-    for key, cls in r14.CONTROLS14.items():
-        assert cls.name == "control_" + key and cls.__doc__.startswith("Control")
-    for key, cls in {**r14.DEPLOY_BUGS14, **r14.DEPLOY_CONTROLS14}.items():
-        assert issubclass(cls, r14.Deployment) and cls is not r14.Deployment
-
-
-def test_controls_listed_before_bugs():
-    names = list(vars(r14))
-    assert names.index("CONTROLS14") < names.index("ROUND14_BUGS")
+    check_registration(harness, r14, 14)
 
 
 def test_only_round14_runs_controls_first(monkeypatch, tmp_path):
-    calls = []
-    monkeypatch.setattr(harness, "controls", lambda opts, rows, unmodified, variants: calls.append(("controls", list(variants))))
-    monkeypatch.setattr(harness, "bugs", lambda opts, rows: calls.append(("bugs", list(opts.bugs))))
-    monkeypatch.setattr(harness, "deployments", lambda rows, cases, bug_keys: calls.append(("deployments", list(cases))))
-    monkeypatch.setattr(sys, "argv", ["audit_planted.py", "--only", "round14", "--json", str(tmp_path / "r.json")])
-    harness.main()
-    assert [c[0] for c in calls] == ["controls", "bugs", "deployments"]
-    assert calls[0][1] == list(r14.CONTROLS14) and calls[1][1] == list(r14.ROUND14_BUGS)
-    assert set(calls[2][1]) == set(r14.DEPLOY_BUGS14) | set(r14.DEPLOY_CONTROLS14)
+    check_only_round(harness, r14, 14, monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize("key", sorted(set(r14.ROUND14_BUGS) - _OWN_TEST))
 def test_bug_armed_on_a_tiny_run(key):
-    cls = r14.ROUND14_BUGS[key]
-    bug, clean = _twins(cls)
-    parent = object.__new__(cls.__mro__[1])  # a claim-only bug: the parent's schedule on the bug's configuration
-    parent.__dict__.update(bug.__dict__)
-    if harness._claims_differ(bug, parent):
-        return
-    a = harness.behaviour(bug, n_arms=2, replicates=8, horizon=200)
-    b = harness.behaviour(clean, n_arms=2, replicates=8, horizon=200)
-    assert _differs(a, b), f"{key}: no difference from its clean twin on the tiny run"
+    assert armed_on_a_tiny_run(harness, r14.ROUND14_BUGS[key]), f"{key}: no difference from its clean twin on the tiny run"
 
 
 def test_single_replicate_bug_armed_only_with_one_replicate():
