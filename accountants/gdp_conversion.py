@@ -198,6 +198,19 @@ def _boundary(i: int, ok, inside: int) -> int:
     return good
 
 
+def lattice_down(x: float) -> float:
+    """The largest lattice point (40 significant bits) <= x >= 0: a monotone map, only ever down.
+
+    The accountants' eps(delta) reads its delta here first (session 13): a smaller delta gives a larger,
+    still valid eps, and every delta of one lattice cell (1.8e-12 relative wide) gets the same answer, so
+    the answer's last-digit noise can no longer make eps(delta) rise with delta inside a cell; across cells
+    eps falls by the curve's slope over a cell, which exceeded the noise at every point measured. Paired
+    with :func:`lattice_up` on delta(eps), the round trip stays ordered: delta(eps(d)) <= lattice_down(d)."""
+    if not (x > 0 and math.isfinite(x)):
+        return x
+    return _value(struct.unpack("<q", struct.pack("<d", x))[0] >> _LOW_BITS)
+
+
 def lattice_up(x: float, ok=None) -> float:
     """The smallest lattice point (40 significant bits, 1.8e-12 relative apart) >= x >= 0 -- with ``ok``
     (true at x), the smallest one >= x at which ``ok`` holds (within 64 steps, else x itself).
