@@ -10,6 +10,8 @@ organised for speed and for an explicit error budget:
   tail put at +infinity; PureDP: the two atoms +-eps0 rounded up to the grid). Matching the
   true curve at every grid point and interpolating affinely in e^eps between them lies above the
   true curve (it is convex in e^eps), and the result is a dominating pair (Doroshenko et al., Thm 4);
+  the float masses are built from upward-rounded suffix sums, so the float PMF is stochastically larger
+  than that exact one (``_connect_dots``; the two-point and discrete Laplace masses rounded up too);
 * all groups are composed with ONE real FFT of length N: the transforms of the group PMFs are
   raised to their counts (self-composition by powering, O(1) transforms per group, any count) and
   multiplied, then inverted once;
