@@ -10,6 +10,8 @@ organised for speed and for an explicit error budget:
   tail put at +infinity; PureDP: the two atoms +-eps0 rounded up to the grid). Matching the
   true curve at every grid point and interpolating affinely in e^eps between them lies above the
   true curve (it is convex in e^eps), and the result is a dominating pair (Doroshenko et al., Thm 4);
+  the float masses are built from upward-rounded suffix sums, so the float PMF is stochastically larger
+  than that exact one (``_connect_dots``; the two-point and discrete Laplace masses rounded up too);
 * all groups are composed with ONE real FFT of length N: the transforms of the group PMFs are
   raised to their counts (self-composition by powering, O(1) transforms per group, any count) and
   multiplied, then inverted once;
@@ -63,20 +65,50 @@ def supports(leaf: LeafEvent) -> bool:
     return type(leaf) in (Laplace, Gaussian, GDP, PureDP, ApproxDP, DiscreteLaplace)
 
 
-def _connect_dots(idx: np.ndarray, deltas: np.ndarray, h: float) -> tuple[np.ndarray, float]:
-    """Connect-the-dots masses on consecutive grid indices ``idx`` (uniform step h) from the
-    hockey-stick values ``deltas`` there; returns (masses, mass at +infinity).
+def _connect_dots(d_hi: np.ndarray, d_lo: np.ndarray, h: float) -> tuple[np.ndarray, float]:
+    """Connect-the-dots masses on consecutive grid points (uniform step h) from an upper bound ``d_hi`` and
+    a lower bound ``d_lo`` on the exact hockey-stick values d there; returns (masses, mass at +infinity).
 
-    mass_1 = 1 - d_1 + (d_2 - d_1)/(e^h - 1), mass_i = (d_i - d_{i-1})/(e^{-h} - 1) + (d_{i+1} - d_i)/(e^h - 1),
-    mass_n = (d_n - d_{n-1})/(e^{-h} - 1), mass_inf = d_n (Doroshenko et al. 2022, Alg. 1).
+    Doroshenko et al. 2022, Alg. 1: mass_1 = 1 - d_1 + (d_2 - d_1)/(e^h - 1), mass_i = (d_i - d_{i-1})/
+    (e^{-h} - 1) + (d_{i+1} - d_i)/(e^h - 1), mass_n = (d_n - d_{n-1})/(e^{-h} - 1), mass_inf = d_n.
+    Summed from the top, the finite masses at or above point i >= 2 are
+        F_i = (d_{i-1} - d_n) + b (d_{i-1} - d_i),   b = 1/(e^h - 1),
+    (F_1 = 1 - d_n), a sum of two non-negative terms: no cancellation, unlike the masses themselves,
+    which are differences of terms ~|slope|/h (their float noise, ~10 u/h per leaf, was the engine's last
+    unproven arithmetic until session 13). F_i is increasing in d_{i-1} and decreasing in d_i and d_n,
+    so it is bounded above from d_hi and d_lo; each float operation is then rounded up (all terms are
+    non-negative: relative error <= 3 u/2, taken as 4 u), the bound made non-increasing (a running max
+    from the top), and the masses formed as F_i - F_{i+1} one ulp up (above the exact difference of the
+    two floats). So the float masses' own suffix sums are >= the exact connect-the-dots ones at every
+    point: the float PMF is stochastically larger than the exact one, and the mass at +infinity d_hi[-1]
+    >= d_n. Composed, delta = (1 - prod (1 - inf_i)^n_i) + E[(1 - e^{eps - S})_+; all finite] can only
+    grow in each (the weight is non-decreasing in every summand), so the exact composition of the
+    exact connect-the-dots PMFs -- a dominating pair (Thm 4) -- is below it, with no allowance.
     """
-    d = np.minimum.accumulate(np.clip(deltas, 0.0, 1.0))
-    diff = np.diff(d)  # <= 0
-    m = np.zeros(len(d))
-    m[0] = 1.0 - d[0]
-    m[1:] += diff / math.expm1(-h)
-    m[:-1] += diff / math.expm1(h)
-    return np.maximum(m, 0.0), float(d[-1])
+    hi = np.minimum.accumulate(np.clip(d_hi, 0.0, 1.0))  # still >= d: the exact curve is non-increasing
+    lo = np.minimum(np.maximum.accumulate(np.clip(d_lo, 0.0, 1.0)[::-1])[::-1], hi)  # still <= d
+    b = (1.0 / math.expm1(h)) * (1.0 + 8.0 * _U)  # expm1 within 2 ulp, the division half an ulp
+    up = 1.0 + 4.0 * _U
+    n = len(hi)
+    f = np.empty(n + 1)
+    f[0] = np.nextafter(1.0 - lo[-1], np.inf)
+    f[1:n] = np.nextafter(((hi[:-1] - lo[-1]) + b * (hi[:-1] - lo[1:])) * up, np.inf)  # (+ a subnormal's
+    # ulp: the relative bounds above do not hold for results below 2^-1022)
+    f[n] = 0.0
+    f = np.maximum.accumulate(f[::-1])[::-1]
+    diff = f[:-1] - f[1:]  # >= 0; rounded to nearest, so one ulp up is >= the exact difference
+    masses = np.where(diff > 0.0, np.nextafter(diff, np.inf), 0.0)
+    return masses, float(hi[-1])
+
+
+def _up(x: np.ndarray, ulps: float) -> np.ndarray:
+    """x (>= 0, computed within ``ulps`` ulp of a value) raised above that value."""
+    return np.where(x > 0.0, np.nextafter(x * (1.0 + 2.0 * ulps * _U), np.inf), 0.0)  # an exact 0 stays
+
+
+def _down(x: np.ndarray, ulps: float) -> np.ndarray:
+    """x (>= 0, computed within ``ulps`` ulp of a value) lowered below that value (never below 0)."""
+    return np.maximum(np.nextafter(x * (1.0 - 2.0 * ulps * _U), -np.inf), 0.0)
 
 
 def _grid_below(idx: np.ndarray, h: float) -> np.ndarray:
@@ -114,8 +146,11 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
             lo, hi = math.ceil(-eps0 / h), math.ceil(eps0 / h)
         p, q = 1.0 / (1.0 + math.exp(-eps0)), 1.0 / (1.0 + math.exp(eps0))
         masses = np.zeros(hi - lo + 1)
-        masses[0] += q * keep
-        masses[-1] += p * keep
+        # each mass rounded up (exp 1 ulp, the sum, division, keep = 1 - delta0 and the product half an ulp
+        # each: within 4 ulp; session 13): at or above each atom the float PMF holds at least the exact
+        # mass, as ``_connect_dots`` guarantees for curves (fl(p keep) was below in 107 of 171 leaves tried)
+        masses[0] += float(_up(np.float64(q * keep), 4.0))
+        masses[-1] += float(_up(np.float64(p * keep), 4.0))
         return lo, masses, (leaf.delta if isinstance(leaf, ApproxDP) else 0.0)
     if isinstance(leaf, DiscreteLaplace):
         # P(z) ~ r^|z| (r = e^{-1/t}) against the shift by u: the loss is u/t for z <= 0 (mass 1/(1+r)),
@@ -130,21 +165,34 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
         masses_z = -math.expm1(log_r) / (1.0 + r) * np.exp(z * log_r)
         masses_z[0] = 1.0 / (1.0 + r)
         masses_z[-1] = math.exp(u * log_r) / (1.0 + r)
+        # rounded up (session 13): log_r = fl(-1/t) is within half an ulp, which r^z = e^{z log_r} amplifies
+        # by z |log_r|; expm1, exp, the sum, division and product within 8 ulp more
+        masses_z = _up(masses_z, z * abs(log_r) + 8.0)
         h_exact = Fraction(h)
         idx = [-((-Fraction(u - 2 * int(k), t)) // h_exact) for k in z]  # ceil((u - 2z)/t / h), exact
         lo = int(min(idx))
         masses = np.zeros(int(max(idx)) - lo + 1)
-        np.add.at(masses, np.asarray(idx, dtype=np.int64) - lo, masses_z)
-        return lo, masses, 0.0
+        pos = np.asarray(idx, dtype=np.int64) - lo
+        np.add.at(masses, pos, masses_z)
+        # atoms sharing a grid point are summed: half an ulp per addition, rounded up too
+        return lo, _up(masses, np.bincount(pos, minlength=len(masses)).astype(float)), 0.0
     if isinstance(leaf, Laplace):
         eps0 = leaf.pure_epsilon()
         lo, hi = math.floor(-eps0 / h), math.ceil(eps0 / h)
         idx = np.arange(lo, hi + 1)
-        e = _grid_below(idx, h)
-        with np.errstate(over="ignore"):  # -expm1(e) of the unselected branch at a huge grid step
-            d = np.where(e >= eps0, 0.0,
-                         np.where(e >= -eps0, -np.expm1(np.minimum(e - eps0, 0.0) / 2.0), -np.expm1(e)))
-        masses, inf = _connect_dots(idx, d, h)
+
+        def curve(e: np.ndarray, direction: float) -> np.ndarray:
+            # the argument e - eps0 rounded towards ``direction`` of its exact value (the curve falls
+            # in it), expm1 within 1 ulp: evaluated with 2
+            arg = np.nextafter(np.minimum(e - eps0, 0.0), direction)
+            with np.errstate(over="ignore"):  # -expm1(e) of the unselected branch at a huge grid step
+                d = np.where(e >= eps0, 0.0,
+                             np.where(e >= -eps0, -np.expm1(np.minimum(arg, 0.0) / 2.0), -np.expm1(e)))
+            return _up(d, 2.0) if direction < 0 else _down(d, 2.0)
+
+        # upper values at points at or below j h, lower values at points at or above it (the curve is
+        # non-increasing): both sides of the exact d(j h), which the masses need (``_connect_dots``)
+        masses, inf = _connect_dots(curve(_grid_below(idx, h), -np.inf), curve(_grid_above(idx, h), np.inf), h)
         return lo, masses, inf
     if isinstance(leaf, (Gaussian, GDP)):
         mu = leaf.gdp_mu()
@@ -152,15 +200,20 @@ def leaf_pmf(leaf: LeafEvent, h: float) -> tuple[int, np.ndarray, float]:
         lo = math.floor((mean - _GAUSS_SD * mu) / h)
         hi = math.ceil((mean + _GAUSS_SD * mu) / h)
         idx = np.arange(lo, hi + 1)
-        e = _grid_below(idx, h)
-        neg = np.minimum(e, 0.0)  # each branch sees only its own side: e^e of a grid point at
-        # loss 870 (mu = 30: mean 450 + 14 sd) overflowed into a warning, and inf * 0 into a NaN
-        d = np.where(e <= 0.0,
-                     # for eps <= 0: delta(eps) = 1 - e^eps (1 - delta_Q(-eps)) by symmetry of the
-                     # Gaussian pair; computed from the eps >= 0 curve at |eps|
-                     -np.expm1(neg) + np.exp(neg) * gdp_conversion.delta_for_epsilon(mu, -neg),
-                     gdp_conversion.delta_for_epsilon(mu, np.maximum(e, 0.0)))
-        masses, inf = _connect_dots(idx, d, h)
+
+        def curve(e: np.ndarray, side: int) -> np.ndarray:
+            # side 1: an upper bound on the exact curve at e, side 0: a lower bound
+            neg = np.minimum(e, 0.0)  # each branch sees only its own side: e^e of a grid point at
+            # loss 870 (mu = 30: mean 450 + 14 sd) overflowed into a warning, and inf * 0 into a NaN
+            bounds = gdp_conversion.delta_bounds_for_epsilon(mu, np.abs(e))
+            # for eps <= 0: delta(eps) = 1 - e^eps (1 - delta_Q(-eps)) by symmetry of the Gaussian pair,
+            # computed from the eps >= 0 curve at |eps|: two non-negative terms (expm1, exp within 1 ulp,
+            # the product and the sum half an ulp each: within 4 ulp)
+            d_neg = -np.expm1(neg) + np.exp(neg) * bounds[side]
+            d = np.where(e <= 0.0, d_neg, bounds[side])
+            return _up(d, 4.0) if side else _down(d, 4.0)
+
+        masses, inf = _connect_dots(curve(_grid_below(idx, h), 1), curve(_grid_above(idx, h), 0), h)
         return lo, masses, inf
     raise ValueError(f"fastpld does not support {leaf!r}")
 
@@ -309,7 +362,11 @@ class ComposedPLD:
             if tail <= _TAIL or z > 60:
                 break
             z *= 1.4
-        self.tail_bound = tail
+        # the Chernoff bound is for the normalised leaves; the connect-the-dots masses are rounded up
+        # (``_connect_dots``), so a leaf's finite mass can exceed 1 - inf by a few ulps per point: the
+        # mass above the window is at most prod (total mass)^n times the bound (each sum within n u)
+        log_total = sum(n * math.log(float(m.sum()) * (1.0 + len(m) * _U)) for (lo, m, inf), n in parts)
+        self.tail_bound = tail * math.exp(max(0.0, log_total)) * (1.0 + 4.0 * _U)
         self.n_fft = n_fft
         self.work = sum(n for _, n in parts) + len(parts)
         alpha = _alpha(n_fft)
@@ -423,9 +480,11 @@ class ComposedPLD:
 
     def delta(self, epsilon: float) -> float:
         """Pessimistic delta at ``epsilon`` (margins included), capped at 1."""
-        losses = self._losses()
-        sel = losses > epsilon
-        d = float((self.masses[sel] * -np.expm1(epsilon - losses[sel])).sum()) * self.sum_factor
+        # every grid point weighed (0 at or below epsilon), not only those above it: the pairwise sum's
+        # tree then does not change with epsilon, and each term is non-increasing in it, so the sum is
+        # (session 13: the selection re-shaped the tree, delta rose with eps by an ulp, 1 in ~124 points)
+        w = -np.expm1(np.minimum(epsilon - self._losses(), 0.0))
+        d = float((self.masses * w).sum()) * self.sum_factor
         return min(1.0, (self.inf_mass + d + self.margin) * (1.0 + 4.0 * _U))
 
     def epsilon(self, delta: float) -> float:

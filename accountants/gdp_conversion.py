@@ -88,16 +88,37 @@ def _log_delta_raw(mu: np.ndarray, epsilon: np.ndarray) -> tuple[np.ndarray, np.
     return log_pa + tail, a
 
 
+def _log_delta_and_margin(mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log delta without margin, its error margin (0 where not finite), a)."""
+    log_d, a = _log_delta_raw(mu, epsilon)
+    with np.errstate(invalid="ignore", over="ignore"):  # an infinite margin is dropped just below
+        margin = 1e-15 * (1.0 + np.abs(log_d) + a * a)
+    return log_d, np.where(np.isfinite(margin), margin, 0.0), a
+
+
 def log_delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> np.ndarray:
     """Natural log of the GDP delta(eps) curve, rounded up; vectorised over ``mu`` and ``epsilon``.
 
     ``mu`` must be > 0 and ``epsilon`` >= 0 (not re-validated here: the public wrappers do it).
     """
-    log_d, a = _log_delta_raw(mu, epsilon)
-    with np.errstate(invalid="ignore", over="ignore"):  # an infinite margin is dropped just below
-        margin = 1e-15 * (1.0 + np.abs(log_d) + a * a)
-        out = log_d + np.where(np.isfinite(margin), margin, 0.0)
-    return np.minimum(out, 0.0)
+    log_d, margin, _ = _log_delta_and_margin(mu, epsilon)
+    return np.minimum(log_d + margin, 0.0)
+
+
+def delta_bounds_for_epsilon(mu: float, epsilon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) bounds on the exact GDP delta(eps) at each ``epsilon`` >= 0 (arrays; not validated).
+
+    The upper one is :func:`delta_for_epsilon`; the lower one takes the same margin off instead of adding
+    it (the margin bounds the raw log's error on either side), and exp's own rounding (1 ulp) off again.
+    Where a < -40 the reported value is Phi(a), an upper bound only: the lower bound there is 0. (The fast
+    PLD's connect-the-dots masses need both sides: a mass is a difference of curve values, session 13.)
+    """
+    log_d, margin, a = _log_delta_and_margin(mu, epsilon)
+    upper = _exp_up(np.minimum(log_d + margin, 0.0))
+    with np.errstate(under="ignore", invalid="ignore"):
+        lower = np.exp(np.minimum(log_d - margin, 0.0)) * (1.0 - 4.0 * 2.0 ** -52)
+    lower = np.where((a < _FAR_TAIL) | ~(lower >= 0.0), 0.0, lower)
+    return np.minimum(lower, upper), upper
 
 
 def delta_for_epsilon(mu: float | np.ndarray, epsilon: float | np.ndarray) -> float | np.ndarray:
@@ -175,6 +196,19 @@ def _boundary(i: int, ok, inside: int) -> int:
         else:
             bad = mid
     return good
+
+
+def lattice_down(x: float) -> float:
+    """The largest lattice point (40 significant bits) <= x >= 0: a monotone map, only ever down.
+
+    The accountants' eps(delta) reads its delta here first (session 13): a smaller delta gives a larger,
+    still valid eps, and every delta of one lattice cell (1.8e-12 relative wide) gets the same answer, so
+    the answer's last-digit noise can no longer make eps(delta) rise with delta inside a cell; across cells
+    eps falls by the curve's slope over a cell, which exceeded the noise at every point measured. Paired
+    with :func:`lattice_up` on delta(eps), the round trip stays ordered: delta(eps(d)) <= lattice_down(d)."""
+    if not (x > 0 and math.isfinite(x)):
+        return x
+    return _value(struct.unpack("<q", struct.pack("<d", x))[0] >> _LOW_BITS)
 
 
 def lattice_up(x: float, ok=None) -> float:

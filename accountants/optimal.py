@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from accountants import _validate
+from accountants import _validate, gdp_conversion
 from accountants._sums import log_sum_exp
 from accountants.base import Accountant, UnsupportedEventError
 from accountants.events import Event, LeafEvent
@@ -191,18 +191,12 @@ class OptimalHomogeneousAccountant(Accountant):
         epsilon = _validate.nonnegative("epsilon", epsilon)
         if not self.feasible():
             return 1.0
-        log_d = self._rr_log_delta(epsilon)
-        d = _exp_capped(log_d)
-        # 1 - keep (1 - d) = (1 - keep) + keep d
-        log_keep = self._log_keep()
-        total = -math.expm1(log_keep) + math.exp(log_keep) * d
-        if total > 0:
-            total = total * (1 + 1e-14) + 1e-300
-        return min(1.0, total)
+        return self._delta(epsilon, None)
 
     def epsilon(self, delta: float) -> float:
         """Smallest eps (bracketed root-finding, safe end, verified) with delta_total(eps) <= ``delta``."""
-        delta = _validate.probability("delta", delta)
+        # on the delta lattice (session 13: eps(delta) then cannot rise with delta inside a cell; valid)
+        delta = gdp_conversion.lattice_down(_validate.probability("delta", delta))
         if self.k == 0 or self.epsilon0 is None:
             return 0.0
         log_keep = self._log_keep()
@@ -244,8 +238,11 @@ class OptimalHomogeneousAccountant(Accountant):
     def _delta(self, epsilon: float, log_floor: float | None) -> float:
         log_d = self._rr_log_delta(epsilon, log_floor)
         d = _exp_capped(log_d)
+        # 1 - keep (1 - d) = (1 - keep) + keep d
         log_keep = self._log_keep()
         total = -math.expm1(log_keep) + math.exp(log_keep) * d
         if total > 0:
-            total = total * (1 + 1e-14) + 1e-300
+            # up to the delta lattice, a monotone map (session 13: last-digit rises of delta with eps), then
+            # the absolute margin (after it: lattice_up(1e-300) would exceed a 1e-300 target at the largest loss)
+            total = gdp_conversion.lattice_up(total * (1 + 1e-14)) + 1e-300
         return min(1.0, total)

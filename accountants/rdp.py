@@ -20,7 +20,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from accountants import _validate, rdp_curves
+from accountants import _validate, gdp_conversion, rdp_curves
 from accountants.base import Accountant
 from accountants.events import GDP, Gaussian, Laplace, LeafEvent
 
@@ -125,7 +125,8 @@ class RDPAccountant(Accountant):
 
     # --- conversions ----------------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
-        delta = _validate.probability("delta", delta)
+        # on the delta lattice (session 13: last-digit monotonicity in delta; a smaller delta, so valid)
+        delta = gdp_conversion.lattice_down(_validate.probability("delta", delta))
         if not self.groups:
             return 0.0
         eps_grid, alpha = rdp_curves.epsilon_from_rdp(self.orders, self.grid_curve(), delta)
@@ -173,4 +174,6 @@ class RDPAccountant(Accountant):
         refined = self._refine(objective, i) if math.isfinite(log_d_grid) else math.inf
         log_d = min(log_d_grid, refined, 0.0)
         # (a finite log delta below -745 is reported as the least subnormal, never as 0: session 11)
-        return min(1.0, max(math.exp(log_d) * (1 + 1e-12), math.ulp(0.0)))
+        # up to the delta lattice (session 13: the refined order's noise made delta(eps) rise with eps
+        # by ~1e-14 relative in 11-21 of ~124 points per composition; a monotone map, only up)
+        return min(1.0, gdp_conversion.lattice_up(max(math.exp(log_d) * (1 + 1e-12), math.ulp(0.0))))

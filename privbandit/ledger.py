@@ -305,6 +305,10 @@ def _closed_form_accountants():
 
 
 CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
+#: relative upward rounding of the per-record closed forms (the difference arrays' summation); the
+#: certificate in the same currency is rounded up by it too (engine, deployment status), so a record
+#: spending exactly the schedule never reads above it (session 13)
+REALIZED_ROUND_UP = 1e-12
 """The accountants the cheap ledger's per-record figures correspond to (pure, KOV, GDP)."""
 
 
@@ -1371,7 +1375,7 @@ class Ledger:
         kov2 = s + np.sqrt(2.0 * q * math.log(1.0 / delta))
         # Summation error in the difference arrays is ~1e-16 relative; round up so that this audit
         # figure is never optimistic about the records it reports.
-        c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + 1e-12)
+        c = np.minimum(s_eps, np.minimum(kov1, kov2)) * (1.0 + REALIZED_ROUND_UP)
         if gauss is not None:
             c = np.where(gauss > 0.5, np.inf, c)
         if rho is None:
@@ -1381,7 +1385,7 @@ class Ledger:
         # (rho + sum mu^2 / 2)-zCDP: eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop 1.3).
         rho = np.maximum(rho, 0.0)
         rho_total = rho + np.maximum(mu2, 0.0) / 2.0
-        zcdp = (rho_total + 2.0 * np.sqrt(rho_total * math.log(1.0 / delta))) * (1.0 + 1e-12)
+        zcdp = (rho_total + 2.0 * np.sqrt(rho_total * math.log(1.0 / delta))) * (1.0 + REALIZED_ROUND_UP)
         return np.where(rho > 0, zcdp, c)
 
     def realized_epsilon(self, delta: float, relation: str = "entry") -> np.ndarray:
@@ -1469,7 +1473,7 @@ class Ledger:
             if totals[3] is None:
                 totals[3:5] = self._totals(_S_EPS2, _S_TANH, distinct=True)
             mu_r = mu[r].reshape(self.streams, per_stream)
-            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + 1e-12) > closed_first[r]) | (mu_r == mu[r, j])
+            keep = (np.maximum(totals[2][r], 0.0) * (1.0 + REALIZED_ROUND_UP) > closed_first[r]) | (mu_r == mu[r, j])
             if gauss is not None:
                 keep |= totals[5][r] > 0.5
             if rho is not None:

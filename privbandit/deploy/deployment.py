@@ -607,7 +607,7 @@ class Deployment:
             raise _corrupt(self.path, exc) from None
 
     def _status(self, conn: sqlite3.Connection, last: int) -> dict[str, Any]:
-        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
+        from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS, REALIZED_ROUND_UP
 
         conn.execute("BEGIN")  # a read transaction: one consistent snapshot
         try:
@@ -635,7 +635,9 @@ class Deployment:
         elif rounds == 0:
             closed = 0.0
         else:
-            closed = float(self.odometer.schedule.epsilon(rounds, self.delta, CLOSED_FORM_ACCOUNTANTS).value)
+            # rounded up like the ledger's per-record sums, so equal spends read equal (session 13)
+            closed = float(self.odometer.schedule.epsilon(rounds, self.delta, CLOSED_FORM_ACCOUNTANTS).value
+                           ) * (1.0 + REALIZED_ROUND_UP)
         n_decisions = sum(counts.values())
         exhausted = rounds >= self.stop_round
         return {

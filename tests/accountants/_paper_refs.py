@@ -118,3 +118,66 @@ def joint_dp_mu2(n: int, bound: float, sigma: float) -> mpmath.mpf:
 def mishra_groups(n: int, eps0: float, levels: int, dim: int) -> dict[float, int]:
     """The Laplace releases of the first record of a Mishra-Thakurta tree holding n items (see above)."""
     return {eps0 / (levels * math.sqrt(dim)): dim * n.bit_length()} if n > 0 else {}
+
+
+def mishra_candidates(n: int, eps0: float, levels: int, dim: int) -> list[dict[float, int]]:
+    """Session 13: the first record's releases for three achievable pairs (contexts in the L-ball, rewards in
+    [0, 1]; the certificate's sensitivity covers a context change). An entry moving by D against its
+    sensitivity w (L^2 in A, 2 L in b) is a Laplace release of eps D eps0 / (levels w), in each of the
+    bit_length(n) nodes; the truth is at least the largest of their curves.
+
+    * s12's pair: z = (L/sqrt d) 1 against -z, r = 1: A unchanged, every b entry by 2 L / sqrt d;
+    * z = (L/sqrt d) 1, r = 1 against z' = 0: every packed A entry (d(d+1)/2 of them) by L^2 / d -- the
+      largest sum_{i<=j} |z_i z_j| of the L-ball, (d + 1) L^2 / 2 -- and every b entry by L / sqrt d;
+    * the same z against z' = L e_1, r' = 0: A_11 by (1 - 1/d) L^2, the other A entries by L^2 / d, b as
+      above (more in l1 than the second for d >= 3).
+    """
+    if n <= 0:
+        return []
+    nodes, d = n.bit_length(), dim
+    unit = eps0 / levels
+    b_part = unit / (2.0 * math.sqrt(d))
+    packed = d * (d + 1) // 2
+
+    def merge(pairs):
+        out: dict[float, int] = {}
+        for e, k in pairs:
+            if k > 0 and e > 0:
+                out[e] = out.get(e, 0) + k * nodes
+        return out
+
+    return [merge([(unit / math.sqrt(d), d)]),
+            merge([(unit / d, packed), (b_part, d)]),
+            merge([(unit * (1.0 - 1.0 / d), 1), (unit / d, packed - 1), (b_part, d)])]
+
+
+def gaussian_ts_round_star_mu2(t: int, n_arms: int, b: int, c: float) -> mpmath.mpf:
+    """Session 13: mu^2 of one round's record under "round" neighbours on a star of degree K - 1 (5.1-5.2,
+    k_i counting every observation). The hub h is played at the record's round s and observes all K arms;
+    afterwards the run plays one leaf j only, so the other K - 2 leaves are never observed again (their k
+    frozen) and h, j are observed every round (k growing by one). Each round after s every arm's draw is a
+    1/sqrt(c (k + 1))-GDP release of the record's observation of that arm; composed exactly (GDP):
+
+    * b = 0: s = 1, every arm then holds k = 1; t - 1 releasing rounds r = 2..t, where k_h = k_j = r - 1:
+      mu^2 = (K - 2)(t - 1) / (2 c) + 2 sum_{r=2}^{t} 1 / (c r);
+    * b >= 1: s = K b, the hub's last pre-pull (the hub pre-pulled last); a leaf's own b pre-pulls and the
+      hub's b make k = 2 b, the hub's k = K b; n = t - K b releasing rounds:
+      mu^2 = (K - 2) n / (c (2 b + 1)) + sum_{m<n} [1 / (c (K b + m + 1)) + 1 / (c (2 b + m + 1))].
+
+    The certificate's K n / (c (max(b, 1) + 1)) is the same with every arm frozen at the least count.
+    """
+    K = n_arms
+    with mpmath.workdps(50):
+        c = mpmath.mpf(c)
+        if b == 0:
+            if t < 2:
+                return mpmath.mpf(0)
+            return (K - 2) * mpmath.mpf(t - 1) / (2 * c) + 2 * (mpmath.harmonic(t) - 1) / c
+        n = t - K * b
+        if n <= 0:
+            return mpmath.mpf(0)
+
+        def tail(a):  # sum_{m<n} 1/(a + m + 1)
+            return mpmath.digamma(a + n + 1) - mpmath.digamma(a + 1)
+
+        return (K - 2) * mpmath.mpf(n) / (c * (2 * b + 1)) + (tail(K * b) + tail(2 * b)) / c
