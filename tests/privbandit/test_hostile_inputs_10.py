@@ -1,0 +1,65 @@
+"""Hostile inputs, tenth round (session 13): the rounds a schedule is asked about, the command line's
+``--param`` values, the newer families' inputs (graphs, contexts, adversarial tables), inputs the
+caller mutates after handing them over, experiment configurations and the audit / deploy argv.
+
+Before the fixes of this round:
+
+* **a certificate below the truth** from a public method: ``schedule.live_certificates(rounds,
+  delta)`` tightens each entry by the least value at it or any later entry -- valid only for
+  increasing rounds (the engine sorts its checkpoints) but unchecked: Gaussian-TS's schedule asked
+  at ``[1000, 10]`` certified round 1000 with 11.8, its true certificate is 355.1 (Private-UCB 0.060
+  for 0.199);
+* a schedule's ``epsilon`` / ``delta`` / ``mu`` / ``events`` read ``rounds`` as given: True
+  certified one round, -3 certified nothing, 10.7 was read as 10 by one schedule and refused as an
+  inner "n" or "count" by others, "10" and None were TypeErrors naming nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandit.policies import make_policy
+
+
+# ---------------------------------------------------------------- the rounds a schedule is asked about
+def _schedule(name="gaussian_ts"):
+    policy = make_policy(name) if name == "gaussian_ts" else make_policy(name, epsilon=1.0)
+    return policy.privacy_schedule(1000, 5)
+
+
+@pytest.mark.parametrize("name", ["gaussian_ts", "private_ucb"])
+def test_live_certificates_out_of_order_are_refused_not_certified_low(name):
+    schedule = _schedule(name)
+    honest = schedule.live_certificates([10, 1000], 1e-6)[0]
+    assert honest[1] > honest[0]  # the schedule grows: out of order, round 1000 took round 10's value
+    with pytest.raises(ValueError, match=r"rounds must be non-decreasing.*1000 before 10"):
+        schedule.live_certificates([1000, 10], 1e-6)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        schedule.live_certificates(np.array([1000, 10], dtype=np.uint16), 1e-6)
+    # curve() sorts its rounds itself: any order gives each round its own (valid) value
+    assert list(schedule.curve([1000, 10], 1e-6)) == list(schedule.curve([10, 1000], 1e-6))[::-1]
+
+
+@pytest.mark.parametrize("rounds", [True, -3, 10.7, "10", None, float("inf"), np.float64(2.5)])
+@pytest.mark.parametrize("method", ["epsilon", "delta", "mu", "events"])
+def test_a_schedule_reads_rounds_as_a_whole_number(method, rounds):
+    schedule = _schedule("private_ucb")
+    args = {"epsilon": (1e-6,), "delta": (1.0,), "mu": (), "events": ()}[method]
+    with pytest.raises(ValueError, match=r"rounds must be a whole number in \[0, inf\)"):
+        getattr(schedule, method)(rounds, *args)
+
+
+def test_a_schedule_takes_whole_numbers_of_any_type():
+    schedule = _schedule("gaussian_ts")
+    value = schedule.epsilon(10, 1e-6).value
+    assert schedule.epsilon(10.0, 1e-6).value == value == schedule.epsilon(np.int64(10), 1e-6).value
+    assert schedule.epsilon(0, 1e-6).value == 0.0
+    assert list(schedule.live_certificates(np.array([0, 10], dtype=np.uint8), 1e-6)[0]) == [0.0, value]
+
+
+@pytest.mark.parametrize("rounds", [[10.5], ["5"], [True], [2**70], [[1, 2]], "12", np.ma.masked_array([1, 2], mask=[0, 1])])
+@pytest.mark.parametrize("method", ["live_certificates", "curve"])
+def test_a_schedule_reads_a_list_of_rounds_as_whole_numbers(method, rounds):
+    with pytest.raises(ValueError, match="rounds must"):
+        getattr(_schedule("private_ucb"), method)(rounds, 1e-6)
