@@ -63,3 +63,39 @@ def test_a_schedule_takes_whole_numbers_of_any_type():
 def test_a_schedule_reads_a_list_of_rounds_as_whole_numbers(method, rounds):
     with pytest.raises(ValueError, match="rounds must"):
         getattr(_schedule("private_ucb"), method)(rounds, 1e-6)
+
+
+# ---------------------------------------------------------------- --param values and names
+def _cli_error(argv, capsys) -> str:
+    from privbandit import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("policy, item, says", [
+    ("dp_ucb", "epsilon=0x10", r"epsilon must be a real number in \(0, inf\), got '0x10'"),
+    ("dp_ucb", "epsilon=nan", r"epsilon must not be NaN \(a real number in \(0, inf\)\)"),
+    ("lin_ucb", "regularization=abc", r"regularization must be a real number in \(0, inf\)"),
+    ("private_lin_ucb", "shift=0x1", r"shift must be a real number in \[0, inf\)"),
+    ("dp_ucb_int", "delta=0x1", r"delta must be a real number in \(0, 1\)"),
+    ("dp_ucb_int", "epsilom=1", r"unknown dp_ucb_int parameter 'epsilom'; did you mean epsilon\?"),
+    ("dp_ucb_int", "c=1", r"unknown dp_ucb_int parameter 'c'; known: decay, delta, epsilon, exact, interval, rate, v"),
+    ("ucb1", "epsilon=1", r"ucb1 takes no parameters, got 'epsilon'"),
+])
+def test_a_param_message_names_the_parameter_and_its_range(capsys, policy, item, says):
+    import re
+
+    assert re.search(says, _cli_error(["budget", policy, "--horizon", "100", "--param", item], capsys))
+
+
+def test_budget_names_an_unknown_policy_parameter():
+    from privbandit import budget
+
+    # (was the class's TypeError "got an unexpected keyword argument 'epsilom'", a traceback)
+    with pytest.raises(ValueError, match="unknown dp_ucb parameter 'epsilom'; did you mean epsilon"):
+        budget.epsilon("dp_ucb", 100, 1e-6, epsilom=1.0)
+    with pytest.raises(ValueError, match="unknown dp_ucb parameter 'epsilom'"):
+        budget.mu("dp_ucb", 100, epsilom=1.0)
