@@ -99,3 +99,64 @@ def test_budget_names_an_unknown_policy_parameter():
         budget.epsilon("dp_ucb", 100, 1e-6, epsilom=1.0)
     with pytest.raises(ValueError, match="unknown dp_ucb parameter 'epsilom'"):
         budget.mu("dp_ucb", 100, epsilom=1.0)
+
+
+# ---------------------------------------------------------------- arrays changed by the caller after handing them over
+def test_vector_tree_weights_are_copied():
+    """Each node's Laplace noise is drawn times ``weights``: the caller's array, kept as given and set to
+    1e-9 after construction, released sums with noise ~1e-9 while the ledger recorded 3.0 (the clean
+    run's value) -- the truth is ~1e9 times that."""
+    from privbandit.ledger import Ledger
+    from privbandit.mechanisms.vector_tree import VectorTreeMechanism
+
+    def released(mutate: bool) -> np.ndarray:
+        w = np.array([1.0, 2.0])
+        mech = VectorTreeMechanism(1, 1, 2, horizon=8, noise="laplace", scale=1.0, sensitivity=1.0, weights=w,
+                                   rng=np.random.default_rng(3), ledger=Ledger(1, 1), name="vt")
+        if mutate:
+            w[:] = 1e-9
+        for _ in range(4):
+            mech.insert(np.zeros((1, 2)), np.zeros(1, dtype=int))
+        return mech.noisy_sum()[0, 0]
+
+    assert np.array_equal(released(True), released(False))
+
+
+@pytest.mark.parametrize("weights", [["1", "2"], [True, True]])
+def test_vector_tree_weights_are_numbers(weights):
+    from privbandit.ledger import Ledger
+    from privbandit.mechanisms.vector_tree import VectorTreeMechanism
+
+    with pytest.raises(ValueError, match="weights must be an array of real numbers"):
+        VectorTreeMechanism(1, 1, 2, horizon=8, noise="laplace", scale=1.0, sensitivity=1.0, weights=weights,
+                            rng=np.random.default_rng(3), ledger=Ledger(1, 1), name="vt")
+
+
+def _log_arrays():
+    rng = np.random.default_rng(0)
+    n, d, k = 60, 3, 3
+    return rng.random((n, d)) / 2, rng.integers(0, k, n), (rng.random(n) < 0.5).astype(float), np.full(n, 1 / k)
+
+
+@pytest.mark.parametrize("field, index, value", [("rewards", 2, 5.0), ("actions", 1, 99), ("contexts", 0, 1e6),
+                                                 ("propensities", 3, 0.0)])
+def test_a_logged_data_set_is_a_copy_the_caller_cannot_change(field, index, value):
+    """LoggedData checked the caller's arrays and kept them: changed afterwards, the replay used the
+    changed values (an action of 99 matched no arm and was silently never counted)."""
+    from privbandit.contextual.replay import LoggedData, replay
+
+    arrays = dict(zip(("contexts", "actions", "rewards", "propensities"), _log_arrays()))
+    log = LoggedData(**arrays, n_arms=3)
+    clean = replay(make_policy("lin_ucb"), LoggedData(**{k: v.copy() for k, v in arrays.items()}, n_arms=3), seed=1)
+    arrays[field][index] = value
+    assert replay(make_policy("lin_ucb"), log, seed=1).kept.tolist() == clean.kept.tolist()
+    assert not getattr(log, field).flags.writeable
+
+
+def test_a_logged_data_set_holds_numbers():
+    from privbandit.contextual.replay import LoggedData
+
+    x, a, r, p = _log_arrays()
+    with pytest.raises(ValueError, match="rewards must be an array of real numbers"):
+        LoggedData(x, a, r.astype(str), p, 3)
+    assert LoggedData(x, a, r > 0.5, p, 3).rewards.dtype == float  # (clicks as bools: 0 / 1, as before)
