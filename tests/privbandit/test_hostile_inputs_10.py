@@ -160,3 +160,27 @@ def test_a_logged_data_set_holds_numbers():
     with pytest.raises(ValueError, match="rewards must be an array of real numbers"):
         LoggedData(x, a, r.astype(str), p, 3)
     assert LoggedData(x, a, r > 0.5, p, 3).rewards.dtype == float  # (clicks as bools: 0 / 1, as before)
+
+
+def test_a_fixed_linear_rule_is_a_copy():
+    from privbandit.policies.linear import FixedLinear
+
+    weights = np.eye(3)
+    rule = FixedLinear(weights)
+    weights[:] = 0.0
+    assert rule.choose(np.eye(3)).tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="weights must be an array of real numbers"):
+        FixedLinear([["1", "0"], ["0", "1"]])
+
+
+# ---------------------------------------------------------------- contexts
+@pytest.mark.parametrize("name", ["lin_ucb", "lin_ts"])
+def test_contexts_that_change_dimension_are_named(name):
+    from privbandit.feedback import Offer
+
+    run = make_policy(name).start(3, 2, 10, np.random.default_rng(0))
+    run.select(1, Offer(contexts=np.full((2, 3, 3), 0.3)))
+    run.update(1, np.zeros(2, dtype=int), np.full(2, 0.5))
+    # (was numpy's "operands could not be broadcast together with remapped shapes")
+    with pytest.raises(ValueError, match=r"contexts must keep the dimension of the first round's, d=3, got 4 in round 2"):
+        run.select(2, Offer(contexts=np.full((2, 3, 4), 0.3)))
