@@ -184,3 +184,39 @@ def test_contexts_that_change_dimension_are_named(name):
     # (was numpy's "operands could not be broadcast together with remapped shapes")
     with pytest.raises(ValueError, match=r"contexts must keep the dimension of the first round's, d=3, got 4 in round 2"):
         run.select(2, Offer(contexts=np.full((2, 3, 4), 0.3)))
+
+
+# ---------------------------------------------------------------- feedback graphs
+def test_a_scipy_sparse_adjacency_is_read_as_its_matrix():
+    import networkx as nx
+    import scipy.sparse as sp
+
+    from privbandit.envs.graphs import check_adjacency, max_degree
+
+    path = nx.to_numpy_array(nx.path_graph(4))
+    for sparse in (sp.csr_matrix(path), sp.csr_array(path), sp.coo_matrix(path), nx.to_scipy_sparse_array(nx.path_graph(4))):
+        assert np.array_equal(check_adjacency(sparse, 4), check_adjacency(path, 4))  # (was "got shape ()")
+        assert max_degree(sparse) == 2
+    twice = sp.coo_matrix((np.ones(4), ([0, 0, 1, 1], [1, 1, 0, 0])), shape=(4, 4))  # a duplicate entry sums to 2
+    with pytest.raises(ValueError, match="entries must be 0/1 or bool.*2.0"):
+        check_adjacency(twice)
+    one_way = path.copy()
+    one_way[0, 1] = 0
+    with pytest.raises(ValueError, match="symmetric"):
+        check_adjacency(sp.csr_matrix(one_way))
+
+
+def test_a_masked_or_bool_weighted_graph_is_refused():
+    import networkx as nx
+
+    from privbandit.envs.graphs import check_adjacency
+
+    path = nx.to_numpy_array(nx.path_graph(4))
+    with pytest.raises(ValueError, match="graph must not hold masked entries"):
+        check_adjacency(np.ma.masked_array(path, mask=path == 1))  # (the edges under the mask were read)
+    g = nx.path_graph(4)
+    g.add_edge(0, 1, weight=True)
+    with pytest.raises(ValueError, match=r"unweighted \(weight 1\), got weights \[True\]"):
+        check_adjacency(g)
+    with pytest.raises(ValueError, match=r"square \(K, K\) adjacency matrix with K >= 2, got \{0: \[1\]\}"):
+        check_adjacency({0: [1]})
