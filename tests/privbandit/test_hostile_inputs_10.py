@@ -220,3 +220,35 @@ def test_a_masked_or_bool_weighted_graph_is_refused():
         check_adjacency(g)
     with pytest.raises(ValueError, match=r"square \(K, K\) adjacency matrix with K >= 2, got \{0: \[1\]\}"):
         check_adjacency({0: [1]})
+
+
+# ---------------------------------------------------------------- sweeps and experiments
+@pytest.mark.parametrize("option, close", [("chekpoints", "checkpoints"), ("strict_reward", "strict_rewards"),
+                                           ("deltta", "delta")])
+def test_a_sweep_names_an_unknown_simulate_option(option, close):
+    from privbandit import envs as E
+    from privbandit.experiments import run_experiment
+    from privbandit.policies import UCB1
+    from privbandit.sweep import sweep
+
+    # (was simulate's TypeError from the first cell -- or from a worker, once every cell was submitted)
+    with pytest.raises(ValueError, match=f"unknown simulate option '{option}'; did you mean {close}"):
+        sweep([UCB1()], [E.Bernoulli([0.5, 0.6])], 10, 1, **{option: 1})
+    with pytest.raises(ValueError, match=f"unknown simulate option '{option}'"):
+        run_experiment("tossou2016-2arm", 50, 2, **{option: 1})
+
+
+def test_an_enormous_grid_is_refused_before_it_runs(monkeypatch):
+    import importlib
+
+    from privbandit import envs as E
+    from privbandit.policies import UCB1
+
+    S = importlib.import_module("privbandit.sweep")  # (privbandit.sweep is also the function's name)
+    monkeypatch.setattr(S, "physical_memory", lambda: 10 * 2**20)  # 10 MiB: 100 x 100 cells of ~4 KB do not fit
+    ran = []
+    monkeypatch.setattr(S, "simulate", lambda *a, **k: ran.append(1))
+    env = E.Bernoulli([0.5, 0.6])
+    with pytest.raises(ValueError, match=r"policies x envs = 100 x 100 = 10000 cells need about 0.0384 GiB .* at most 2540 cells"):
+        S.sweep({str(i): UCB1() for i in range(100)}, {str(i): env for i in range(100)}, 10, 1)
+    assert not ran
