@@ -252,3 +252,25 @@ def test_an_enormous_grid_is_refused_before_it_runs(monkeypatch):
     with pytest.raises(ValueError, match=r"policies x envs = 100 x 100 = 10000 cells need about 0.0384 GiB .* at most 2540 cells"):
         S.sweep({str(i): UCB1() for i in range(100)}, {str(i): env for i in range(100)}, 10, 1)
     assert not ran
+
+
+# ---------------------------------------------------------------- the audit command line
+@pytest.mark.parametrize("argv, says", [
+    (["--arms", "1000"], r"--arms 1000 needs --horizon >= 1000: the default horizon \(the policy's pre-pull rounds \+ 20\) is 20"),
+    (["--one-run", "41"], r"--one-run must be a whole number in \[0, 40\] with --arms 2 and horizon 20"),
+    (["--one-run", str(10**18)], r"--one-run must be a whole number in \[0, 40\]"),
+    (["--one-run", "4", "--one-run-runs", str(10**18)], r"--one-run-runs = 1000000000000000000 needs more than"),
+])
+def test_the_audit_refuses_one_run_options_before_auditing(monkeypatch, capsys, argv, says):
+    """These were found only after the white-box and black-box audits (a minute or more: --one-run past the
+    tape's room), or never (--one-run-runs 10^18 allocated as it went); a default horizon below --arms was
+    refused as "horizon must be a whole number >= the number of arms (1000), got 20"."""
+    import re
+
+    import privbandit.audit as A
+
+    def reached(*args, **kwargs):
+        raise AssertionError("the audits started")
+
+    monkeypatch.setattr(A, "ledger_audit", reached)
+    assert re.search(says, _cli_error(["audit", "dp_ucb", *argv], capsys))
