@@ -274,3 +274,25 @@ def test_the_audit_refuses_one_run_options_before_auditing(monkeypatch, capsys, 
 
     monkeypatch.setattr(A, "ledger_audit", reached)
     assert re.search(says, _cli_error(["audit", "dp_ucb", *argv], capsys))
+
+
+# ---------------------------------------------------------------- the deployment's inputs
+def test_a_deployment_horizon_lies_below_2_to_the_63(tmp_path):
+    from privbandit.deploy import Deployment
+
+    # (10^30 reached Private-UCB's compiled kernel as a Python object: numba's TypingError)
+    with pytest.raises(ValueError, match=r"horizon must be a whole number in \[3, 9223372036854775807\], got 1(0){30}$"):
+        Deployment.create(tmp_path / "s.db", "private_ucb", n_arms=3, budget=5.0, delta=1e-6, horizon=10**30, seed=1)
+    with Deployment.create(tmp_path / "t.db", "private_ucb", n_arms=3, budget=5.0, delta=1e-6, horizon=2**63 - 1,
+                           seed=1) as dep:
+        dep.update(dep.select().decision, 0.5)
+
+
+def test_a_replay_log_that_is_a_directory_is_named(tmp_path, capsys):
+    from privbandit.deploy import Deployment
+
+    with Deployment.create(tmp_path / "s.db", "dp_ucb", n_arms=3, budget=5.0, delta=1e-6, seed=1):
+        pass
+    (tmp_path / "log.csv").mkdir()
+    assert "log.csv': a directory, not a file (expected a CSV file)" in _cli_error(
+        ["deploy", "replay", str(tmp_path / "s.db"), str(tmp_path / "log.csv")], capsys)
