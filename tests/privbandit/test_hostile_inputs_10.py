@@ -296,3 +296,49 @@ def test_a_replay_log_that_is_a_directory_is_named(tmp_path, capsys):
     (tmp_path / "log.csv").mkdir()
     assert "log.csv': a directory, not a file (expected a CSV file)" in _cli_error(
         ["deploy", "replay", str(tmp_path / "s.db"), str(tmp_path / "log.csv")], capsys)
+
+
+# ---------------------------------------------------------------- arrays the ledger stages uncopied
+def test_release_records_copies_its_index_arrays():
+    """The ledger stages arrays that own their data until its next drain: a caller reusing its position
+    buffer after three releases of record 0 made the realized spend 1.0 instead of 3.0."""
+    from privbandit.ledger import Ledger
+    from privbandit.mechanisms.laplace import LaplaceRelease
+
+    def realized(reuse: bool) -> float:
+        ledger = Ledger(1, 1)
+        mech = LaplaceRelease(np.random.default_rng(0), ledger, "lap")
+        rows, arms, pos = np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)
+        end = pos + 2
+        mech.release_records(np.zeros(3), 1.0, rows, arms, pos, end)
+        if reuse:
+            pos[:], end[:] = [0, 2, 4], [1, 3, 5]
+        return float(ledger.realized_epsilon(1e-6)[0])
+
+    assert realized(True) == realized(False) == pytest.approx(3.0)
+
+
+def test_an_interval_mean_copies_the_scales_of_its_scale_fn():
+    """A scale_fn returning a buffer it overwrites on its next call: the scales already staged became the
+    next call's (1e9), the realized spend 0.0 for a release drawn at scale 1 (1.0)."""
+    from privbandit.ledger import Ledger
+    from privbandit.mechanisms import IntervalMean
+
+    def realized(reuse: bool) -> float:
+        buffer = np.empty(0)
+
+        def scale_fn(n):
+            nonlocal buffer
+            if reuse and buffer.shape == n.shape:
+                buffer[:] = 1e9
+                return buffer
+            buffer = np.ones(n.shape)
+            return buffer
+
+        ledger = Ledger(1, 2)
+        mech = IntervalMean(1, 2, rng=np.random.default_rng(0), ledger=ledger, interval=1, scale_fn=scale_fn)
+        mech.insert(np.array([[0.5, 0.5]]), np.array([[True, False]]))
+        mech.insert(np.array([[0.5, 0.5]]), np.array([[False, True]]))
+        return float(ledger.realized_epsilon(1e-6)[0])
+
+    assert realized(True) == realized(False) == pytest.approx(1.0)
