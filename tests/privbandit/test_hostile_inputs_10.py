@@ -2,7 +2,7 @@
 ``--param`` values, the newer families' inputs (graphs, contexts, adversarial tables), inputs the
 caller mutates after handing them over, experiment configurations and the audit / deploy argv.
 
-Before the fixes of this round:
+Before the fixes of this round (docs/privacy.md, "Session 13 (s13/hostile)", has the counts):
 
 * **a certificate below the truth** from a public method: ``schedule.live_certificates(rounds,
   delta)`` tightens each entry by the least value at it or any later entry -- valid only for
@@ -11,7 +11,15 @@ Before the fixes of this round:
   for 0.199);
 * a schedule's ``epsilon`` / ``delta`` / ``mu`` / ``events`` read ``rounds`` as given: True
   certified one round, -3 certified nothing, 10.7 was read as 10 by one schedule and refused as an
-  inner "n" or "count" by others, "10" and None were TypeErrors naming nothing.
+  inner "n" or "count" by others, "10" and None were TypeErrors naming nothing;
+* **odometer under-counts** from arrays the ledger stages uncopied: ``LaplaceRelease.release_records``
+  with a reused position buffer (realized 3.0 -> 1.0) and an ``IntervalMean`` scale_fn returning a reused
+  buffer (1.0 -> 0.0); ``VectorTreeMechanism`` kept the caller's ``weights``, which scale every node's
+  noise (set to 1e-9 afterwards: noise ~1e-9, the ledger still 3.0);
+* messages without the valid range or the name given (``--param epsilon=0x10``, an unknown policy
+  parameter), numpy's messages (a scipy sparse graph "got shape ()", a context dimension changing per
+  round), and options found late or never (a sweep's misspelt simulate option, a 3000 x 3000 grid,
+  ``audit --one-run`` past the tape, a deployment horizon of 10^30).
 """
 
 from __future__ import annotations
