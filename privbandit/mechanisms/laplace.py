@@ -13,6 +13,15 @@ from privbandit.mechanisms._base import check_name
 from privbandit.mechanisms.sampling import NoiseSampler
 
 
+def _unshared(a) -> np.ndarray:
+    """``a`` itself when no one can write it (read-only down to an immutable ``bytes`` buffer, as the
+    ledger's shared layouts are), else a copy."""
+    b = a
+    while isinstance(b, np.ndarray) and not b.flags.writeable:
+        b = b.base
+    return a if isinstance(b, bytes) else np.array(a)
+
+
 class _Release:
     kind = "laplace"
 
@@ -80,8 +89,10 @@ class LaplaceRelease(_Release):
             # a caller reusing its buffers changed the recorded footprints -- three releases of record 0, then
             # positions [0, 0, 0] overwritten with [0, 1, 2], realized 3.0 -> 1.0 (an under-count). Copying three
             # index arrays costs ~1 us a call (16 us at 100 replicates); the policies' arrays are fresh anyway
-            replicate, stream, position = np.array(replicate), np.array(stream), np.array(position)
+            # (the ledger's layouts -- read-only, on bytes nobody can write -- are passed on as they are: the
+            # ledger recognises them by identity)
+            replicate, stream, position = _unshared(replicate), _unshared(stream), _unshared(position)
             self.ledger._record_from_mechanism(replicate, stream, position,
-                                               position + 1 if end is None else np.array(end),
+                                               position + 1 if end is None else _unshared(end),
                                                eff_scale, eff_sens, self.name, None, discrete=exact)
         return noisy
