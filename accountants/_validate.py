@@ -80,22 +80,26 @@ def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
     return ValueError(f"unknown {kind} {shown(value)}{where_odd}; {hint}")
 
 
-def _as_float(name: str, value: object) -> float:
+def _as_float(name: str, value: object, valid: str = "") -> float:
+    """``value`` as a float, or a ValueError; ``valid`` (e.g. "in (0, inf)") is the range the caller
+    checks next, named already here: "epsilon must be a real number, got '0x10'" and "epsilon must not
+    be NaN" left the user to guess what a valid epsilon is (DESIGN.md "Inputs"; session 13)."""
+    valid = f" {valid}" if valid else ""
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"{name} must be a real number, got {shown(value)}")
+        raise ValueError(f"{name} must be a real number{valid}, got {shown(value)}")
     try:
         x = float(value)
     except OverflowError:  # a Python int beyond 1.8e308: no float holds it (was an OverflowError)
-        raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308), "
-                         f"got {shown(value)}") from None
+        raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308)"
+                         f"{',' + valid if valid else ''}, got {shown(value)}") from None
     if math.isnan(x):
-        raise ValueError(f"{name} must not be NaN")
+        raise ValueError(f"{name} must not be NaN" + (f" (a real number{valid})" if valid else ""))
     return x
 
 
 def finite(name: str, value: object) -> float:
     """Return ``value`` as a float, requiring a finite real number."""
-    x = _as_float(name, value)
+    x = _as_float(name, value, "in (-inf, inf)")
     if not math.isfinite(x):
         raise ValueError(f"{name} must be a finite real number, got {x!r}")
     return x
@@ -103,16 +107,16 @@ def finite(name: str, value: object) -> float:
 
 def positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """Return ``value`` as a float, requiring ``0 < value`` (``< inf`` unless ``allow_inf``)."""
-    x = _as_float(name, value)
+    upper = "inf]" if allow_inf else "inf)"
+    x = _as_float(name, value, f"in (0, {upper}")
     if not x > 0 or (math.isinf(x) and not allow_inf):
-        upper = "inf]" if allow_inf else "inf)"
         raise ValueError(f"{name} must lie in (0, {upper}, got {x!r}")
     return x
 
 
 def nonnegative(name: str, value: object) -> float:
     """Return ``value`` as a float, requiring ``0 <= value < inf``."""
-    x = _as_float(name, value)
+    x = _as_float(name, value, "in [0, inf)")
     if not 0 <= x < math.inf:
         raise ValueError(f"{name} must lie in [0, inf), got {x!r}")
     return x
@@ -120,7 +124,7 @@ def nonnegative(name: str, value: object) -> float:
 
 def probability(name: str, value: object) -> float:
     """Return ``value`` as a float, requiring ``0 < value < 1`` (a delta or a failure probability)."""
-    x = _as_float(name, value)
+    x = _as_float(name, value, "in (0, 1)")
     if not 0 < x < 1:
         raise ValueError(f"{name} must lie in (0, 1), got {x!r}")
     if x < sys.float_info.min:  # subnormal: exp(log x) is too coarse there, the GDP conversion walked forever
@@ -130,7 +134,7 @@ def probability(name: str, value: object) -> float:
 
 def probability_closed(name: str, value: object) -> float:
     """Return ``value`` as a float, requiring ``0 <= value < 1`` (the delta of an (eps, delta) event)."""
-    x = _as_float(name, value)
+    x = _as_float(name, value, "in [0, 1)")
     if not 0 <= x < 1:
         raise ValueError(f"{name} must lie in [0, 1), got {x!r}")
     return x

@@ -28,7 +28,7 @@ import numpy as np
 from accountants._validate import shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError
-from privbandit.policies import Policy, policy_class
+from privbandit.policies import Policy, make_policy, policy_class
 from privbandit.policies.base import HORIZON_MAX as _policy_horizon_max
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
 from privbandit.seeding import check_seed
@@ -45,7 +45,9 @@ def _policy(policy: Policy | str, params: Mapping[str, Any] | None = None) -> Po
             raise ValueError("params may only be given with a policy name, not a configured policy")
         return policy
     if isinstance(policy, str):
-        return policy_class(policy)(**dict(params or {}))
+        # (make_policy names an unknown keyword and its close matches: called directly, the class's
+        # TypeError "got an unexpected keyword argument 'epsilom'" escaped budget.epsilon)
+        return make_policy(policy, **dict(params or {}))
     raise ValueError(f"policy must be a Policy or a registered name, got {type(policy).__name__}")
 
 

@@ -77,12 +77,20 @@ def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
 _BYTES_PER_CELL = 24
 
 
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes; None where it cannot be read (not a POSIX system:
+    numpy is then the judge)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def check_memory(horizon: int, replicates: int, what: str = "replicates") -> None:
     """ValueError naming horizon and replicates when a run's per-round arrays would not fit in the
     machine's physical memory (checked before anything is allocated, instead of a MemoryError)."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system: let numpy be the judge
+    physical = physical_memory()
+    if physical is None:
         return
     need = int(horizon) * int(replicates) * _BYTES_PER_CELL
     if need > physical:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from accountants import GDP, Certificate, Event, Gaussian, GDPAccountant, best_delta, best_epsilon
+from accountants._validate import count, shown, unmasked
 from accountants.events import NO_EVENT
 
 
@@ -63,20 +64,70 @@ def _certified(events: Event, delta: float, accountants) -> Certificate:
     return dataclasses.replace(cert, values=dict(cert.values), notes=dict(cert.notes))
 
 
+def _checked_rounds(method):
+    """``method(self, rounds, ...)`` with ``rounds`` read by ``accountants._validate.count``: a whole
+    number in [0, inf) (2.0 is 2). Schedules compared ``rounds <= 0`` and indexed with it as given: True
+    certified one round, -3 certified 0, 10.7 was 10 for one schedule and a ValueError about an inner
+    "n" or "count" for another, "10" and None were TypeErrors naming nothing (session 13)."""
+    @functools.wraps(method)
+    def checked(self, rounds, *args, **kwargs):
+        return method(self, rounds if type(rounds) is int and rounds >= 0 else count("rounds", rounds), *args, **kwargs)
+    checked._checks_rounds = True
+    return checked
+
+
+def checked_round_list(rounds, *, increasing: bool) -> np.ndarray:
+    """``rounds`` as a 1-D int64 array of whole numbers in [0, inf), or a ValueError naming them;
+    ``increasing``: also non-decreasing (what :meth:`PrivacySchedule.live_certificates` relies on).
+    ``np.asarray(rounds, dtype=int64)`` truncated 10.7 to 10, read "5" and True as rounds and raised
+    numpy's OverflowError for 2^70."""
+    unmasked("rounds", rounds)
+    if isinstance(rounds, (str, bytes)) or np.ndim(rounds) != 1:
+        raise ValueError(f"rounds must be a 1-D sequence of whole numbers in [0, inf), got {shown(rounds)}")
+    raw = np.asarray(rounds)
+    if raw.dtype.kind in "iu" and (raw.size == 0 or raw.min() >= 0):
+        out = raw.astype(np.int64, copy=True)  # (a uint64 beyond int64 fails the comparison below)
+        if raw.dtype.kind == "u" and raw.size and raw.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"rounds must be whole numbers in [0, 2^63), got {shown(int(raw.max()))}")
+    else:
+        values = [count("rounds", r) for r in (raw.tolist() if raw.dtype.kind != "O" else list(raw))]
+        if any(v >= 2**63 for v in values):
+            raise ValueError(f"rounds must be whole numbers in [0, 2^63), got {shown(max(values))}")
+        out = np.array(values, dtype=np.int64)
+    if increasing and out.size > 1 and np.any(out[1:] < out[:-1]):
+        i = int(np.flatnonzero(out[1:] < out[:-1])[0])
+        # each entry is certified by the least value at it or any later entry (the schedule is monotone):
+        # valid only in increasing order -- [1000, 10] certified round 1000 with round 10's epsilon
+        raise ValueError(f"rounds must be non-decreasing (each certificate is tightened by the later ones), got "
+                         f"{int(out[i])} before {int(out[i + 1])} at position {i + 1}; sort them (curve() takes any order)")
+    return out
+
+
 class PrivacySchedule(abc.ABC):
     """Worst-case per-record composition as a function of the number of rounds.
 
     ``relation`` says which neighbours it bounds (``privbandit.feedback.RELATIONS``): "entry" (one
     revealed (round, arm) entry differs; with bandit feedback the same as "round") or "round" (one
     round's whole reward vector and context differ).
+
+    ``events``, ``epsilon``, ``delta`` and ``mu`` -- here and as any subclass defines them -- read
+    ``rounds`` as a whole number in [0, inf) and refuse anything else by name (:func:`_checked_rounds`).
     """
 
     relation: str = "entry"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("events", "epsilon", "delta", "mu"):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_checks_rounds", False):
+                setattr(cls, name, _checked_rounds(method))
 
     @abc.abstractmethod
     def events(self, rounds: int) -> Event:
         """The multiset of releases the worst record can be part of in the first ``rounds`` rounds."""
 
+    @_checked_rounds
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
         """Certified epsilon at ``delta`` after ``rounds`` rounds (minimum over accountants).
 
@@ -91,10 +142,12 @@ class PrivacySchedule(abc.ABC):
             accountants = [GDPAccountant]
         return _certified(events, delta, accountants)
 
+    @_checked_rounds
     def delta(self, rounds: int, epsilon: float, accountants=None) -> Certificate:
         """Certified delta at ``epsilon`` after ``rounds`` rounds (minimum over accountants)."""
         return best_delta(self.events(rounds), epsilon, accountants)
 
+    @_checked_rounds
     def mu(self, rounds: int) -> float:
         """GDP mu of the worst record after ``rounds`` rounds (inf when some release is not GDP)."""
         acc = GDPAccountant()
@@ -113,7 +166,7 @@ class PrivacySchedule(abc.ABC):
         """
         from accountants.best import default_accountants
 
-        rounds = np.asarray(rounds, dtype=np.int64)
+        rounds = checked_round_list(rounds, increasing=True)
         cheap = [f for f in default_accountants() if getattr(f, "name", "") != "pld"]
         values, by = [], []
         for i, r in enumerate(rounds):
@@ -141,11 +194,9 @@ class PrivacySchedule(abc.ABC):
         that always contains the largest requested round); every other entry takes the value at
         the next evaluated round above it, valid because the schedule is monotone in t.
         """
-        rounds = np.asarray(rounds, dtype=np.int64)
+        rounds = checked_round_list(rounds, increasing=False)
         if rounds.size == 0:
             return np.empty(0)
-        if np.any(rounds < 0):
-            raise ValueError("rounds must be >= 0")
         unique = np.unique(rounds)
         if unique.size > max_evaluations:
             grid = np.unique(np.geomspace(max(1, unique[0]), unique[-1], max_evaluations).astype(np.int64))
@@ -197,5 +248,5 @@ class NonPrivateSchedule(PrivacySchedule):
         return math.inf if rounds > 0 else 0.0
 
     def live_certificates(self, rounds, delta, accountants=None):
-        rounds = np.asarray(rounds)
+        rounds = checked_round_list(rounds, increasing=True)
         return np.where(rounds > 0, math.inf, 0.0), ["non-private"] * rounds.size

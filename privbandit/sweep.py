@@ -17,14 +17,15 @@ extra (``pip install privbandit[dask]``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from accountants._validate import NOT_NUMBERS, shown
-from privbandit.engine import simulate
+from accountants._validate import NOT_NUMBERS, shown, unknown_name
+from privbandit.engine import physical_memory, simulate
 from privbandit.envs.base import Environment
 from privbandit.policies.base import Policy
 from privbandit.results import SimulationResult
@@ -122,6 +123,37 @@ class SweepResult:
         return fig
 
 
+#: what one cell's result keeps beyond its per-replicate arrays (measured ~3 KB for a 10-round run: the
+#: checkpoint series, labels, parameters), rounded up
+_BYTES_PER_RESULT = 4096
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    """ValueError naming a keyword that :func:`privbandit.engine.simulate` does not take, and its close
+    matches: it was simulate's TypeError ("got an unexpected keyword argument 'chekpoints'") from the
+    first cell, or from a worker once every cell had been submitted (session 13)."""
+    known = [name for name, p in inspect.signature(simulate).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    for key in options:
+        if key not in known:
+            raise unknown_name("simulate option", key, known, "privbandit.simulate's keyword options")
+
+
+def _check_grid(n_policies: int, n_envs: int, replicates, n_arms: int) -> None:
+    """ValueError before anything is allocated when the results of every cell -- each holds its per-replicate
+    arrays (pulls (R, K), final regret) and ~3 KB more -- cannot fit in physical memory: a grid of 3000 x
+    3000 cells was accepted and ran for an hour (~0.4 ms a cell) towards 27 GB of results (session 13).
+    ``replicates`` is left to simulate to validate when it is not a whole number."""
+    physical = physical_memory()
+    if physical is None or isinstance(replicates, NOT_NUMBERS) or not isinstance(replicates, (int, np.integer)):
+        return
+    cells = n_policies * n_envs
+    per_cell = _BYTES_PER_RESULT + 8 * max(int(replicates), 1) * (n_arms + 2)
+    if cells * per_cell > physical:
+        raise ValueError(f"policies x envs = {n_policies} x {n_envs} = {cells} cells need about "
+                         f"{cells * per_cell / 2**30:.3g} GiB for their results ({replicates} replicates, {n_arms} arms), "
+                         f"more than this machine's {physical / 2**30:.3g} GiB: at most {physical // per_cell} cells")
+
+
 def sweep(policies: Sequence[Policy] | Mapping[str, Policy], envs: Sequence[Environment] | Mapping[str, Environment],
           horizon: int, replicates: int = 100, seed=0, *, executor=None, **simulate_kwargs) -> SweepResult:
     """Simulate every policy on every environment; see the module docstring for seeding and executors.
@@ -132,6 +164,8 @@ def sweep(policies: Sequence[Policy] | Mapping[str, Policy], envs: Sequence[Envi
     """
     pols = _labelled(policies, "policies", Policy)
     envs_ = _labelled(envs, "envs", Environment)
+    _check_options(simulate_kwargs)
+    _check_grid(len(pols), len(envs_), replicates, max(e.n_arms for _, e in envs_))
     grid = list(itertools.product(pols, envs_))
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(check_seed("seed", seed))
     children = root.spawn(len(grid))

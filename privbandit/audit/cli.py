@@ -174,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--arms must be >= 2, got {k}")
     prepulls = int(getattr(policy, "b", 0) or 0)
     horizon = int(args.horizon) if args.horizon is not None else k * prepulls + 20
+    if args.horizon is None and horizon < k and not policy.requires == frozenset({"contexts"}):
+        # (the default was refused deep inside as "horizon must be a whole number >= the number of arms (1000),
+        # got 20", naming an option the user never gave)
+        raise ValueError(f"--arms {k} needs --horizon >= {k}: the default horizon (the policy's pre-pull rounds + 20) "
+                         f"is {horizon}")
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError(f"--seconds must lie in (0, inf), got {args.seconds}")
     if contextual:  # contexts in every select: the contextual white-box audit and ledger audits
@@ -184,6 +189,15 @@ def run(args: argparse.Namespace) -> int:
 
     check_memory(horizon, max(tier["cheap_reps"], -(-min(tier["runs"], 250_000) // 24)),
                  what=f"runs held at once (tier {args.tier})")
+    if args.one_run:
+        # checked before the audits run (a minute or more), not when the one-run audit starts after them: canary
+        # i sits on arm i mod K at pull prepulls + i // K (one_run.design_canaries), so K (horizon - prepulls)
+        # fit; the runs are held at once (actions and bits, runs x horizon)
+        room = k * max(0, horizon - prepulls)
+        if args.one_run > room:
+            raise ValueError(f"--one-run must be a whole number in [0, {room}] with --arms {k} and horizon {horizon} "
+                             f"(canaries sit at pull positions {prepulls}..{horizon - 1} of each arm), got {args.one_run}")
+        check_memory(horizon, args.one_run_runs, what="--one-run-runs")
     if args.out is not None:  # checked (and created) before the audits run, not after
         require_extra("matplotlib", "--out (audit plots)")
         writable_dir(args.out, "--out")

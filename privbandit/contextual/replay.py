@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS
 
 from privbandit.feedback import Offer
@@ -53,10 +54,15 @@ class LoggedData:
     n_arms: int
 
     def __post_init__(self) -> None:
-        x = np.asarray(self.contexts, dtype=float)
+        # Copies, read-only once checked (session 13): np.asarray kept the caller's float arrays, so a log
+        # validated here and then changed by its caller (rewards set to 5, an action to 99, contexts to
+        # 1e6, a propensity to 0) replayed the changed values -- an action no arm matches was silently
+        # never counted. Numbers only (real_array: text such as "0.5" was read as 0.5); bool contexts and
+        # rewards (one-hot features, clicks) read as 0 / 1 as before.
+        x = _validate.real_array("contexts", self.contexts, bools=True)
         a = np.asarray(self.actions)
-        r = np.asarray(self.rewards, dtype=float)
-        p = np.asarray(self.propensities, dtype=float)
+        r = _validate.real_array("rewards", self.rewards, bools=True)
+        p = _validate.real_array("propensities", self.propensities)
         n = x.shape[0] if x.ndim == 2 else -1
         if x.ndim != 2 or n < 1 or not np.isfinite(x).all():
             raise ValueError(f"contexts must be a finite (n, d) array with n >= 1, got shape {x.shape}")
@@ -71,6 +77,7 @@ class LoggedData:
         if p.shape != (n,) or not (p.min() > 0 and p.max() <= 1):
             raise ValueError(f"propensities must be {n} numbers in (0, 1]")
         for name, v in (("contexts", x), ("actions", a.astype(np.int64)), ("rewards", r), ("propensities", p)):
+            v.setflags(write=False)
             object.__setattr__(self, name, v)
 
     def __len__(self) -> int:

@@ -330,7 +330,9 @@ class Deployment:
         if isinstance(delta, NOT_NUMBERS) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
         if horizon is not None:
-            horizon = _whole("horizon", horizon, n_arms)
+            # below 2^63, as simulate's: rounds are int64 in the policies' state (10^30 reached Private-UCB's
+            # compiled kernel as a Python object: numba's TypingError, an internal error on the command line)
+            horizon = _whole("horizon", horizon, n_arms, 2**63 - 1)
         if seed is None:
             seed = int(np.random.SeedSequence().entropy)
         seed = _whole("seed", seed, 0)

@@ -25,7 +25,9 @@ def read_log(path: str | os.PathLike, n_arms: int) -> list[list[float]]:
     if not isinstance(path, (str, os.PathLike)):  # (was os.fspath's TypeError)
         raise ValueError(f"log must be the path of a CSV file, got {shown(path)}")
     if not os.path.isfile(path):  # (was an IsADirectoryError / FileNotFoundError)
-        raise ValueError(f"log {os.fspath(path)!r}: No such file (expected a CSV file)")
+        # (a directory was "No such file" too, which it is not: say what it is)
+        what = "a directory, not a file" if os.path.isdir(path) else "No such file"
+        raise ValueError(f"log {os.fspath(path)!r}: {what} (expected a CSV file)")
     try:
         return _read_rows(path, n_arms)
     except UnicodeDecodeError as exc:  # (was "'utf-8' codec can't decode byte 0xff ...", naming no file)

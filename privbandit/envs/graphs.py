@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from accountants._validate import NOT_NUMBERS, shown
+from accountants._validate import NOT_NUMBERS, shown, unmasked
 from privbandit.mechanisms._base import whole
 
 
@@ -79,16 +79,28 @@ def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
         if adjacency.is_directed():
             raise ValueError("graph must be undirected (a networkx DiGraph is not: feedback graphs are undirected, "
                              "seed 002 section 3.3)")
-        weights = {d.get("weight", 1) for *_, d in adjacency.edges(data=True)}
-        if weights - {1}:
-            raise ValueError(f"graph edges must be unweighted (weight 1), got weights {shown(sorted(weights - {1}, key=repr))}")
+        weights = [d.get("weight", 1) for *_, d in adjacency.edges(data=True)]
+        # (a bool weight is not a number: True passed as weight 1)
+        odd = {w for w in weights if isinstance(w, NOT_NUMBERS) or not isinstance(w, (int, float, np.integer, np.floating))
+               or w != 1}
+        if odd:
+            raise ValueError(f"graph edges must be unweighted (weight 1), got weights {shown(sorted(odd, key=repr))}")
         adjacency = adjacency_from_edges(n, adjacency.edges())  # (u, v) pairs, for multigraphs too
+    if type(adjacency).__module__.startswith("scipy.sparse"):
+        # a scipy sparse matrix or array (networkx.to_scipy_sparse_array's adjacency) read as its dense
+        # matrix; np.asarray made it a 0-d object array: "got shape ()". Duplicate entries add up (2: refused)
+        import scipy.sparse
+
+        if scipy.sparse.issparse(adjacency):
+            adjacency = adjacency.toarray()
+    unmasked("graph", adjacency)  # (np.asarray drops a mask: the values under it were read as edges)
     try:
         a = np.asarray(adjacency)
     except ValueError:  # a ragged list of lists
         a = np.asarray(None)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 2:
-        raise ValueError(f"graph must be a square (K, K) adjacency matrix with K >= 2, got shape {a.shape}")
+        got = f"shape {a.shape}" if a.ndim else shown(adjacency)
+        raise ValueError(f"graph must be a square (K, K) adjacency matrix with K >= 2, got {got}")
     if a.dtype != bool:
         if a.dtype.kind not in "iuf" or not np.all((a == 0) | (a == 1)):
             raise ValueError(f"graph adjacency entries must be 0/1 or bool, got dtype {a.dtype}"

@@ -73,7 +73,10 @@ class IntervalMean(StreamMechanism):
         return np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
 
     def _scales(self, n: np.ndarray) -> np.ndarray:
-        s = np.asarray(self.scale_fn(np.asarray(n, dtype=np.int64)), dtype=float)
+        # a copy (session 13): the ledger stages the scales uncopied until its next drain, and a scale_fn returning
+        # a buffer it reuses turned the scales already recorded into the next call's (a larger scale recorded
+        # than the noise drawn: an under-count)
+        s = np.array(self.scale_fn(np.asarray(n, dtype=np.int64)), dtype=float)
         if s.shape != np.shape(n) or np.any(~(s > 0)) or np.any(~np.isfinite(s)):
             raise ValueError("scale_fn must return finite scales in (0, inf), one per count")
         return s

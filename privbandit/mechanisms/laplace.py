@@ -13,6 +13,15 @@ from privbandit.mechanisms._base import check_name
 from privbandit.mechanisms.sampling import NoiseSampler
 
 
+def _unshared(a) -> np.ndarray:
+    """``a`` itself when no one can write it (read-only down to an immutable ``bytes`` buffer, as the
+    ledger's shared layouts are), else a copy."""
+    b = a
+    while isinstance(b, np.ndarray) and not b.flags.writeable:
+        b = b.base
+    return a if isinstance(b, bytes) else np.array(a)
+
+
 class _Release:
     kind = "laplace"
 
@@ -65,7 +74,7 @@ class LaplaceRelease(_Release):
         sensitivity 1; footprint [position, position + 1)) -- or, with ``end``, a sum of sensitivity 1
         over records [position[i], end[i]) (e.g. a batch's loss sum). Equivalent to :meth:`release`
         with those arguments, for a policy's internal path: ``values`` is a float array, ``scale`` a
-        validated float, and the index arrays are fresh (never modified afterwards; staged uncopied)."""
+        validated float. The index arrays are copied before the ledger stages them: the caller may reuse them."""
         exact = self.sampler.exact
         if exact:  # rewards are not on the grid: the public path rounds them
             noisy = self.sampler.laplace_release(values, scale)
@@ -76,6 +85,14 @@ class LaplaceRelease(_Release):
             # without re-validating them per call); exact mode the grid-rounded ones
             eff_scale, eff_sens = ((float(self.sampler.effective_scale(scale)),
                                     float(self.sampler.effective_sensitivity(1.0))) if exact else (scale, 1.0))
-            self.ledger._record_from_mechanism(replicate, stream, position, position + 1 if end is None else end,
+            # copies (session 13): the ledger stages arrays that own their data uncopied until its next drain, so
+            # a caller reusing its buffers changed the recorded footprints -- three releases of record 0, then
+            # positions [0, 0, 0] overwritten with [0, 1, 2], realized 3.0 -> 1.0 (an under-count). Copying three
+            # index arrays costs ~1 us a call (16 us at 100 replicates); the policies' arrays are fresh anyway
+            # (the ledger's layouts -- read-only, on bytes nobody can write -- are passed on as they are: the
+            # ledger recognises them by identity)
+            replicate, stream, position = _unshared(replicate), _unshared(stream), _unshared(position)
+            self.ledger._record_from_mechanism(replicate, stream, position,
+                                               position + 1 if end is None else _unshared(end),
                                                eff_scale, eff_sens, self.name, None, discrete=exact)
         return noisy

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import real_array, shown
 from accountants.events import NO_EVENT, Event, Gaussian, PureDP
 from privbandit.mechanisms._base import check_ledger, check_name, positive, whole
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -61,11 +61,16 @@ class VectorTreeMechanism:
         self.noise = noise
         self.scale = positive("scale", scale)
         self.sensitivity = positive("sensitivity", sensitivity)
-        w = np.ones(self.size) if weights is None else np.asarray(weights, dtype=float)
+        # a read-only copy (session 13): np.asarray kept the caller's array, and every node's Laplace noise
+        # is drawn times the weights -- weights set to 1e-9 after construction drew ~no noise while the
+        # ledger and the schedule still recorded sensitivity / scale per node (a certificate far below
+        # the truth). real_array: numbers only ("2" and True were read as numbers).
+        w = np.ones(self.size) if weights is None else real_array("weights", weights)
         if w.shape != (self.size,) or not (np.isfinite(w).all() and (w > 0).all()):
             raise ValueError(f"weights must be {self.size} positive finite numbers, got shape {w.shape}")
         if noise == "gaussian" and not np.all(w == 1.0):
             raise ValueError("weights must be all ones for noise='gaussian' (one sigma for every entry)")
+        w.setflags(write=False)
         self.weights = w
         self.name = check_name(name)
         self.ledger = check_ledger(ledger, self.replicates, self.streams)

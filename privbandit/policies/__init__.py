@@ -6,7 +6,9 @@ from keyword parameters (the class validates them).
 
 from __future__ import annotations
 
-from accountants._validate import unknown_name
+import inspect
+
+from accountants._validate import shown, unknown_name
 from privbandit.policies.adversarial import BatchedPrivateEXP3, DPEXP3Lap, EXP3, EXP3Tau, PrivateEXP3
 from privbandit.policies.base import Policy, PolicyRun
 from privbandit.policies.dp_ucb import DPUCB, DPUCBBound, DPUCBInt
@@ -70,13 +72,37 @@ def policy_class(name: str) -> type[Policy]:
     return REGISTRY[key]
 
 
+def _unknown_parameter(cls: type[Policy], params: dict) -> ValueError | None:
+    """The error for the first of ``params`` that ``cls`` does not take (None when all are taken, or
+    when its signature accepts any keyword): the close names, or that it takes none. Python's own
+    TypeError named neither ("DPUCBInt.__init__() got an unexpected keyword argument 'c'", "UCB1()
+    takes no arguments" -- not even the name given; session 13)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None
+    accepted = signature.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted):
+        return None
+    known = [p.name for p in accepted if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for key in params:
+        if key not in known:
+            if not known:
+                return ValueError(f"{cls.name} takes no parameters, got {shown(key)}")
+            return unknown_name(f"{cls.name} parameter", key, known, f"{cls.name}'s parameters")
+    return None
+
+
 def make_policy(name: str, **params) -> Policy:
     """The policy registered as ``name``, configured with ``params``."""
     cls = policy_class(name)
     key = cls.name
+    unknown = _unknown_parameter(cls, params)
+    if unknown is not None:
+        raise unknown
     try:
         return cls(**params)
-    except TypeError as exc:  # unknown keyword: say which parameters exist
+    except TypeError as exc:  # (a class whose signature hides a keyword it refuses)
         raise ValueError(f"bad parameters for {key}: {exc}") from None
 
 

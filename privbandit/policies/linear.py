@@ -163,9 +163,12 @@ class FixedLinear(LinearPolicy):
 
     def __init__(self, weights) -> None:
         super().__init__()
-        w = np.asarray(weights, dtype=float)
+        # a read-only copy of numbers (session 13): the caller's array was kept, so changing it after
+        # construction changed the rule being evaluated
+        w = _validate.real_array("weights", weights)
         if w.ndim != 2 or not np.isfinite(w).all():
             raise ValueError(f"weights must be a finite (n_arms, dim) array, got shape {w.shape}")
+        w.setflags(write=False)
         self.weights = w
 
     def choose(self, features: np.ndarray) -> np.ndarray:
@@ -241,6 +244,8 @@ class _NoisyStatistics:
 
 
 class _LinearRun(PolicyRun):
+    _dim: int | None = None  # the contexts' dimension, from the first round (a class default: older pickles)
+
     def __init__(self, policy: LinearPolicy, n_arms, replicates, horizon, rng, ledger):
         self.policy, self.n_arms, self.replicates, self.horizon = policy, n_arms, replicates, horizon
         self.rng, self.ledger = rng, ledger
@@ -259,6 +264,12 @@ class _LinearRun(PolicyRun):
         z = linalg.bound_contexts(z, p.bound, p.contexts)
         if self.stats is None:
             self._start_statistics(z.shape[2])
+            self._dim = z.shape[2]
+        elif self._dim is not None and z.shape[2] != self._dim:
+            # (dim=None learns d from the first round; a later round of another d was numpy's "operands could
+            # not be broadcast together with remapped shapes", naming nothing)
+            raise ValueError(f"contexts must keep the dimension of the first round's, d={self._dim}, got {z.shape[2]} "
+                             f"in round {t}")
         self._z = z
         s = self.stats
         if p.index_kind == "ts":

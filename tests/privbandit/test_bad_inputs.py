@@ -265,7 +265,7 @@ def test_make_policy_and_dp_ucb_int_bad_inputs():
     from privbandit.policies import DPUCBInt, make_policy
 
     _raises("unknown policy", make_policy, "nope")
-    _raises("bad parameters for private_ucb", make_policy, "private_ucb", nope=1)
+    _raises("unknown private_ucb parameter .nope.; known: epsilon, exact, gamma", make_policy, "private_ucb", nope=1)
     _raises("give one of epsilon", DPUCBInt, epsilon=1.0, rate=1.0)
     _raises("give one of epsilon", DPUCBInt, epsilon=1.0, interval=3)
     _raises(r"rate must lie in \[1e-18, 1\]", DPUCBInt, rate=-1.0)

@@ -295,9 +295,11 @@ def test_contextual_inputs_of_this_round_are_named(tmp_path):
 def test_deploy_replay_names_a_missing_or_non_path_log(tmp_path):
     from privbandit.deploy.replay import read_log
 
-    for path in (tmp_path, tmp_path / "missing.csv", ""):
+    for path in (tmp_path / "missing.csv", ""):
         with pytest.raises(ValueError, match="No such file"):
             read_log(path, 2)
+    with pytest.raises(ValueError, match="a directory, not a file"):  # (session 13: was "No such file" too)
+        read_log(tmp_path, 2)
     for path in (None, 3):
         with pytest.raises(ValueError, match="log must be the path of a CSV file"):
             read_log(path, 2)
