@@ -271,8 +271,10 @@ def run(args: argparse.Namespace) -> int:
     # 1b''. Session 13: arm indices up to 32, every position inside the policy's batches, a coupled window
     # past the late run (behind an untraced prefix); exact checks only, no alpha spent
     wb_wide = wb_sweep = wb_ff = None
+    reach_began = time.perf_counter()
     if args.tier != "smoke":
         wb_wide, wb_sweep, wb_ff = reach_runs(policy, k, long_horizon, late_horizon, args.seed)
+    reach_seconds = time.perf_counter() - reach_began
     for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late),
                        ("many arms, exact checks only", wb_wide), ("every position in a batch, exact checks only", wb_sweep),
                        ("a window far into the run behind an untraced prefix, exact checks only", wb_ff)):
@@ -470,6 +472,7 @@ def run(args: argparse.Namespace) -> int:
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
             "verdict": verdict, "refuted_by": refuted_by, "power": power_statement(results), "errors": errors,
             "first_release_round": first, "black_box_sees_releases": not blind,
+            "reach_seconds": reach_seconds,  # session 13's three runs (reach_runs), probes included
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
