@@ -38,6 +38,40 @@ from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks,
 from privbandit.policies.base import Policy
 
 
+class _BernoulliTape:
+    """Reward tapes (R, K, pulls) that hold no array: the j-th pull of arm k on replicate r pays 1 when a
+    counter-based uniform u(seed, r, k, j) (SplitMix64's finaliser, Steele, Lea & Flood 2014) is below
+    ``p[r, k]``, else 0 -- so a window far into a run on many arms costs no R x K x T memory (16 x 33 x
+    2^15 float tapes were 140 MB each). ``flip``: at most one (arm, pull) per replicate whose value is
+    flipped (0 <-> 1): the neighbour D'. Indexed as :func:`~privbandit.audit.whitebox._run` indexes a
+    tape: ``tape[rows, arms, pulls]``."""
+
+    _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, p: np.ndarray, seed: int, pulls: int, flip: tuple[np.ndarray, np.ndarray] | None = None):
+        self.p = p
+        self.seed = np.uint64(seed)
+        self.shape = (p.shape[0], p.shape[1], int(pulls))
+        self.flip = flip
+
+    def uniform(self, rows, arms, pulls) -> np.ndarray:
+        rows, arms, pulls = (np.asarray(x, dtype=np.uint64) for x in (rows, arms, pulls))
+        x = self.seed + (rows * np.uint64(self.shape[1]) + arms) * np.uint64(1 << 40) + pulls
+        x = x * self._GOLDEN  # wraps modulo 2^64, as SplitMix64's state does
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        return (x >> np.uint64(11)).astype(float) * 2.0 ** -53
+
+    def __getitem__(self, index) -> np.ndarray:
+        rows, arms, pulls = (np.asarray(x, dtype=np.int64) for x in index)
+        value = (self.uniform(rows, arms, pulls) < self.p[rows, arms]).astype(float)
+        if self.flip is not None:
+            at = (arms == self.flip[0][rows]) & (pulls == self.flip[1][rows])
+            value = np.where(at, 1.0 - value, value)
+        return value
+
+
 class _NoSpend:
     """No spend schedule is checked on a window (the far ledger run checks realized <= certified far out)."""
 
@@ -64,8 +98,7 @@ def fast_forward_audit(policy: Policy, start: int, window: int, n_arms: int = 2,
     rng = np.random.default_rng(tape_seq)
     R, K = replicates, n_arms
     # Bernoulli tapes: the j-th pull of arm k pays tape[r, k, j] (an arm may be pulled every round)
-    p = rng.random((R, K, 1))
-    tape = (rng.random((R, K, horizon)) < p).astype(float)
+    tape = _BernoulliTape(rng.random((R, K)), int(rng.integers(2**63)), horizon)
     notes = [f"fast-forward: rounds 1..{start - 1} untraced (identical on D and D'), the coupled window traced "
              f"from round {start}; replicate j changes the record revealed in round {start} + j"]
     out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, traced_from=start, tight=False)
@@ -80,8 +113,7 @@ def fast_forward_audit(policy: Policy, start: int, window: int, n_arms: int = 2,
     arm = act_d[rows, changed_round - 1]
     # the changed record's index among its arm's pulls: the pulls of that arm before its round
     pull = np.array([int(np.count_nonzero(act_d[r, :changed_round[r] - 1] == arm[r])) for r in rows], dtype=np.int64)
-    tape_prime = tape.copy()
-    tape_prime[rows, arm, pull] = 1.0 - tape[rows, arm, pull]
+    tape_prime = _BernoulliTape(tape.p, int(tape.seed), horizon, flip=(arm, pull))
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, traced_from=start, tight=False)
     if exc_p is not None:
         return raised_result(policy, horizon, K, R, seed, 1e-4, None, exc_p, notes, began, _NoSpend())
