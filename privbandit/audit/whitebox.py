@@ -847,29 +847,22 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                                                   late=max(span + 1, horizon // n_arms) if late_records else None)
     notes: list[str] = []
     base = replicates
-    if schedule_records:
-        # The schedule replicates: the run on D is their probe. Their D tapes are left unchanged, the
-        # run on D marks the policy's release boundaries on them, and D' changes one record on a
-        # boundary (to the far end of [0, 1]). The run on D is then exactly the run the boundaries were
-        # read from; the tapes of D stay independent of the noise (the noise-law test's level holds),
-        # and D' is a neighbour of D whatever position the noise led to. (Child 2 of the seed: the
-        # other tapes and the runs' seed are unchanged by it.)
-        sched_rng = np.random.default_rng(seq.spawn(1)[0])
-        ts = _mixed_tapes(n_arms, horizon, int(schedule_records), sched_rng)
-        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
-        arm = np.concatenate([arm, np.arange(int(schedule_records)) % n_arms])
-        pull = np.concatenate([pull, np.zeros(int(schedule_records), np.int64)])
-        replicates += int(schedule_records)
-    if sweep_records:
-        # The sweep replicates (session 13): like the schedule replicates, unchanged mixed tapes on D, the
-        # run on D their probe; D' changes the o-th record of one of the policy's batches (a later child of
-        # the seed: every earlier tape and the runs' seed are unchanged by it)
-        sweep_rng = np.random.default_rng(seq.spawn(1)[0])
-        ts = _mixed_tapes(n_arms, horizon, int(sweep_records), sweep_rng)
-        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
-        arm = np.concatenate([arm, np.arange(int(sweep_records)) % n_arms])
-        pull = np.concatenate([pull, np.zeros(int(sweep_records), np.int64)])
-        replicates += int(sweep_records)
+    # The schedule replicates, then (session 13) the sweep replicates: the run on D is their probe. Their
+    # D tapes are left unchanged, the run on D marks the policy's release boundaries on them, and D'
+    # changes one record placed from those boundaries (to the far end of [0, 1]). The run on D is then
+    # exactly the run the boundaries were read from; the tapes of D stay independent of the noise (the
+    # noise-law test's level holds), and D' is a neighbour of D whatever position the noise led to. (Later
+    # children of the seed: the other tapes and the runs' seed are unchanged by them.)
+    probe_rngs = []
+    for count in (schedule_records, sweep_records):
+        probe_rngs.append(np.random.default_rng(seq.spawn(1)[0]) if count else None)
+        if count:
+            ts = _mixed_tapes(n_arms, horizon, int(count), probe_rngs[-1])
+            tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
+            arm = np.concatenate([arm, np.arange(int(count)) % n_arms])
+            pull = np.concatenate([pull, np.zeros(int(count), np.int64)])
+            replicates += int(count)
+    sched_rng, sweep_rng = probe_rngs
     spend = _SpendCheck(policy, horizon, n_arms)
     out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, on_round=spend, planned=planned)
     if exc_d is not None:  # D raised: D' replays what D released before it, then must raise alike
@@ -883,9 +876,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         events = release_boundaries(tr_d, act_d, arm)[base:base + schedule_records]
         pull[rows], placed = schedule_positions(events, horizon, sched_rng, first=span,
                                                 late=max(span + 2, horizon // n_arms))
-        now = tape[rows, arm[rows], pull[rows]]
-        # the far end: a change of at least 1/2 (exactly 1 on the 0/1 tapes)
-        tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
+        _far_end(tape, tape_prime, rows, arm, pull)
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     if sweep_records:
@@ -894,9 +885,8 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
         pull[rows], placed = sweep_positions(events, revealed, sweep_rng)
         pull[rows] = np.minimum(pull[rows], horizon - 1)
-        now = tape[rows, arm[rows], pull[rows]]
-        tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
-        notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{SWEEP_OFFSETS - 1} "
+        _far_end(tape, tape_prime, rows, arm, pull)
+        notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{min(SWEEP_OFFSETS, sweep_records // 4) - 1} "
                      f"({placed} in a batch of the policy's own schedule, the others in a dyadic block)")
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     if exc_p is not None:
@@ -913,6 +903,13 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
                           n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
                           time.perf_counter() - started, spend.rows)
+
+
+def _far_end(tape: np.ndarray, tape_prime: np.ndarray, rows: np.ndarray, arm: np.ndarray, pull: np.ndarray) -> None:
+    """D' of replicates ``rows``: their changed record moved to the far end of [0, 1] -- a change of at least
+    1/2 (exactly 1 on the 0/1 tapes)."""
+    now = tape[rows, arm[rows], pull[rows]]
+    tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
 
 
 def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
