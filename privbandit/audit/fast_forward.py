@@ -11,7 +11,8 @@ Two neighbouring tapes D and D' differ in one record; if that record is revealed
 later, both runs are *identical* before t0 (same tapes up to it, same seed, so the same random
 stream and the same releases). Only the window from t0 on needs the tracer. So
 :func:`fast_forward_audit` runs each side's prefix (rounds 1 .. t0 - 1) untraced, at the engine's
-speed, with the same ledger, and switches the tracer on at round t0 (:func:`~privbandit.audit.whitebox._run`'s
+speed, on a ledger that records nothing (:meth:`~privbandit.ledger.Ledger.unrecorded`: every report still
+passes the entry points the tracer wraps), and switches the tracer on at round t0 (:func:`~privbandit.audit.whitebox._run`'s
 ``traced_from``); D' replays D's released values from there. The checks are the white-box audit's
 exact ones (``decisions`` over the whole run -- the prefixes must act identically --, ``unreported``,
 ``sensitivity``, ``footprint``, ``redraw``, ``noise_report``, ``noise_coupling``); not the noise law
@@ -101,11 +102,11 @@ def fast_forward_audit(policy: Policy, start: int, window: int, n_arms: int = 2,
     tape = _BernoulliTape(rng.random((R, K)), int(rng.integers(2**63)), horizon)
     notes = [f"fast-forward: rounds 1..{start - 1} untraced (identical on D and D'), the coupled window traced "
              f"from round {start}; replicate j changes the record revealed in round {start} + j"]
-    out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, traced_from=start, tight=False)
+    out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, traced_from=start, recorded=False)
     if exc_d is not None:
         tr = exc_d.tracer
         _, exc_p = attempt(_run, policy, tape, horizon, run_seq, replay=tr.draws if tr is not None else None,
-                           traced_from=start, tight=False)
+                           traced_from=start, recorded=False)
         return raised_result(policy, horizon, K, R, seed, 1e-4, exc_d, exc_p, notes, began, _NoSpend())
     act_d, tr_d = out_d
     rows = np.arange(R)
@@ -114,7 +115,7 @@ def fast_forward_audit(policy: Policy, start: int, window: int, n_arms: int = 2,
     # the changed record's index among its arm's pulls: the pulls of that arm before its round
     pull = np.array([int(np.count_nonzero(act_d[r, :changed_round[r] - 1] == arm[r])) for r in rows], dtype=np.int64)
     tape_prime = _BernoulliTape(tape.p, int(tape.seed), horizon, flip=(arm, pull))
-    out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, traced_from=start, tight=False)
+    out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, traced_from=start, recorded=False)
     if exc_p is not None:
         return raised_result(policy, horizon, K, R, seed, 1e-4, None, exc_p, notes, began, _NoSpend())
     act_p, tr_p = out_p

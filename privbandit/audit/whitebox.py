@@ -349,16 +349,18 @@ def sweep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.rand
 
 
 def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False,
-         traced_from: int = 1, tight: bool = True):
+         traced_from: int = 1, recorded: bool = True):
     """One traced run of ``policy`` on per-replicate tapes (R, K, pulls); ``on_round(t, ledger)`` is
     called after every update. Returns (actions (R, T), tracer).
 
     ``traced_from`` (session 13): the tracer is switched on only before round ``traced_from``; the
     rounds before it run at the engine's untraced speed (same ledger, same random stream), so a
     coupled window far into a run costs its prefix once per run, not a traced prefix
-    (:func:`~privbandit.audit.fast_forward.fast_forward_audit`). The replay then starts at the window's first draw. ``tight=False``: a
-    ledger that tracks no per-record spend (the reports the tracer pairs are the same; ~4x faster per
-    round, measured on Private-UCB; no spend check can read it).
+    (:func:`~privbandit.audit.fast_forward.fast_forward_audit`). The replay then starts at the window's first draw.
+    ``recorded=False``: the run's ledger is :meth:`Ledger.unrecorded` -- every report still passes through
+    ``_store`` / ``_record_dense``, where the tracer pairs it, and is dropped there (a non-tight recording
+    ledger would not do: it stages the posterior's prefix reports past both entry points). ~4x faster per
+    round than the tight ledger (Private-UCB); no spend check can read it.
 
     ``planned``: where the run plans rounds ahead (policies.base ``plan``), feed each planned stretch
     through ``update_block`` as the engine does, so that path is audited too (round by round it is
@@ -366,7 +368,7 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     ``on_round`` is called after its last round. Rounds inside a stretch count the reports made
     before the stretch as made before them (``marks``): conservative for the footprint check."""
     R, K, _ = tapes.shape
-    ledger = Ledger(R, K, tight=True, capacity=max(1, horizon)) if tight else Ledger(R, K)
+    ledger = Ledger(R, K, tight=True, capacity=max(1, horizon)) if recorded else Ledger.unrecorded(R, K)
     stops = sorted(int(t) for t in getattr(on_round, "rounds", ()))
     clock = Clock()
     # the policy's exceptions leave as PolicyRaised (the round, the partial trace): an observation

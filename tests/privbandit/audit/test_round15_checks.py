@@ -23,7 +23,7 @@ from privbandit.audit import whitebox_audit
 from privbandit.audit.cli import FAST_FORWARD, WB_SWEEP, WB_WIDE, reach_runs
 from privbandit.audit.fast_forward import fast_forward_audit
 from privbandit.audit.whitebox import SWEEP_OFFSETS, _run, sweep_positions
-from privbandit.policies import DPEXP3Lap, LazyDPTS, PrivateEXP3
+from privbandit.policies import DPEXP3Lap, GaussianTS, LazyDPTS, PrivateEXP3
 
 
 class HighArmsTripled(DPEXP3Lap):
@@ -149,10 +149,18 @@ def test_fast_forward_refutes_a_late_round_keyed_sensitivity_error():
     assert clean.verdict == "CONSISTENT" and clean.releases, clean.summary()
 
 
+def test_fast_forward_sees_the_posteriors_reports():
+    """The window's ledger records nothing but passes every report through the entry points the tracer wraps:
+    Gaussian-TS's posterior reports (a prefix recorder, which a non-tight recording ledger stages past them)
+    are paired, so the clean policy is CONSISTENT, not refuted by ``unreported``."""
+    res = fast_forward_audit(GaussianTS(), 1024, 32, 2, 16, seed=12)
+    assert res.verdict == "CONSISTENT" and res.releases == 32 * 16 * 2, res.summary()
+
+
 def test_traced_from_traces_only_the_window_and_acts_as_a_traced_run():
     tape = np.random.default_rng(3).random((4, 2, 300))
     full, tr_full = _run(PrivateEXP3(), tape, 300, 7)
-    late, tr_late = _run(PrivateEXP3(), tape, 300, 7, traced_from=201, tight=False)
+    late, tr_late = _run(PrivateEXP3(), tape, 300, 7, traced_from=201, recorded=False)
     assert np.array_equal(full, late)  # the tracer observes, it does not steer
     assert len(tr_late.draws) == 100 and len(tr_full.draws) == 300  # one release per round
     assert np.array_equal(tr_late.draws[0].out, tr_full.draws[200].out)
