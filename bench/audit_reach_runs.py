@@ -29,6 +29,7 @@ from audit_planted_round14 import CONTROLS14, ROUND14_BUGS  # noqa: E402
 from privbandit.audit.cli import WB_LATE, WB_LONG, reach_runs  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.audit.whitebox import probe_horizon  # noqa: E402
+from privbandit.cli_checks import whole  # noqa: E402
 from privbandit.policies import REGISTRY, make_policy  # noqa: E402
 
 
@@ -55,7 +56,7 @@ def reach_row(name: str, seed: int, k: int = 2) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=whole(0), default=0, help="the command's --seed, a whole number >= 0 (default 0)")
     ap.add_argument("--round14-bugs", action="store_true", help="also round 14's K-armed bugs")
     opts = ap.parse_args()
     cases = [(name, "control") for name, cls in private_policies().items() if default_constructible(cls)]
