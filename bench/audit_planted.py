@@ -266,7 +266,7 @@ def row(name: str, argv: list[str], label: str) -> dict:
     return {"case": label, "policy": name, "verdict": s["verdict"], "exit": rc,
             "caught_by": ", ".join(s["refuted_by"]) or "-",
             "wb_runs": f"2 x {wb['replicates']} x {wb['horizon']}", "seconds": round(seconds, 1),
-            "power": s["power"]}
+            "power": s["power"], "reach_seconds": s.get("reach_seconds")}
 
 
 def _round_of(key: str) -> str:

@@ -63,6 +63,23 @@ keyed to a high arm index (>= 3 in round 11, >= 6 in round 12) or to K >= 5 (a 4
 reached. A quarter of the tier's white-box budget (125 replicates at T = 200), with the noise law (its
 own family-wise alpha)."""
 
+WB_WIDE = dict(arms=33, budget=13_200, min_replicates=33)
+"""Session 13: one more coupled white-box run on ``arms`` = 33 arms (indices up to 32; the run above on
+:data:`WB_MANY_ARMS` stops at arm 7), exact checks only (no alpha), at the policy's probe horizon for 33
+arms with max(``min_replicates``, ``budget`` / horizon) replicates (66 at T = 200: every arm holds the changed
+record of two replicates). Skipped where one run on a 0.5 tape makes no release within 20,000 rounds on 33
+arms (DP-SE: its first epoch holds ~1,600 pulls per arm)."""
+
+WB_SWEEP = dict(replicates=64)
+"""Session 13: one more coupled white-box run at the long run's horizon, exact checks only, whose
+``replicates`` changed records walk the first 16 positions of the policy's own batches
+(``whitebox_audit(sweep_records=...)``, :func:`~privbandit.audit.whitebox.sweep_positions`)."""
+
+FAST_FORWARD = dict(start=2**15, window=512, replicates=16)
+"""Session 13: a coupled window of ``window`` rounds from round max(``start``, the power of two above the late
+run's horizon), behind an untraced prefix (:mod:`privbandit.audit.fast_forward`); its ``replicates`` change
+the records of that many consecutive rounds."""
+
 FAR = dict(horizon=2**17, replicates=8, single=2**13, single_arms=16)
 """The far ledger run (round 12): the cheap ledger audit (mu and pure epsilon, realized <= certified) on
 2^17 = 131,072 rounds, on a *starving* environment -- arm 0 pays 1 every round, every other arm 0 -- so
@@ -265,7 +282,16 @@ def run(args: argparse.Namespace) -> int:
     if late_horizon > long_horizon and args.tier != "smoke":
         wb_late = whitebox_audit(policy, late_horizon, k, WB_LATE["replicates"], seed=args.seed + 5, law=False,
                                  late_records=True)
-    for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late)):
+    # 1b''. Session 13: arm indices up to 32, every position inside the policy's batches, a coupled window
+    # past the late run (behind an untraced prefix); exact checks only, no alpha spent
+    wb_wide = wb_sweep = wb_ff = None
+    reach_began = time.perf_counter()
+    if args.tier != "smoke":
+        wb_wide, wb_sweep, wb_ff = reach_runs(policy, k, long_horizon, late_horizon, args.seed)
+    reach_seconds = time.perf_counter() - reach_began
+    for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late),
+                       ("many arms, exact checks only", wb_wide), ("every position in a batch, exact checks only", wb_sweep),
+                       ("a window far into the run behind an untraced prefix, exact checks only", wb_ff)):
         if res is None:
             continue
         _print_audit(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n", res)
@@ -397,7 +423,9 @@ def run(args: argparse.Namespace) -> int:
     errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("ledger (far)", far),
                             ("ledger (one replicate)", far_single), ("white-box", wb), ("white-box (long)", wb_long),
                             ("white-box (planned)", wb_plan), ("white-box (more arms)", wb_many),
-                            ("white-box (late)", wb_late), ("white-box (graph)", wb_graph),
+                            ("white-box (late)", wb_late), ("white-box (33 arms)", wb_wide),
+                            ("white-box (batch positions)", wb_sweep), ("white-box (fast-forward)", wb_ff),
+                            ("white-box (graph)", wb_graph),
                             ("white-box (starving graph)", wb_starve),
                             *((f"white-box ({shape} graph)", r) for shape, r in wb_shapes.items()),
                             *((f"black-box {r.observation}", r) for r in results))) \
@@ -410,7 +438,8 @@ def run(args: argparse.Namespace) -> int:
             or "VIOLATION" in (wb.verdict, wb_long.verdict) or "VIOLATION" in bb \
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
             or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
-            or any(r is not None and r.verdict == "VIOLATION" for r in (wb_many, wb_late, *wb_shapes.values())):
+            or any(r is not None and r.verdict == "VIOLATION"
+                   for r in (wb_many, wb_late, wb_wide, wb_sweep, wb_ff, *wb_shapes.values())):
         verdict = "VIOLATION"
     elif errors:  # the policy raised where nothing refuted it: outputs went unseen (privbandit/audit/raised.py)
         verdict = "INCONCLUSIVE"
@@ -430,6 +459,10 @@ def run(args: argparse.Namespace) -> int:
                   + ([f"white-box (K={wb_many.n_arms}) {c}" for c in wb_many.checks] if wb_many is not None else [])
                   + ([f"white-box (late, T={wb_late.horizon}) {c}" for c in wb_late.checks]
                      if wb_late is not None else [])
+                  + ([f"white-box (K={wb_wide.n_arms}) {c}" for c in wb_wide.checks] if wb_wide is not None else [])
+                  + ([f"white-box (batch positions) {c}" for c in wb_sweep.checks] if wb_sweep is not None else [])
+                  + ([f"white-box (fast-forward, T={wb_ff.horizon}) {c}" for c in wb_ff.checks]
+                     if wb_ff is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -453,6 +486,7 @@ def run(args: argparse.Namespace) -> int:
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
             "verdict": verdict, "refuted_by": refuted_by, "power": power_statement(results), "errors": errors,
             "first_release_round": first, "black_box_sees_releases": not blind,
+            "reach_seconds": reach_seconds,  # session 13's three runs (reach_runs), probes included
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
@@ -474,7 +508,8 @@ def run(args: argparse.Namespace) -> int:
             "whitebox_more": {name: None if r is None else {
                 "verdict": r.verdict, "arms": r.n_arms, "horizon": r.horizon, "replicates": r.replicates,
                 "releases": r.releases, "findings": [dataclasses.asdict(f) for f in r.findings], "seconds": r.seconds}
-                for name, r in (("more_arms", wb_many), ("late", wb_late), *((f"{shape}_graph", r)
+                for name, r in (("more_arms", wb_many), ("late", wb_late), ("wide_arms", wb_wide),
+                                ("batch_positions", wb_sweep), ("fast_forward", wb_ff), *((f"{shape}_graph", r)
                                                                            for shape, r in wb_shapes.items()))},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
@@ -498,6 +533,31 @@ def run(args: argparse.Namespace) -> int:
     if verdict == "INCONCLUSIVE" and args.allow_inconclusive and not errors:  # an error is not a lack of power
         return 0
     return EXIT_CODES[verdict]
+
+
+def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, *, wide: dict = WB_WIDE,
+               sweep: dict = WB_SWEEP, fast_forward: dict = FAST_FORWARD) -> tuple:
+    """Session 13's three coupled white-box runs (exact checks only, no alpha spent; docs/audit.md "Session 13
+    (s13/audit)"): (1) ``wide["arms"]`` arms (None when ``k`` is not smaller, or when one run on a 0.5 tape
+    makes no release on that many arms within 20,000 rounds); (2) changed records on every one of the first 16
+    positions of the policy's own batches, at ``long_horizon``; (3) a window of ``fast_forward["window"]``
+    rounds from max(``fast_forward["start"]``, the power of two above ``late_horizon``) behind an untraced
+    prefix. Returns the three :class:`~privbandit.audit.whitebox.WhiteBoxResult` (or None)."""
+    from privbandit.audit.fast_forward import fast_forward_audit
+    from privbandit.audit.whitebox import probe_horizon, release_round, whitebox_audit
+
+    wb_wide = None
+    if k < wide["arms"] and (not getattr(policy, "records_releases", True)
+                             or release_round(policy, wide["arms"], releases=wide["arms"]) is not None):
+        wide_horizon = probe_horizon(policy, wide["arms"])
+        wb_wide = whitebox_audit(policy, wide_horizon, wide["arms"],
+                                 max(wide["min_replicates"], wide["budget"] // wide_horizon),
+                                 seed=seed + 10, law=False, observer=False)
+    wb_sweep = whitebox_audit(policy, long_horizon, k, 4, seed=seed + 11, law=False, observer=False,
+                              sweep_records=sweep["replicates"])
+    start = max(fast_forward["start"], 1 << int(late_horizon).bit_length())
+    wb_ff = fast_forward_audit(policy, start, fast_forward["window"], k, fast_forward["replicates"], seed=seed + 12)
+    return wb_wide, wb_sweep, wb_ff
 
 
 def raised_errors(results) -> list[str]:

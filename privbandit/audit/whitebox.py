@@ -90,6 +90,7 @@ Checks 5 and 5d are the statistical ones; each has a family-wise false-alarm rat
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -319,9 +320,54 @@ def schedule_positions(events: list[np.ndarray], pulls: int, rng: np.random.Gene
     return np.clip(pull, 0, pulls - 1), placed
 
 
-def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False):
+SWEEP_OFFSETS = 16
+"""Session 13: the offsets inside a batch that ``whitebox_audit(sweep_records=...)`` walks (0 .. 15: the
+first sixteen records of a batch; 4 replicates -- the four tape kinds -- per offset)."""
+
+
+def sweep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Per sweep replicate j: the pull index of the record it changes, the o-th record (o = (j // 4) mod
+    :data:`SWEEP_OFFSETS`) of one of the policy's own batches on its arm. The batches are read off the run
+    on D (``events[j]``, :func:`release_boundaries`: the last records e_0 < e_1 < ... of its sparse
+    releases; batch i holds e_{i-1} + 1 .. e_i, the first from 0): one batch of more than o records,
+    drawn uniformly, so that every position a batch has is changed by some replicate -- a record the
+    policy treats specially k records into a batch (counted twice, left out, weighted) has its witness
+    whatever k < 16. A stream with no such batch (a mechanism releasing at every record: the tree
+    counters, the hybrids, the posterior) is cut into the dyadic blocks [2^m, 2^(m+1)) of the tree's
+    leaves instead (2^m > o, and the record revealed: 2^m + o < ``revealed[j]``, the arm's pulls in the
+    run). Returns (positions, replicates placed in a batch of the policy's own schedule)."""
+    S = len(events)
+    offset = (np.arange(S) // 4) % SWEEP_OFFSETS
+    pull = offset.astype(np.int64).copy()
+    placed = 0
+    for j, ev in enumerate(events):
+        o = int(offset[j])
+        ends = np.concatenate([[-1], np.asarray(ev, dtype=np.int64)])
+        fits = np.flatnonzero(np.diff(ends) > o)  # batch i + 1 ends at ends[i + 1]
+        if fits.size:
+            pull[j] = ends[fits[int(rng.integers(fits.size))]] + 1 + o
+            placed += 1
+            continue
+        m = np.arange(int(o).bit_length(), 63)
+        m = m[(np.left_shift(1, m) > o) & (np.left_shift(1, m) + o < int(revealed[j]))]
+        if m.size:
+            pull[j] = (1 << int(m[int(rng.integers(m.size))])) + o
+    return pull, placed
+
+
+def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False,
+         traced_from: int = 1, recorded: bool = True):
     """One traced run of ``policy`` on per-replicate tapes (R, K, pulls); ``on_round(t, ledger)`` is
     called after every update. Returns (actions (R, T), tracer).
+
+    ``traced_from`` (session 13): the tracer is switched on only before round ``traced_from``; the
+    rounds before it run at the engine's untraced speed (same ledger, same random stream), so a
+    coupled window far into a run costs its prefix once per run, not a traced prefix
+    (:func:`~privbandit.audit.fast_forward.fast_forward_audit`). The replay then starts at the window's first draw.
+    ``recorded=False``: the run's ledger is :meth:`Ledger.unrecorded` -- every report still passes through
+    ``_store`` / ``_record_dense``, where the tracer pairs it, and is dropped there (a non-tight recording
+    ledger would not do: it stages the posterior's prefix reports past both entry points). ~4x faster per
+    round than the tight ledger (Private-UCB); no spend check can read it.
 
     ``planned``: where the run plans rounds ahead (policies.base ``plan``), feed each planned stretch
     through ``update_block`` as the engine does, so that path is audited too (round by round it is
@@ -329,12 +375,18 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     ``on_round`` is called after its last round. Rounds inside a stretch count the reports made
     before the stretch as made before them (``marks``): conservative for the footprint check."""
     R, K, _ = tapes.shape
-    ledger = Ledger(R, K, tight=True, capacity=max(1, horizon))
+    ledger = Ledger(R, K, tight=True, capacity=max(1, horizon)) if recorded else Ledger.unrecorded(R, K)
     stops = sorted(int(t) for t in getattr(on_round, "rounds", ()))
     clock = Clock()
     # the policy's exceptions leave as PolicyRaised (the round, the partial trace): an observation
-    with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:
+    tracer = ReleaseTracer(ledger, replay)
+    traced_from = max(1, int(traced_from))
+    if planned and traced_from > 1:
+        raise ValueError("traced_from applies to round-by-round runs only (planned=False)")
+    with policy_code(clock), contextlib.ExitStack() as stack:
         clock.tracer = tracer
+        if traced_from == 1:
+            stack.enter_context(tracer)
         run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=ledger)
         plan = run.plan if planned else None
         pulls = np.zeros((R, K), dtype=np.int64)
@@ -346,6 +398,8 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         t = 1
         while t <= horizon:
             clock.t = t
+            if t == traced_from > 1:  # the window starts at a round boundary: no draw is open
+                stack.enter_context(tracer)
             block = None
             if plan is not None:
                 limit = min([horizon] + [u for u in stops if u >= t]) - t + 1
@@ -770,7 +824,7 @@ def raised_result(policy: Policy, horizon: int, n_arms: int, replicates: int, se
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
-                   observer: bool = True) -> WhiteBoxResult:
+                   observer: bool = True, sweep_records: int = 0) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -784,6 +838,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     gap batch, or the first after it -- read off the run on D itself (:func:`release_boundaries`,
     :func:`schedule_positions`): their D tapes are unchanged mixed tapes, and D' moves the record on
     the boundary to the far end of [0, 1] (a change of 1/2 to 1). ``replicates`` are the others.
+    ``sweep_records`` (session 13): that many more coupled replicates (a multiple of 4) whose changed record
+    walks the positions inside the policy's own batches -- replicate j the ((j // 4) mod 16)-th record of
+    a batch on its arm (:func:`sweep_positions`), read off the run on D like the schedule replicates and
+    changed the same way (to the far end of [0, 1]).
     ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
@@ -791,8 +849,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     horizon, n_arms, replicates, window, schedule_records = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
                  ("window", window, 1), ("schedule_records", schedule_records, 0)), alpha)
-    if schedule_records % 4:
-        raise ValueError(f"schedule_records must be a multiple of 4 (every tape kind per group), got {schedule_records!r}")
+    sweep_records = check_audit_arguments(policy, (("sweep_records", sweep_records, 0),), alpha)[0]
+    for name, value in (("schedule_records", schedule_records), ("sweep_records", sweep_records)):
+        if value % 4:
+            raise ValueError(f"{name} must be a multiple of 4 (every tape kind per group), got {value!r}")
     started = time.perf_counter()
     seq = np.random.SeedSequence(seed)
     tape_seq, run_seq = seq.spawn(2)
@@ -803,19 +863,22 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                                                   late=max(span + 1, horizon // n_arms) if late_records else None)
     notes: list[str] = []
     base = replicates
-    if schedule_records:
-        # The schedule replicates: the run on D is their probe. Their D tapes are left unchanged, the
-        # run on D marks the policy's release boundaries on them, and D' changes one record on a
-        # boundary (to the far end of [0, 1]). The run on D is then exactly the run the boundaries were
-        # read from; the tapes of D stay independent of the noise (the noise-law test's level holds),
-        # and D' is a neighbour of D whatever position the noise led to. (Child 2 of the seed: the
-        # other tapes and the runs' seed are unchanged by it.)
-        sched_rng = np.random.default_rng(seq.spawn(1)[0])
-        ts = _mixed_tapes(n_arms, horizon, int(schedule_records), sched_rng)
-        tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
-        arm = np.concatenate([arm, np.arange(int(schedule_records)) % n_arms])
-        pull = np.concatenate([pull, np.zeros(int(schedule_records), np.int64)])
-        replicates += int(schedule_records)
+    # The schedule replicates, then (session 13) the sweep replicates: the run on D is their probe. Their
+    # D tapes are left unchanged, the run on D marks the policy's release boundaries on them, and D'
+    # changes one record placed from those boundaries (to the far end of [0, 1]). The run on D is then
+    # exactly the run the boundaries were read from; the tapes of D stay independent of the noise (the
+    # noise-law test's level holds), and D' is a neighbour of D whatever position the noise led to. (Later
+    # children of the seed: the other tapes and the runs' seed are unchanged by them.)
+    probe_rngs = []
+    for count in (schedule_records, sweep_records):
+        probe_rngs.append(np.random.default_rng(seq.spawn(1)[0]) if count else None)
+        if count:
+            ts = _mixed_tapes(n_arms, horizon, int(count), probe_rngs[-1])
+            tape, tape_prime = np.concatenate([tape, ts]), np.concatenate([tape_prime, ts])
+            arm = np.concatenate([arm, np.arange(int(count)) % n_arms])
+            pull = np.concatenate([pull, np.zeros(int(count), np.int64)])
+            replicates += int(count)
+    sched_rng, sweep_rng = probe_rngs
     spend = _SpendCheck(policy, horizon, n_arms)
     out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, on_round=spend, planned=planned)
     if exc_d is not None:  # D raised: D' replays what D released before it, then must raise alike
@@ -825,15 +888,22 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         return raised_result(policy, horizon, n_arms, replicates, seed, alpha, exc_d, exc_p, notes, started, spend)
     act_d, tr_d = out_d
     if schedule_records:
-        rows = np.arange(base, replicates)
-        events = release_boundaries(tr_d, act_d, arm)[base:]
+        rows = np.arange(base, base + schedule_records)
+        events = release_boundaries(tr_d, act_d, arm)[base:base + schedule_records]
         pull[rows], placed = schedule_positions(events, horizon, sched_rng, first=span,
                                                 late=max(span + 2, horizon // n_arms))
-        now = tape[rows, arm[rows], pull[rows]]
-        # the far end: a change of at least 1/2 (exactly 1 on the 0/1 tapes)
-        tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
+        _far_end(tape, tape_prime, rows, arm, pull)
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
+    if sweep_records:
+        rows = np.arange(replicates - sweep_records, replicates)
+        events = release_boundaries(tr_d, act_d, arm)[replicates - sweep_records:]
+        revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
+        pull[rows], placed = sweep_positions(events, revealed, sweep_rng)
+        pull[rows] = np.minimum(pull[rows], horizon - 1)
+        _far_end(tape, tape_prime, rows, arm, pull)
+        notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{min(SWEEP_OFFSETS, sweep_records // 4) - 1} "
+                     f"({placed} in a batch of the policy's own schedule, the others in a dyadic block)")
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     if exc_p is not None:
         return raised_result(policy, horizon, n_arms, replicates, seed, alpha, None, exc_p, notes, started, spend)
@@ -851,10 +921,18 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                           time.perf_counter() - started, spend.rows)
 
 
+def _far_end(tape: np.ndarray, tape_prime: np.ndarray, rows: np.ndarray, arm: np.ndarray, pull: np.ndarray) -> None:
+    """D' of replicates ``rows``: their changed record moved to the far end of [0, 1] -- a change of at least
+    1/2 (exactly 1 on the 0/1 tapes)."""
+    now = tape[rows, arm[rows], pull[rows]]
+    tape_prime[rows, arm[rows], pull[rows]] = np.where(now < 0.5, 1.0, 0.0)
+
+
 def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: ReleaseTracer, tr_p: ReleaseTracer,
                     arm: np.ndarray, pull: np.ndarray, n_arms: int, alpha: float, law: bool, spend: "_SpendCheck",
                     notes: list[str], *, own_round: np.ndarray | None = None, streams_d: np.ndarray | None = None,
-                    describe=None, records: list[dict] | None = None) -> tuple[list[Finding], list[NoiseGroup], int]:
+                    describe=None, records: list[dict] | None = None,
+                    positions: bool = True) -> tuple[list[Finding], list[NoiseGroup], int]:
     """Checks 1-9 on two coupled traced runs (actions (R, T) and tracers of D and of D', which replayed
     D's releases): returns (findings, noise-law groups, traced releases on D). ``arm[r]``: the stream
     of replicate r's changed record; ``pull[r]``: its index among that stream's records (in the
@@ -863,7 +941,9 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
     changed user, :mod:`privbandit.audit.contextual`); ``describe(r)``: how a finding names the change.
     ``records[r]``: {stream: position} of every record replicate r's change entered, when a change may
     enter several streams (side observations, :mod:`privbandit.audit.graph`): checks 4 and 9 are then
-    :func:`_footprint_records` (``arm`` and ``pull`` only name the change)."""
+    :func:`_footprint_records` (``arm`` and ``pull`` only name the change). ``positions=False``: no
+    check 9 (a run traced from a late round only, :func:`_run`'s ``traced_from``: the inserts before
+    the window are not logged, so stream positions cannot be counted from them)."""
     findings: list[Finding] = []
 
     # 1. decisions (not for a policy whose privacy is its own sampling of arms, e.g. EXP3's exponential
@@ -975,7 +1055,7 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
                 f"record's stream or share no record in their declared footprints (replicate {r}, arm {arm[r]} "
                 f"pull #{pull[r]}: {shown}{' ...' if sel.size > 6 else ''})")))
         # 4c. footprint_position: the changed record's position in its stream, from what the runs inserted
-        finding = None if records is not None else _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
+        finding = None if records is not None or not positions else _footprint_position(rel_d, di[changed], tr_d, tr_p, act_d if streams_d is None else streams_d,
                                       arm, pull, diverged, n_arms, notes)
         if finding is not None:
             findings.append(finding)

@@ -1,0 +1,78 @@
+"""Session 13's three coupled runs alone (``privbandit.audit.cli.reach_runs``: 33 arms, every position in a
+batch, a window far into the run behind an untraced prefix) on the controls and, optionally, round 14's bugs,
+with exactly the command's arguments (``--tier ci --arms 2 --seed S``: the same horizons and seeds).
+
+Every other run of the command is unchanged by session 13 (bit-identical results, docs/audit.md "Session 13
+(s13/audit)"), so a row's verdict moves only through these three: a control stays CONSISTENT iff none of
+them is VIOLATION or raised. This is the false-alarm check at a fraction of ``audit_planted.py --only
+controls``' cost (~4-7 s CPU per row instead of ~25-30 s), with the added CPU seconds per policy.
+
+    python bench/audit_reach_runs.py                  # every K-armed control
+    python bench/audit_reach_runs.py --round14-bugs   # and round 14's K-armed bugs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the worktree's package
+
+from audit_planted_bugs import CONTROLS10, CONTROLS11  # noqa: E402
+from audit_planted_round12 import CONTROLS12  # noqa: E402
+from audit_planted_round13 import CONTROLS13  # noqa: E402
+from audit_planted_round14 import CONTROLS14, ROUND14_BUGS  # noqa: E402
+
+from privbandit.audit.cli import WB_LATE, WB_LONG, reach_runs  # noqa: E402
+from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
+from privbandit.audit.whitebox import probe_horizon  # noqa: E402
+from privbandit.cli_checks import whole  # noqa: E402
+from privbandit.policies import REGISTRY, make_policy  # noqa: E402
+
+
+def reach_row(name: str, seed: int, k: int = 2) -> dict:
+    """The command's session-13 runs on ``name`` (as ``privbandit.audit.cli.run`` sizes them)."""
+    policy = make_policy(name)
+    if "contexts" in policy.requires:
+        return {"policy": name, "verdict": "not run (contextual: the command's contextual path has no reach runs)"}
+    wb_horizon = probe_horizon(policy, k)
+    long_horizon = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * wb_horizon))
+    late_horizon = min(WB_LATE["cap"], WB_LATE["factor"] * long_horizon)
+    cpu, wall = time.process_time(), time.perf_counter()
+    runs = reach_runs(policy, k, long_horizon, late_horizon, seed)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    labels = ("33 arms", "batch positions", "fast-forward")
+    verdicts = [("skipped" if r is None else r.verdict + (f" {r.checks}" if r.checks else "")
+                 + (f" (ERROR: {r.error})" if r.error else "")) for r in runs]
+    bad = any(r is not None and (r.verdict == "VIOLATION" or r.error) for r in runs)
+    return {"policy": name, "verdict": "VIOLATION/ERROR" if bad else "no finding",
+            "runs": dict(zip(labels, verdicts)), "cpu": round(cpu, 1), "wall": round(wall, 1),
+            "sizes": {lab: None if r is None else f"K={r.n_arms} T={r.horizon} R={r.replicates} "
+                                                  f"releases={r.releases}" for lab, r in zip(labels, runs)}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=whole(0), default=0, help="the command's --seed, a whole number >= 0 (default 0)")
+    ap.add_argument("--round14-bugs", action="store_true", help="also round 14's K-armed bugs")
+    opts = ap.parse_args()
+    cases = [(name, "control") for name, cls in private_policies().items() if default_constructible(cls)]
+    variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14}
+    bugs = ROUND14_BUGS if opts.round14_bugs else {}
+    for key, cls in {**variants, **bugs}.items():
+        REGISTRY[cls.name] = cls
+        cases.append((cls.name, "control" if key in variants else "bug"))
+    print("| case | kind | verdict | 33 arms | batch positions | fast-forward | CPU s | wall s |")
+    print("|---|---|---|---|---|---|---:|---:|")
+    for name, kind in cases:
+        r = reach_row(name, opts.seed)
+        runs = r.get("runs", {})
+        print(f"| {name} | {kind} | {r['verdict']} | {runs.get('33 arms', '-')} | {runs.get('batch positions', '-')} | "
+              f"{runs.get('fast-forward', '-')} | {r.get('cpu', '-')} | {r.get('wall', '-')} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
