@@ -824,7 +824,7 @@ def raised_result(policy: Policy, horizon: int, n_arms: int, replicates: int, se
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
-                   observer: bool = True, sweep_records: int = 0) -> WhiteBoxResult:
+                   observer: bool = True, sweep_records: int = 0, last_records: int = 0) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -842,6 +842,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     walks the positions inside the policy's own batches -- replicate j the ((j // 4) mod 16)-th record of
     a batch on its arm (:func:`sweep_positions`), read off the run on D like the schedule replicates and
     changed the same way (to the far end of [0, 1]).
+    ``last_records`` (session 13, lead): that many more coupled replicates (a multiple of 4) whose changed record
+    is the one revealed in the run's *last* round (the arm the run on D pulled at round T, its newest pull),
+    read off the run on D and changed the same way: a record that no later decision reads, so only the
+    release it enters can show a leak keyed to the horizon's end (round 15's ``exp3_lap_last_round_double``).
     ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
@@ -849,8 +853,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     horizon, n_arms, replicates, window, schedule_records = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
                  ("window", window, 1), ("schedule_records", schedule_records, 0)), alpha)
-    sweep_records = check_audit_arguments(policy, (("sweep_records", sweep_records, 0),), alpha)[0]
-    for name, value in (("schedule_records", schedule_records), ("sweep_records", sweep_records)):
+    sweep_records, last_records = check_audit_arguments(
+        policy, (("sweep_records", sweep_records, 0), ("last_records", last_records, 0)), alpha)
+    for name, value in (("schedule_records", schedule_records), ("sweep_records", sweep_records),
+                        ("last_records", last_records)):
         if value % 4:
             raise ValueError(f"{name} must be a multiple of 4 (every tape kind per group), got {value!r}")
     started = time.perf_counter()
@@ -870,7 +876,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     # noise-law test's level holds), and D' is a neighbour of D whatever position the noise led to. (Later
     # children of the seed: the other tapes and the runs' seed are unchanged by them.)
     probe_rngs = []
-    for count in (schedule_records, sweep_records):
+    for count in (schedule_records, sweep_records, last_records):
         probe_rngs.append(np.random.default_rng(seq.spawn(1)[0]) if count else None)
         if count:
             ts = _mixed_tapes(n_arms, horizon, int(count), probe_rngs[-1])
@@ -878,7 +884,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
             arm = np.concatenate([arm, np.arange(int(count)) % n_arms])
             pull = np.concatenate([pull, np.zeros(int(count), np.int64)])
             replicates += int(count)
-    sched_rng, sweep_rng = probe_rngs
+    sched_rng, sweep_rng, _ = probe_rngs
     spend = _SpendCheck(policy, horizon, n_arms)
     out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, on_round=spend, planned=planned)
     if exc_d is not None:  # D raised: D' replays what D released before it, then must raise alike
@@ -896,14 +902,20 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     if sweep_records:
-        rows = np.arange(replicates - sweep_records, replicates)
-        events = release_boundaries(tr_d, act_d, arm)[replicates - sweep_records:]
+        rows = np.arange(replicates - last_records - sweep_records, replicates - last_records)
+        events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
         revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
         pull[rows], placed = sweep_positions(events, revealed, sweep_rng)
         pull[rows] = np.minimum(pull[rows], horizon - 1)
         _far_end(tape, tape_prime, rows, arm, pull)
         notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{min(SWEEP_OFFSETS, sweep_records // 4) - 1} "
                      f"({placed} in a batch of the policy's own schedule, the others in a dyadic block)")
+    if last_records:
+        rows = np.arange(replicates - last_records, replicates)
+        arm[rows] = act_d[rows, -1]
+        pull[rows] = (act_d[rows] == arm[rows, None]).sum(axis=1) - 1
+        _far_end(tape, tape_prime, rows, arm, pull)
+        notes.append(f"last: {last_records} replicates change the record revealed in the run's last round")
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     if exc_p is not None:
         return raised_result(policy, horizon, n_arms, replicates, seed, alpha, None, exc_p, notes, started, spend)
