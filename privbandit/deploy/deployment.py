@@ -457,10 +457,15 @@ class Deployment:
 
         corrupt = f"{self.path}: corrupt deployment store (its state snapshot is not a policy run, a generator and a " \
                   f"ledger over {self.n_arms} arms, as a deployment writes, of a {self.config['policy']} run"
-        if type(stored) is not dict or not {"run", "rng", "ledger"} <= set(stored) \
-                or not set(stored) <= {"run", "rng", "ledger", "counters", "config_digest"}:
+        if type(stored) is not dict or not {"run", "rng", "ledger"} <= set(stored):
             raise StoreError(corrupt + ")")
-        extra = {k: stored[k] for k in ("counters", "config_digest") if k in stored}
+        # beside the run, its generator and ledger: the counters, the configuration digest (checked by
+        # _snapshot_shape and _state), and plain scalars an extension may keep (a deployment reads none)
+        extra = {k: v for k, v in stored.items() if k not in ("run", "rng", "ledger")}
+        for k, v in extra.items():
+            if k not in ("counters", "config_digest") and not (type(k) is str and (
+                    v is None or type(v) in (bool, int, float, str))):
+                raise StoreError(f"{corrupt}: snapshot.{k} is a {type(v).__name__}, not a plain value)")
         body = {k: stored[k] for k in ("run", "rng", "ledger")}
         try:
             if not (type(body["run"]) is tuple and body["run"][:1] == (snapshot.OBJ,)):  # legacy: live objects
