@@ -715,17 +715,21 @@ class Deployment:
         """Every decision with its reward (None while pending), in order: the deployment's log.
 
         ``releases`` are the releases per arm the decision's ``select`` made, ``update_releases`` those
-        its ``update`` made (None while pending; e.g. a batch closing on that reward)."""
+        its ``update`` made (None while pending; e.g. a batch closing on that reward); ``state_digest`` and
+        ``update_state_digest`` the digests of the snapshot each call left (the deployment audit
+        recomputes them)."""
         try:
             rows = self._conn_checked().execute(
                 "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied, "
-                "u.releases FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
+                "u.releases, u.state_digest FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id "
+                "ORDER BY d.id").fetchall()
         except sqlite3.DatabaseError as exc:
             raise _corrupt(self.path, exc) from None
-        rows = [self._cells(row, "NnAKJTrrnj") for row in rows]
+        rows = [self._cells(row, "NnAKJTrrnjt") for row in rows]
         return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": rs, "state_digest": sd,
-                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap), "update_releases": ru}
-                for d, t, a, k, rs, sd, r, raw, ap, ru in rows]
+                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap), "update_releases": ru,
+                 "update_state_digest": usd}
+                for d, t, a, k, rs, sd, r, raw, ap, ru, usd in rows]
 
     def history(self) -> dict[str, Any]:
         """The store as one consistent read, for an auditor (privbandit.audit.deployment): the

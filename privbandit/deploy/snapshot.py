@@ -38,6 +38,9 @@ import numpy as np
 FORMAT = "privbandit-snapshot/2"
 
 OBJ, REF, RNG, METHOD, GLOBAL = "\x00obj", "\x00ref", "\x00rng", "\x00method", "\x00global"
+ARR, ARRREF, SCALAR = "\x00arr", "\x00arrref", "\x00scalar"
+#: numpy type kinds an array or scalar of a deployment's state may have (booleans, integers, floats)
+_KINDS = "biuf"
 
 
 class SnapshotMismatch(ValueError):
@@ -59,12 +62,15 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def encode(state, objects: dict | None = None) -> object:
+def encode(state, objects: dict | None = None, *, data: bool = False) -> object:
     """``state`` (nested dicts, lists, tuples, scalars, numpy arrays, generators and objects of the
     state modules) as plain data; every object once, later occurrences as ``(REF, id)``. Raises
     ValueError for anything else (e.g. a lambda), as pickling did. ``objects`` (if given) receives
-    id -> object for every object encoded (the fresh instance's, for :func:`restore`)."""
+    id -> object for every object encoded (the fresh instance's, for :func:`restore`). ``data``: arrays
+    and numpy scalars as tagged tuples of builtins too (the stored form, :func:`dumps`); else kept as
+    they are (a template to compare with)."""
     memo: dict[int, int] = {}
+    arrays: dict[int, int] = {}
     keep: list = []  # (objects stay alive while their id() is in the memo)
 
     def enc(o):
@@ -72,12 +78,29 @@ def encode(state, objects: dict | None = None) -> object:
             # one object per distinct string, as the attribute names already are: pickle's memo
             # (keyed by identity) then writes the same bytes for the same state, fresh or reloaded
             return sys.intern(o)
-        if o is None or type(o) in (bool, int, float, bytes) or isinstance(o, np.generic):
+        if o is None or type(o) in (bool, int, float, bytes):
             return o
+        if isinstance(o, np.generic):  # (a numpy scalar pickles its dtype object too: see arrays below)
+            if not data:
+                return o
+            if o.dtype.kind not in _KINDS:
+                raise ValueError(f"policy state cannot be persisted (a scalar of {o.dtype})")
+            return (SCALAR, sys.intern(o.dtype.str), o.tobytes())
         if type(o) is np.ndarray:
-            if o.dtype.hasobject:
-                raise ValueError(f"policy state cannot be persisted (an object array: {o.dtype})")
-            return o
+            if o.dtype.kind not in _KINDS or o.dtype.fields is not None:
+                raise ValueError(f"policy state cannot be persisted (an array of {o.dtype})")
+            if not data:
+                return o
+            # as plain data: (ARR, id, dtype code, shape, bytes); a later field holding the same array
+            # (ARRREF, id). No dtype object is pickled: pickle memoizes those by identity, and an
+            # unpickled array's dtype is equal to, not the same object as, a fresh one's -- the same
+            # state then pickled to different bytes (digests) depending on its history.
+            if id(o) in arrays:
+                return (ARRREF, arrays[id(o)])
+            keep.append(o)
+            arrays[id(o)] = len(arrays)
+            return (ARR, arrays[id(o)], sys.intern(o.dtype.str), tuple(int(n) for n in o.shape),
+                    np.ascontiguousarray(o).tobytes())
         if type(o) is list:
             return [enc(v) for v in o]
         if type(o) is tuple:
@@ -113,28 +136,69 @@ def encode(state, objects: dict | None = None) -> object:
 
 
 # --- reading -----------------------------------------------------------------------------------
-_NUMPY = {(core + module, name) for core in ("numpy._core.", "numpy.core.")
-          for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))}
-_NUMPY |= {("numpy", "dtype"), ("numpy", "ndarray")}
-
-
 class NotData(pickle.UnpicklingError):
-    """The pickle names something other than numpy's array helpers: not a data-only snapshot."""
+    """The pickle names a class or function: not a data-only snapshot."""
 
 
 class DataUnpickler(pickle.Unpickler):
-    """Builds plain data only: builtins containers and scalars (no name needed), numpy arrays, dtypes
-    and scalars (exactly their rebuild helpers). Any other name -- a class of ours, ``getattr``, a
-    generator -- is refused: a data-only snapshot holds none."""
+    """Builds builtins only (dict, list, tuple, str, bytes, int, float, bool, None: no name needed).
+    Any name -- a class of ours, ``getattr``, numpy's helpers -- is refused: a data-only snapshot
+    holds none."""
 
     def find_class(self, module: str, name: str):
-        if (module, name) in _NUMPY:
-            return super().find_class(module, name)
         raise NotData(f"a data-only snapshot refers to {module}.{name}")
 
 
 def loads(raw: bytes):
-    return DataUnpickler(io.BytesIO(raw)).load()
+    """A data-only snapshot's plain data, its tagged arrays and scalars made numpy arrays and scalars
+    (two fields tagged with one array id are one array, as when they were stored). ValueError for an
+    array tag that is not a builtin numeric type code, a shape of non-negative whole numbers and
+    exactly the bytes they need."""
+    tree = DataUnpickler(io.BytesIO(raw)).load()
+    arrays: dict[int, np.ndarray] = {}
+
+    def dtype(code):
+        try:
+            dt = np.dtype(code) if type(code) is str else None
+        except TypeError:
+            dt = None
+        if dt is None or dt.kind not in _KINDS or not dt.isbuiltin or dt.str != code:
+            raise ValueError(f"a snapshot array of type {code!r}, not a number type")
+        return dt
+
+    def dec(o):
+        if type(o) is list:
+            return [dec(v) for v in o]
+        if type(o) is dict:
+            return {k: dec(v) for k, v in o.items()}
+        if type(o) is not tuple:
+            return o
+        if o[:1] == (ARR,):
+            if len(o) != 5 or type(o[1]) is not int or o[1] in arrays or type(o[3]) is not tuple \
+                    or not all(type(n) is int and 0 <= n < 2**62 for n in o[3]) or type(o[4]) is not bytes:
+                raise ValueError("a malformed snapshot array")
+            dt = dtype(o[2])
+            if len(o[4]) != math.prod(o[3]) * dt.itemsize:
+                raise ValueError(f"a snapshot array of shape {o[3]} holds {len(o[4])} bytes")
+            arrays[o[1]] = np.frombuffer(o[4], dtype=dt).reshape(o[3]).copy()
+            return arrays[o[1]]
+        if o[:1] == (ARRREF,):
+            if len(o) != 2 or o[1] not in arrays:
+                raise ValueError("a snapshot refers to an array it does not hold")
+            return arrays[o[1]]
+        if o[:1] == (SCALAR,):
+            if len(o) != 3 or type(o[2]) is not bytes or len(o[2]) != dtype(o[1]).itemsize:
+                raise ValueError("a malformed snapshot scalar")
+            return np.frombuffer(o[2], dtype=dtype(o[1]))[0]
+        return tuple(dec(v) for v in o)
+
+    return dec(tree)
+
+
+def dumps(state) -> bytes:
+    """The stored form of ``state``: {"format": FORMAT, "state": encode(state, data=True)} pickled
+    (protocol 5): builtins only."""
+    return pickle.dumps({"format": FORMAT, "state": encode(state, data=True)}, protocol=5)
 
 
 # --- verification and restoration ---------------------------------------------------------------

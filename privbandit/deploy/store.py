@@ -184,8 +184,7 @@ def dump_state(obj) -> tuple[bytes, str]:
     from privbandit.deploy import snapshot
 
     try:
-        data = {"format": snapshot.FORMAT, "state": snapshot.encode(obj)}
-        blob = zlib.compress(pickle.dumps(data, protocol=5), 1)
+        blob = zlib.compress(snapshot.dumps(obj), 1)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         raise ValueError(f"policy state cannot be persisted (it holds an object pickle cannot store: {exc})") from None
     return blob, hashlib.sha256(blob).hexdigest()
@@ -207,7 +206,7 @@ def load_state(blob: bytes, digest: str, path: str):
     try:
         data = snapshot.loads(raw)
     except snapshot.NotData:
-        data = None  # names a class: a legacy snapshot
+        data = None  # names a class or function: a legacy snapshot
     except Exception as exc:  # any other unpickling failure is corruption
         raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
     if data is not None:

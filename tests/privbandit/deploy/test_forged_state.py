@@ -53,11 +53,13 @@ def _forge_objects(dep: Deployment, edit) -> None:
 
 def _forge_data(dep: Deployment, edit) -> None:
     """Rewrite dep's data-only snapshot after ``edit(tree)`` (the stored plain data)."""
+    from privbandit.deploy import snapshot
+
     (blob,) = dep._conn.execute("SELECT blob FROM state").fetchone()
-    data = pickle.loads(zlib.decompress(blob))
+    data = snapshot.loads(zlib.decompress(blob))
     edit(data["state"])
     dep.close()
-    _write(dep.path, pickle.dumps(data, protocol=5))
+    _write(dep.path, pickle.dumps({"format": data["format"], "state": snapshot.encode(data["state"], data=True)}))
 
 
 def _shorten(obj, field):
