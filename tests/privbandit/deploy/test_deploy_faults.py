@@ -140,7 +140,13 @@ def kill_at_random(path, kills: int, seed: int, rounds: int = 400, delay=(0.0, 0
         assert first, proc.stderr.read()
         time.sleep(rng.uniform(*delay))
         os.kill(proc.pid, signal.SIGKILL)
-        rest, err = proc.communicate()
+        # (read through the same buffered reader as the first line: communicate() reads the pipe's file
+        # descriptor and would miss lines that readline() had already buffered)
+        rest = proc.stdout.read()
+        proc.stderr.read()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
         counts["kills"] += proc.returncode == -signal.SIGKILL
         for kind, *fields in (line.split() for line in [first, *rest.splitlines()] if line.strip()):
             if kind == "S":
