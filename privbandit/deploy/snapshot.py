@@ -6,10 +6,11 @@ the state classes' own code (``__setstate__``, bound methods handed out by name)
 file holds, and the compiled kernels index the restored arrays without bounds checks -- a forged
 snapshot with shortened arrays ran DP-SE and DP-EXP3-Lap 20 more rounds silently (session 12). Here
 
-* the stored form holds only builtins (dict, list, tuple, str, int, float, bool, None), numpy arrays
-  and scalars: objects are tagged tuples naming their class, ``("\\x00obj", class, id, state)``; a
-  generator is its bit generator's state dict; a bound method is its object and name; a module-level
-  singleton its name. Reading it builds no object of ours (:class:`DataUnpickler`);
+* the stored form holds only builtins (dict, list, tuple, str, bytes, int, float, bool, None): objects
+  are tagged tuples naming their class, ``("\\x00obj", class, id, state)``; a generator is its bit
+  generator's state dict; a bound method is its object and name; a module-level singleton its name; an
+  array its type code, shape and bytes. Reading it builds no object of ours and calls nothing
+  (:class:`DataUnpickler` refuses every name);
 * the objects are those of a fresh run started from the configuration (``Policy.start``): the fresh
   instance is the specification. :func:`restore` walks the stored tree and the fresh one together and
   refuses any difference of class, attribute set, method, singleton, scalar type, string, array dtype
@@ -19,9 +20,9 @@ snapshot with shortened arrays ran DP-SE and DP-EXP3-Lap 20 more rounds silently
   or object) that the fresh instance does not have. Only then are the verified values handed to the
   fresh objects (their own ``__setstate__``, as unpickling would, inner objects first).
 
-The semantic invariants that shapes cannot express (counts non-negative integers matching the ledger,
-tree levels matching the items inserted, ...) are checked by :func:`check_invariants` on the restored
-state before any method of it runs.
+Invariants that shapes cannot express (a ledger's top record within its capacity and nothing left
+staged, a tree's items within its levels) are checked per class (:data:`INVARIANTS`) before any
+method of the restored state runs.
 """
 
 from __future__ import annotations
@@ -282,13 +283,18 @@ def _float_map(walk, state, s, f, path):
     return s
 
 
-def _like(field: str):
-    """A cache a run creates after its first rounds: an array of the dtype and shape of ``field``."""
+def _like(field: str | None):
+    """A cache a run creates after its first rounds: an array of the dtype and shape of ``field``
+    (None: floats over the run's (replicates, n_arms))."""
 
     def check(walk, state, s, f, path):
-        ref = state.get(field)
+        if field is None:
+            shape = (state.get("replicates"), state.get("n_arms"))
+            ref = np.zeros(shape) if all(type(n) is int and n >= 0 for n in shape) else None
+        else:
+            ref = state.get(field)
         if type(ref) is not np.ndarray:
-            walk.fail(path, f"is a cache of a run without {field!r}")
+            walk.fail(path, f"is a cache of a run without {field or 'replicates and n_arms'}")
         walk.array_like(s, ref, path)
         return s
 
@@ -319,9 +325,9 @@ RULES: dict[tuple[str, str], object] = {
     ("privbandit.policies.hu_hegde._LazyDPTSRun", "_o"): _like("_a"),
     ("privbandit.policies.hu_hegde._LazyDPTSRun", "_eps_o"): _like("_a"),
     ("privbandit.policies.hu_hegde._LazyDPTSRun", "_mean"): _like("_a"),
-    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_mean"): _like("\x00rk"),
-    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_two_o"): _like("\x00rk"),
-    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_eps_o"): _like("\x00rk"),
+    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_mean"): _like(None),
+    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_two_o"): _like(None),
+    ("privbandit.policies.elimination._AnytimeLazyUCBRun", "_eps_o"): _like(None),
     ("privbandit.policies.private_ts._PrivateTSRun", "_all_ts"): _flag,
 }
 
@@ -431,11 +437,9 @@ class _Walk:
             if rule is None:
                 out[k] = self.value(v, f[k], sub)
             else:
-                view = dict(s)
-                view["\x00rk"] = np.zeros((s.get("replicates", 0), s.get("n_arms", 0)))
                 if type(v) is np.ndarray:
                     self.alias(v, None, sub)
-                out[k] = rule(self, view, v, f.get(k), sub)
+                out[k] = rule(self, s, v, f.get(k), sub)
         check = INVARIANTS.get(cls)
         if check is not None:
             check(self, s, path)
