@@ -360,6 +360,12 @@ def _recorder_invariants(walk, state, path):
         walk.fail(f"{path}.pending", f"is {state.get('pending')!r}; a deployment's snapshot is drained")
 
 
+#: Dimensions an object is built with and never changes (every class that holds them sets them in its
+#: constructor only): a stored value must equal the fresh run's -- kernels size their loops with them.
+#: Other scalars (a scale, a cursor, a counter) are checked for type, finiteness and sign, not value.
+STRUCTURAL = frozenset({"n_arms", "replicates", "streams", "arms", "k", "max_levels", "block", "_block", "horizon",
+                        "capacity"})
+
 #: Whole-object invariants, checked after the object's fields (class -> check).
 INVARIANTS = {_LEDGER: _ledger_invariants, _CORE: _core_invariants,
               "privbandit.ledger._PrefixRecorder": _recorder_invariants}
@@ -436,6 +442,8 @@ class _Walk:
             sub = f"{path}.{k}"
             if rule is None:
                 out[k] = self.value(v, f[k], sub)
+                if k in STRUCTURAL and type(f[k]) is int and v != f[k]:
+                    self.fail(sub, f"is {v!r}, a run of this configuration has {f[k]!r}")
             else:
                 if type(v) is np.ndarray:
                     self.alias(v, None, sub)

@@ -131,6 +131,7 @@ def test_a_shortened_array_is_refused_by_status_and_audit_without_a_traceback(tm
     (lambda s: setattr(s["run"], "pulls", s["ledger"]._draws), r"_draws shares its array"),
     (lambda s: setattr(s["ledger"], "_draws", np.zeros((1, 4), dtype=np.int64)), r"ledger\._draws has shape \(1, 4\)"),
     (lambda s: setattr(s["ledger"], "_top", 10**6), r"ledger\._top is 1000000, outside \[0, capacity"),
+    (lambda s: setattr(s["run"], "n_arms", 2), r"run\.n_arms is 2, a run of this configuration has 3"),
 ])
 def test_a_forged_field_is_refused_naming_it(tmp_path, edit, message):
     dep = _store(tmp_path, "dp_se", rounds=40)
