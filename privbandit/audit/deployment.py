@@ -20,6 +20,19 @@ store (its configuration, its decision and update log, and the committed snapsho
   snapshot's generator state with the same ledger counts: the committed history *is* the synchronous
   run the certificate covers. Noise re-drawn or skipped at a restart (a generator re-seeded, a snapshot
   not restored) or a select made twice for one round breaks it.
+* **snapshot** (session 13) -- the replay's state compared with the committed snapshot field by field
+  (every array and scalar of the run, its generator and its ledger; the ledger's query cache aside): a
+  stale noise state restored after a crash, an odometer or a count that differs from the logged history,
+  is named by its field. **digest**: every decision's and update's ``state_digest`` cell is recomputed
+  from the replay (the snapshot the call must have left: its state, counters and configuration digest);
+  a hold, exploit or stored-only reward must name a snapshot the replay passed through. Cells written in
+  the object-pickle format of sessions 1-12 (before a store's first data-only write) are recomputed in
+  that format; one that matches neither is a finding once any cell has matched, else unverifiable (a
+  note, INCONCLUSIVE).
+* **raised** -- an exception raised by the policy while it is replayed is an observation
+  (privbandit.audit.raised), not a crash of the audit: every logged round completed in the live
+  deployment, so a replay that raises is not the logged run (a finding). An exception of the policy
+  or ledger code while the stored snapshot is read or queried makes the audit INCONCLUSIVE, naming it.
 * **realized** -- the snapshot ledger's realized spend (closed-form accountants) within the schedule's
   certificate in the same currency at the opened rounds (DESIGN.md's invariant, as ``status()`` reports
   it), when the deployment tracks it.
@@ -33,6 +46,8 @@ import dataclasses
 import math
 
 import numpy as np
+
+from privbandit.audit.raised import NOT_OBSERVED, Clock, PolicyRaised, Raised, policy_code
 
 REL_TOL = 1e-6
 """Relative slack on realized <= certified (two accountants' floating-point outputs; see ledger_audit)."""
@@ -51,10 +66,14 @@ class DeploymentAuditResult:
     rounds: int
     stop_round: int
     findings: list[DeploymentFinding]
+    #: what could not be checked (an exception of the policy or ledger code, digests in an older format)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    #: True when a note means a check could not run: the audit is then INCONCLUSIVE, never CONSISTENT
+    incomplete: bool = False
 
     @property
     def verdict(self) -> str:
-        return "VIOLATION" if self.findings else "CONSISTENT"
+        return "VIOLATION" if self.findings else "INCONCLUSIVE" if self.incomplete else "CONSISTENT"
 
     @property
     def checks(self) -> list[str]:
@@ -63,8 +82,10 @@ class DeploymentAuditResult:
     def summary(self) -> str:
         head = (f"deployment audit of {self.store} ({self.policy}): {self.rounds} policy rounds, filter stop "
                 f"{self.stop_round}")
+        if self.verdict == "INCONCLUSIVE":
+            return f"{head}: INCONCLUSIVE ({self.notes[0] if self.notes else 'a check could not run'})"
         if not self.findings:
-            return f"{head}: CONSISTENT (filter, rounds, releases, replay and realized spend check out)"
+            return f"{head}: CONSISTENT (filter, rounds, releases, replay, snapshot, digests and realized spend check out)"
         return f"{head}: VIOLATION ({', '.join(self.checks)}; first: {self.findings[0].detail})"
 
 
@@ -125,24 +146,42 @@ def deployment_audit(path) -> DeploymentAuditResult:
         logged += d["releases"]
         if d["update_releases"] is not None:
             logged += d["update_releases"]
-    drawn = np.asarray(ledger.draws[0], dtype=np.int64)
+    notes: list[str] = []
+    incomplete = False
+    try:
+        drawn = np.asarray(ledger.draws[0], dtype=np.int64)
+    except NOT_OBSERVED:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the stored ledger's own code: an observation, not a crash
+        notes.append(f"the snapshot's ledger could not be read: {Raised.of(exc, n).describe()}")
+        incomplete, drawn = True, logged
     if not np.array_equal(drawn, logged):
         findings.append(DeploymentFinding("releases", (
             f"the snapshot's ledger counts {drawn.tolist()} releases per arm, the log records {logged.tolist()}: "
             "releases were made outside the logged calls")))
 
-    # replay: the synchronous run from the seed, through the logged policy rounds
-    findings.extend(_replay(policy, config, policy_rows, state, k, horizon))
+    # replay: the synchronous run from the seed, through the logged policy rounds; then the replayed state
+    # against the snapshot, and every call's digest cell against the snapshot the replay says it left
+    replay = _Replay(policy, config, k, horizon)
+    findings.extend(replay.run(log, state))
+    notes.extend(replay.notes)
+    incomplete |= replay.incomplete
 
     # realized <= certified, in the same currency
     if config.get("track_realized", True) and n:
-        realized = float(np.nanmax(ledger.realized_epsilon(delta)))
+        try:
+            realized = float(np.nanmax(ledger.realized_epsilon(delta)))
+        except NOT_OBSERVED:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- see above
+            notes.append(f"the snapshot's realized spend could not be computed: {Raised.of(exc, n).describe()}")
+            incomplete, realized = True, -math.inf
         cert = float(odo.schedule.epsilon(n, delta, CLOSED_FORM_ACCOUNTANTS).value)
         if math.isfinite(cert) and realized > cert * (1 + REL_TOL) + 1e-12:
             findings.append(DeploymentFinding("realized", (
                 f"the ledger's realized epsilon {realized:.6g} exceeds the certificate {cert:.6g} of {n} policy rounds "
                 f"at delta {delta:g} (closed-form accountants)")))
-    return DeploymentAuditResult(str(path), config["policy"], n, stop, findings)
+    return DeploymentAuditResult(str(path), config["policy"], n, stop, findings, notes, incomplete)
 
 
 def _release_counts(path, cell, k: int) -> np.ndarray:
@@ -156,31 +195,192 @@ def _release_counts(path, cell, k: int) -> np.ndarray:
                      f"not {k} release counts)")
 
 
-def _replay(policy, config: dict, policy_rows: list[dict], state: dict, k: int, horizon: int) -> list[DeploymentFinding]:
-    from privbandit.ledger import Ledger
+#: the ledger's query caches: filled by reading the realized spend (``status()``), not by any release
+_QUERY_CACHES = ("_mu_cache",)
 
-    rng = np.random.default_rng(np.random.SeedSequence(int(config["seed"])))
-    ledger = Ledger(1, k, track_replicates=None if config.get("track_realized", True) else 0)
-    run = policy.start(k, 1, horizon, rng, ledger=ledger)
-    for d in policy_rows:
-        t = d["round"]
-        arm = int(np.asarray(run.select(t))[0])
-        if arm != d["arm"]:
-            return [DeploymentFinding("replay", (
-                f"replaying the policy from seed {config['seed']}: round {t} selects arm {arm}, the store logged arm "
-                f"{d['arm']} (decision {d['decision']}): the logged history is not the synchronous run")) ]
-        if d["applied"]:
-            run.update(t, np.array([arm], dtype=np.intp), np.array([float(d["reward"])]))
-    if rng.bit_generator.state != state["rng"].bit_generator.state:
-        return [DeploymentFinding("replay", (
-            f"replaying the policy from seed {config['seed']} through the {len(policy_rows)} logged policy rounds leaves "
-            "its generator in another state than the snapshot's: noise was drawn, re-drawn or skipped outside the "
-            "synchronous run (e.g. at a restart)"))]
-    if not np.array_equal(np.asarray(ledger.draws[0]), np.asarray(state["ledger"].draws[0])):
-        return [DeploymentFinding("replay", (
-            f"the replay's ledger counts {np.asarray(ledger.draws[0]).tolist()} releases per arm, the snapshot's "
-            f"{np.asarray(state['ledger'].draws[0]).tolist()}"))]
-    return []
+
+class _Replay:
+    """The synchronous run from the configuration's seed, driven through the logged calls exactly as a
+    deployment drives it (the ledger read before and after each call, as ``select``/``update`` do, so
+    its releases fold in the same order), with the digest of the snapshot each call must have left."""
+
+    def __init__(self, policy, config: dict, k: int, horizon: int) -> None:
+        from privbandit.deploy.deployment import config_digest
+
+        self.policy, self.config, self.k, self.horizon = policy, config, k, horizon
+        self.config_digest = config_digest(config)
+        self.notes: list[str] = []
+        self.incomplete = False
+
+    def digests(self, state: dict, counters) -> tuple[str, str | None]:
+        """(data-only digest, object-pickle digest of sessions 1-12 or None) of the snapshot ``state``
+        with ``counters``, as Deployment._write stores it."""
+        import hashlib
+        import pickle
+        import zlib
+
+        from privbandit.deploy import store
+
+        full = {**state, "counters": counters, "config_digest": self.config_digest}
+        new = store.dump_state(full)[1]
+        try:
+            old = hashlib.sha256(zlib.compress(pickle.dumps(full, protocol=5), 1)).hexdigest()
+        except Exception:  # noqa: BLE001 -- an object the old format could not store: no old digest
+            old = None
+        return new, old
+
+    def run(self, log: list[dict], stored: dict) -> list[DeploymentFinding]:
+        from privbandit.ledger import Ledger
+
+        config, seed = self.config, self.config["seed"]
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+        ledger = Ledger(1, self.k, track_replicates=None if config.get("track_realized", True) else 0)
+        clock = Clock()
+        try:
+            with policy_code(clock):
+                run = self.policy.start(self.k, 1, self.horizon, rng, ledger=ledger)
+        except PolicyRaised as exc:
+            return [DeploymentFinding("raised", f"replaying the policy from seed {seed}: it {exc.raised.describe()}; "
+                                                "the live deployment started it")]
+        state = {"run": run, "rng": rng, "ledger": ledger}
+        cells = _Cells(self)
+        cells.passed(state, (0, None))
+        for d in [d for d in log if d["kind"] == "policy"]:
+            t = clock.t = d["round"]
+            try:
+                with policy_code(clock):
+                    ledger.draws
+                    arm = int(np.asarray(run.select(t))[0])
+                    ledger.draws
+            except PolicyRaised as exc:
+                return [DeploymentFinding("raised", (
+                    f"replaying the policy from seed {seed}: round {t} {exc.raised.describe()}; the live deployment "
+                    f"completed it (decision {d['decision']}): the logged history is not the synchronous run"))]
+            if arm != d["arm"]:
+                return [DeploymentFinding("replay", (
+                    f"replaying the policy from seed {seed}: round {t} selects arm {arm}, the store logged arm "
+                    f"{d['arm']} (decision {d['decision']}): the logged history is not the synchronous run"))]
+            cells.passed(state, (t, d["decision"]), d["state_digest"], f"decision {d['decision']}")
+            if d["applied"]:
+                try:
+                    with policy_code(clock):
+                        run.update(t, np.array([arm], dtype=np.intp), np.array([float(d["reward"])]))
+                        ledger.draws
+                except PolicyRaised as exc:
+                    return [DeploymentFinding("raised", (
+                        f"replaying the policy from seed {seed}: the update of round {t} {exc.raised.describe()}; the "
+                        f"live deployment applied it (decision {d['decision']})"))]
+                cells.passed(state, (t, None), d["update_state_digest"], f"the update of decision {d['decision']}")
+        out = []
+        if rng.bit_generator.state != stored["rng"].bit_generator.state:
+            out.append(DeploymentFinding("replay", (
+                f"replaying the policy from seed {seed} through the {clock.t} logged policy rounds leaves its generator "
+                "in another state than the snapshot's: noise was drawn, re-drawn or skipped outside the synchronous "
+                "run (e.g. at a restart)")))
+        elif not np.array_equal(np.asarray(ledger.draws[0]), np.asarray(stored["ledger"].draws[0])):
+            out.append(DeploymentFinding("replay", (
+                f"the replay's ledger counts {np.asarray(ledger.draws[0]).tolist()} releases per arm, the snapshot's "
+                f"{np.asarray(stored['ledger'].draws[0]).tolist()}")))
+        out.extend(_compare_snapshot(state, stored))
+        out.extend(cells.check(log))
+        self.notes.extend(cells.notes)
+        self.incomplete |= cells.incomplete
+        return out
+
+
+class _Cells:
+    """The ``state_digest`` cells of a store's log against the snapshots the replay passes through."""
+
+    def __init__(self, replay: _Replay) -> None:
+        self.replay = replay
+        self.seen: set[str] = set()  # every digest a snapshot of the replay had (either format)
+        self.results: list[tuple[str, str]] = []  # (where, "new" | "old" | "mismatch") in log order
+        self.notes: list[str] = []
+        self.incomplete = False
+
+    def passed(self, state: dict, counters, cell: str | None = None, where: str = "") -> None:
+        new, old = self.replay.digests(state, counters)
+        self.seen.update(d for d in (new, old) if d is not None)
+        if cell is not None:
+            self.results.append((where, "new" if cell == new else "old" if cell == old else "mismatch"))
+
+    def check(self, log: list[dict]) -> list[DeploymentFinding]:
+        """Policy calls' cells must be the replay's; a cell written in the old format only before any
+        data-only one (a store migrated once). Hold, exploit and stored-only updates name a snapshot
+        of the replay."""
+        out, data_seen, unverified = [], False, 0
+        for where, how in self.results:
+            if how == "new":
+                data_seen = True
+            elif how == "old" and data_seen:
+                out.append(DeploymentFinding("digest", f"{where}: its state_digest is the old format's, after data-only "
+                                                       "snapshots were written (a snapshot written by another code)"))
+                break
+            elif how == "mismatch":
+                if data_seen or any(h != "mismatch" for _, h in self.results):
+                    out.append(DeploymentFinding("digest", (
+                        f"{where}: its state_digest names no snapshot the replay of the logged history leaves there "
+                        "(the snapshot that call committed was not the synchronous run's)")))
+                    break
+                unverified += 1
+        if unverified:
+            self.notes.append(f"{unverified} state_digest cells could not be recomputed in either format (a store "
+                              "written by an older privbandit?): not verified")
+            self.incomplete = True
+        for d in log:
+            for cell, where in ((d["state_digest"], "decision"), (d["update_state_digest"], "the update of decision")):
+                if cell is not None and (d["kind"] != "policy" or where == "the update of decision" and not d["applied"]) \
+                        and cell not in self.seen and not unverified:
+                    out.append(DeploymentFinding("digest", (
+                        f"{where} {d['decision']} ({d['kind']}): its state_digest names no snapshot the replay passed "
+                        "through (a snapshot was written outside the logged policy calls)")))
+                    return out
+        return out
+
+
+def _compare_snapshot(replayed: dict, stored: dict) -> list[DeploymentFinding]:
+    """The replay's run, generator and ledger against the snapshot's, field by field (exact: the same
+    calls on the same seed give the same bits); up to three differing fields are named."""
+    from privbandit.deploy.snapshot import encode
+
+    diffs: list[str] = []
+
+    def walk(a, b, path: str) -> None:
+        if len(diffs) >= 3:
+            return
+        if type(a) is not type(b):
+            diffs.append(f"{path} ({type(b).__name__} in the snapshot, {type(a).__name__} in the replay)")
+        elif type(a) is np.ndarray:
+            if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+                diffs.append(f"{path} ({_brief(b)} in the snapshot, {_brief(a)} in the replay)")
+        elif type(a) in (list, tuple):
+            if len(a) != len(b):
+                diffs.append(f"{path} ({len(b)} entries in the snapshot, {len(a)} in the replay)")
+            else:
+                for i, (x, y) in enumerate(zip(a, b)):
+                    walk(x, y, path if i == 0 and type(x) is str and x.startswith("\x00") else f"{path}[{i}]"
+                         if not (type(a[0]) is str and a[0].startswith("\x00")) else path)
+        elif type(a) is dict:
+            for key in sorted(set(a) | set(b), key=str):
+                if key in _QUERY_CACHES:
+                    continue
+                if key not in a or key not in b:
+                    diffs.append(f"{path}.{key} (only in the {'snapshot' if key in b else 'replay'})")
+                else:
+                    walk(a[key], b[key], f"{path}.{key}")
+        elif a != b and not (a != a and b != b):
+            diffs.append(f"{path} ({b!r} in the snapshot, {a!r} in the replay)")
+
+    trees = [encode({key: s[key] for key in ("run", "rng", "ledger")}) for s in (replayed, stored)]
+    walk(trees[0], trees[1], "snapshot")
+    return [DeploymentFinding("snapshot", (
+        f"the committed snapshot differs from the replay of the logged history: {'; '.join(diffs)} -- a state "
+        "restored from elsewhere (e.g. stale noise after a crash) or advanced outside the logged calls"))] if diffs else []
+
+
+def _brief(a: np.ndarray) -> str:
+    flat = a.ravel()
+    return f"{a.dtype}{list(a.shape)} {flat[:4].tolist()}{' ...' if flat.size > 4 else ''}"
 
 
 __all__ = ["DeploymentAuditResult", "DeploymentFinding", "deployment_audit"]

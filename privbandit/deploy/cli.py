@@ -96,14 +96,14 @@ def _replay(args) -> int:
 
 def _audit(args) -> int:
     """The deployment audit (privbandit.audit.deployment, docs/audit.md "Round 10") of the store: exit 0
-    CONSISTENT, 1 VIOLATION, as ``privbandit audit``."""
+    CONSISTENT, 1 VIOLATION, 3 INCONCLUSIVE (a check could not run: named in ``notes``), as ``privbandit audit``."""
     from privbandit.audit.deployment import deployment_audit
 
     res = deployment_audit(args.store)
     _print({"store": args.store, "policy": res.policy, "verdict": res.verdict, "policy_rounds": res.rounds,
             "stop_round": res.stop_round, "checks": res.checks,
-            "findings": [{"check": f.check, "detail": f.detail} for f in res.findings]})
-    return 0 if res.verdict == "CONSISTENT" else 1
+            "findings": [{"check": f.check, "detail": f.detail} for f in res.findings], "notes": res.notes})
+    return {"CONSISTENT": 0, "VIOLATION": 1}.get(res.verdict, 3)
 
 
 def run(args) -> int:

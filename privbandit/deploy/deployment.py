@@ -266,6 +266,17 @@ def _snapshot_shape(state, path: str, n_arms: int) -> dict:
     return state
 
 
+def fresh_state(policy, n_arms: int, horizon: int, seed: int, track_realized: bool) -> dict:
+    """The state a deployment starts from: the policy's run over one replicate, its generator (seeded
+    from ``seed``) and its ledger. Also the specification a stored snapshot is verified against and
+    restored into (privbandit.deploy.snapshot): the same configuration builds the same structure."""
+    from privbandit.ledger import Ledger
+
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
+    return {"run": policy.start(n_arms, 1, horizon, rng, ledger=ledger), "rng": rng, "ledger": ledger}
+
+
 class Deployment:
     """An open deployment store. Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a
     ``with`` block). Several processes may hold the same store open: every call is serialised by
@@ -305,7 +316,6 @@ class Deployment:
         sums for the realized spend in :meth:`status` (its snapshot share grows with the records per
         arm; False keeps only the release counts, and ``realized_epsilon`` is then None).
         """
-        from privbandit.ledger import Ledger
         from privbandit.policies import make_policy
 
         path = _store.store_path(path)
@@ -350,9 +360,7 @@ class Deployment:
         if p.stop_round == 0:
             raise ValueError(f"budget {budget:g} affords no policy round: one round certifies epsilon "
                              f"{odo.epsilon(1):.6g} at delta {delta:g}")
-        rng = np.random.default_rng(np.random.SeedSequence(seed))
-        ledger = Ledger(1, n_arms, track_replicates=None if track_realized else 0)
-        run = pol.start(n_arms, 1, p.horizon, rng, ledger=ledger)
+        fresh = fresh_state(pol, n_arms, p.horizon, seed, track_realized)
         at_stop = odo.certificate(p.stop_round)
         config = {
             "policy": pol.name, "params": params, "n_arms": n_arms, "horizon": p.horizon, "anytime": p.anytime,
@@ -363,8 +371,7 @@ class Deployment:
             "next_round_epsilon": finite(odo.epsilon(p.stop_round + 1)) if p.stop_round < p.horizon else None,
             "created": time.time(),
         }
-        blob, digest = _store.dump_state({"run": run, "rng": rng, "ledger": ledger, "counters": (0, None),
-                                          "config_digest": config_digest(config)})
+        blob, digest = _store.dump_state({**fresh, "counters": (0, None), "config_digest": config_digest(config)})
         conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
             _store.initialise(conn, config, blob, digest, path)
@@ -435,13 +442,46 @@ class Deployment:
         return _cells(self.path, self.n_arms, row, kinds)
 
     def _load(self, info: dict) -> dict:
-        """The snapshot of ``info``'s version; the unpickled state is reused when this process
+        """The snapshot of ``info``'s version; the restored state is reused when this process
         wrote (or last read) that version."""
         if self._cache is None or self._cache[0] != info["version"]:
             (blob,) = self._conn.execute("SELECT blob FROM state WHERE id = 1").fetchone()
-            state = _store.load_state(bytes(blob), info["digest"], self.path)
-            self._cache = (info["version"], _snapshot_shape(state, self.path, self.n_arms))
+            stored = _store.load_state(bytes(blob), info["digest"], self.path)
+            self._cache = (info["version"], _snapshot_shape(self._restored(stored), self.path, self.n_arms))
         return self._cache[1]
+
+    def _restored(self, stored: dict) -> dict:
+        """The stored snapshot (plain data; or, from a store written before session 13, the objects a
+        legacy pickle built, encoded first) verified against a fresh run of this configuration and
+        restored into it (privbandit.deploy.snapshot): no method of a stored object is ever called,
+        and the kernels only ever see arrays of the shapes a run of this configuration has."""
+        from privbandit.deploy import snapshot
+
+        corrupt = f"{self.path}: corrupt deployment store (its state snapshot is not a policy run, a generator and a " \
+                  f"ledger over {self.n_arms} arms, as a deployment writes, of a {self.config['policy']} run"
+        if type(stored) is not dict or not {"run", "rng", "ledger"} <= set(stored):
+            raise StoreError(corrupt + ")")
+        # beside the run, its generator and ledger: the counters, the configuration digest (checked by
+        # _snapshot_shape and _state), and plain scalars an extension may keep (a deployment reads none)
+        extra = {k: v for k, v in stored.items() if k not in ("run", "rng", "ledger")}
+        for k, v in extra.items():
+            if k not in ("counters", "config_digest") and not (type(k) is str and (
+                    v is None or type(v) in (bool, int, float, str))):
+                raise StoreError(f"{corrupt}: snapshot.{k} is a {type(v).__name__}, not a plain value)")
+        body = {k: stored[k] for k in ("run", "rng", "ledger")}
+        try:
+            if not (type(body["run"]) is tuple and body["run"][:1] == (snapshot.OBJ,)):  # legacy: live objects
+                body = snapshot.encode(_snapshot_shape(dict(body), self.path, self.n_arms))
+            state = snapshot.restore(body, fresh_state(self.policy, self.n_arms, self.horizon, self.config["seed"],
+                                                       self.config.get("track_realized", True)))
+        except StoreError:
+            raise
+        except snapshot.SnapshotMismatch as exc:
+            raise StoreError(f"{corrupt}: {exc})") from None
+        except Exception as exc:  # a verified state its own classes still refuse
+            raise StoreError(f"{corrupt}: {type(exc).__name__}: {exc})") from None
+        state.update(extra)
+        return state
 
     def _state(self) -> tuple[dict, dict]:
         info = self._info()
@@ -462,6 +502,7 @@ class Deployment:
         return info, state
 
     def _write(self, info: dict, state: dict, rounds: int, open_decision) -> str:
+        state["ledger"].draws  # drains what the ledger staged: a snapshot holds no staged release
         state["counters"] = (rounds, open_decision)
         state["config_digest"] = self._config_digest
         blob, digest = _store.dump_state(state)
@@ -678,17 +719,21 @@ class Deployment:
         """Every decision with its reward (None while pending), in order: the deployment's log.
 
         ``releases`` are the releases per arm the decision's ``select`` made, ``update_releases`` those
-        its ``update`` made (None while pending; e.g. a batch closing on that reward)."""
+        its ``update`` made (None while pending; e.g. a batch closing on that reward); ``state_digest`` and
+        ``update_state_digest`` the digests of the snapshot each call left (the deployment audit
+        recomputes them)."""
         try:
             rows = self._conn_checked().execute(
                 "SELECT d.id, d.round, d.arm, d.kind, d.releases, d.state_digest, u.reward, u.raw_reward, u.applied, "
-                "u.releases FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id ORDER BY d.id").fetchall()
+                "u.releases, u.state_digest FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id "
+                "ORDER BY d.id").fetchall()
         except sqlite3.DatabaseError as exc:
             raise _corrupt(self.path, exc) from None
-        rows = [self._cells(row, "NnAKJTrrnj") for row in rows]
+        rows = [self._cells(row, "NnAKJTrrnjt") for row in rows]
         return [{"decision": d, "round": t, "arm": a, "kind": k, "releases": rs, "state_digest": sd,
-                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap), "update_releases": ru}
-                for d, t, a, k, rs, sd, r, raw, ap, ru in rows]
+                 "reward": r, "raw_reward": raw, "applied": None if ap is None else bool(ap), "update_releases": ru,
+                 "update_state_digest": usd}
+                for d, t, a, k, rs, sd, r, raw, ap, ru, usd in rows]
 
     def history(self) -> dict[str, Any]:
         """The store as one consistent read, for an auditor (privbandit.audit.deployment): the

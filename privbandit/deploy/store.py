@@ -18,8 +18,10 @@ see :data:`SYNCHRONOUS`).
 
 The file is marked with ``PRAGMA application_id`` and versioned with ``PRAGMA user_version``; a file
 that is not SQLite, another application's database, a newer schema or a snapshot whose digest does
-not match gives a :class:`StoreError` naming the problem. Snapshots are read back with a restricted
-unpickler that only builds numpy, privbandit and accountants objects.
+not match gives a :class:`StoreError` naming the problem. Snapshots are plain data (session 13,
+:mod:`privbandit.deploy.snapshot`), read back by an unpickler that builds no object of ours and
+restored into a fresh run after verification; legacy snapshots (pickled objects) are read by a
+restricted unpickler that only builds numpy, privbandit and accountants objects.
 """
 
 from __future__ import annotations
@@ -131,19 +133,22 @@ def _state_object(module: str, name: str) -> bool:
 
 
 def _bound_method(obj, name):
-    """``getattr`` as a snapshot may use it: a method of an object of a state class, looked up by a
-    plain name (a bound method pickles as ``getattr(obj, name)``: IntervalMean's default scale, the
-    Gaussian posterior's release parameters, the ledger's prefix recorder). The builtin itself would
-    reach anything: ``getattr(cls, "__init__")``, then its ``__globals__``, then ``os``."""
+    """``getattr`` as a legacy snapshot may use it: a method of an object of a state class, looked up
+    by a plain name (a bound method pickles as ``getattr(obj, name)``: IntervalMean's default scale,
+    the Gaussian posterior's release parameters, the ledger's prefix recorder). The builtin itself
+    would reach anything: ``getattr(cls, "__init__")``, then its ``__globals__``, then ``os``. Since
+    session 13 it returns an inert :class:`~privbandit.deploy.snapshot.MethodRef`, never the method:
+    a crafted snapshot could call a bound method with crafted arguments while it was read."""
     import inspect
+
+    from privbandit.deploy.snapshot import MethodRef
 
     cls = type(obj)
     if type(name) is str and name.isidentifier() and not name.startswith("__") and cls.__module__.startswith(
             _STATE_MODULES) and _state_object(cls.__module__, cls.__name__):
-        method = getattr(obj, name, None)
-        if inspect.ismethod(method) and method.__self__ is obj \
-                and getattr(method.__func__, "__module__", "").startswith(_STATE_MODULES):
-            return method
+        method = getattr(cls, name, None)
+        if inspect.isfunction(method) and getattr(method, "__module__", "").startswith(_STATE_MODULES):
+            return MethodRef(obj, name)
     raise StoreError(f"state snapshot asks for attribute {name!r} of a {cls.__module__}.{cls.__qualname__}, "
                      "which a deployment never stores")
 
@@ -173,24 +178,48 @@ class _SnapshotUnpickler(pickle.Unpickler):
 
 
 def dump_state(obj) -> tuple[bytes, str]:
-    """Pickle the state, compress it (zlib level 1: the ledger's difference arrays are mostly zeros,
-    measured 17x smaller at 20000 rounds for ~2 ms) and return it with its SHA-256."""
+    """Encode the state as plain data (:func:`privbandit.deploy.snapshot.encode`: no object of ours
+    is pickled), pickle and compress it (zlib level 1: the ledger's difference arrays are mostly
+    zeros, measured 17x smaller at 20000 rounds for ~2 ms) and return it with its SHA-256."""
+    from privbandit.deploy import snapshot
+
     try:
-        blob = zlib.compress(pickle.dumps(obj, protocol=5), 1)
+        blob = zlib.compress(snapshot.dumps(obj), 1)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         raise ValueError(f"policy state cannot be persisted (it holds an object pickle cannot store: {exc})") from None
     return blob, hashlib.sha256(blob).hexdigest()
 
 
 def load_state(blob: bytes, digest: str, path: str):
+    """The stored snapshot as plain data (the dict :func:`dump_state` encoded), digest-checked, built
+    by an unpickler that makes no object of ours. A legacy snapshot (objects pickled, before session
+    13) is read with the restricted object unpickler and encoded the same way; either is then
+    verified against a fresh run and restored into it by the caller (privbandit.deploy.snapshot)."""
+    from privbandit.deploy import snapshot
+
     if hashlib.sha256(blob).hexdigest() != digest:
         raise StoreError(f"{path}: the state snapshot does not match its digest (corrupt store)")
     try:
-        return _SnapshotUnpickler(io.BytesIO(zlib.decompress(blob))).load()
+        raw = zlib.decompress(blob)
+    except Exception as exc:
+        raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
+    try:
+        data = snapshot.loads(raw)
+    except snapshot.NotData:
+        data = None  # names a class or function: a legacy snapshot
+    except Exception as exc:  # any other unpickling failure is corruption
+        raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
+    if data is not None:
+        # (data without the format marker is returned as it is: no deployment writes it, and the
+        # caller refuses it as a snapshot that is not a policy run, a generator and a ledger)
+        return data["state"] if type(data) is dict and data.get("format") == snapshot.FORMAT else data
+    try:
+        legacy = _SnapshotUnpickler(io.BytesIO(raw)).load()
     except StoreError:
         raise
     except Exception as exc:  # any unpickling failure is corruption
         raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
+    return legacy
 
 
 SYNCHRONOUS = ("full", "normal")

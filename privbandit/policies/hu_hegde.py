@@ -146,7 +146,7 @@ class _DPTSRun(PolicyRun):
 
     def _buffers(self) -> None:
         """Beta-parameter buffers and the log2 table (rebuilt for a run pickled without them)."""
-        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
+        self._a, self._b = np.zeros((self.rows.size, self.n_arms)), np.zeros((self.rows.size, self.n_arms))
         self._log2_next = log2_next_table(1024)  # extended (doubled) when a count outgrows it
 
     def __setstate__(self, state: dict) -> None:
@@ -243,7 +243,7 @@ class _LazyDPTSRun(PolicyRun):
 
     def _buffers(self) -> None:
         """Beta-parameter buffers (rebuilt for a run pickled without them)."""
-        self._a, self._b = np.empty((self.rows.size, self.n_arms)), np.empty((self.rows.size, self.n_arms))
+        self._a, self._b = np.zeros((self.rows.size, self.n_arms)), np.zeros((self.rows.size, self.n_arms))
 
     def __setstate__(self, state: dict) -> None:
         # a run pickled before session 6 (a deployment's snapshot) has no buffers: scratch, recreated

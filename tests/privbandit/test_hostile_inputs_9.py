@@ -131,9 +131,9 @@ def test_a_snapshot_with_wrong_counters_is_a_store_error(tmp_path):
     conn = sqlite3.connect(path)
     (blob,) = conn.execute("SELECT blob FROM state").fetchone()
     conn.close()
-    state = pickle.loads(zlib.decompress(blob))
-    state["counters"] = 3  # tuple(3) was a TypeError
-    _forge(path, pickle.dumps(state, protocol=5))
+    data = pickle.loads(zlib.decompress(blob))
+    data["state"]["counters"] = 3  # tuple(3) was a TypeError (a data-only snapshot since session 13)
+    _forge(path, pickle.dumps(data, protocol=5))
     with pytest.raises(StoreError, match="corrupt deployment store"):
         Deployment.open(path)
 

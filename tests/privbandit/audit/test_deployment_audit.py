@@ -13,7 +13,7 @@ from _deploy_planted import FilterOnePast, HoldRedraws, ResumeReseeds, serve
 @pytest.mark.parametrize("cls, checks", [
     (FilterOnePast, {"filter"}),
     (HoldRedraws, {"releases", "replay"}),
-    (ResumeReseeds, {"replay"}),
+    (ResumeReseeds, {"replay", "snapshot", "digest"}),  # (snapshot and digest: session 13)
 ], ids=lambda x: x.__name__ if isinstance(x, type) else "-".join(sorted(x)))
 def test_deployment_bugs_are_refuted(tmp_path, cls, checks):
     path = tmp_path / "store.db"

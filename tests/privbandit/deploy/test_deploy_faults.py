@@ -79,7 +79,7 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
         # whatever was committed (acknowledged or not) is the reference's prefix: no released value,
         # noise release or snapshot differs from the uninterrupted run
         committed = [rows[d] for d in sorted(rows)]
-        update_fields = ("reward", "raw_reward", "applied", "update_releases")  # an update may not have committed yet
+        update_fields = ("reward", "raw_reward", "applied", "update_releases", "update_state_digest")  # an update may not have committed yet
         assert [{k: v for k, v in r.items() if k not in update_fields} for r in committed] == \
                [{k: v for k, v in r.items() if k not in update_fields} for r in reference[:len(committed)]]
     # finish the stream: the decisions continue exactly as in the uninterrupted run
@@ -120,3 +120,65 @@ def test_two_processes_lose_no_update(tmp_path):
     (version,) = conn.execute("SELECT version FROM state").fetchone()
     conn.close()
     assert version == 2 * len(policy_rows)  # one snapshot write per select and per update of a round
+
+
+def kill_at_random(path, kills: int, seed: int, rounds: int = 400, delay=(0.0, 0.25)) -> dict:
+    """SIGKILL a writer ``kills`` times, each a random delay after its first acknowledged call (so
+    inside a select or an update, in the snapshot's encoding, SQLite's commit or between them), and
+    reopen the store after each: it must open, count every policy round it committed (the odometer
+    never under-counts), hold every acknowledged call, and audit CONSISTENT. Returns counts."""
+    import random
+    import time
+
+    from privbandit.audit.deployment import deployment_audit
+
+    rng = random.Random(seed)
+    acked_s, acked_u, counts = {}, {}, {"kills": 0, "acknowledged": 0, "committed_unacknowledged": 0}
+    for _ in range(kills):
+        proc = run_worker(str(path), str(rounds))
+        first = proc.stdout.readline()
+        assert first, proc.stderr.read()
+        time.sleep(rng.uniform(*delay))
+        os.kill(proc.pid, signal.SIGKILL)
+        # (read through the same buffered reader as the first line: communicate() reads the pipe's file
+        # descriptor and would miss lines that readline() had already buffered)
+        rest = proc.stdout.read()
+        proc.stderr.read()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        counts["kills"] += proc.returncode == -signal.SIGKILL
+        for kind, *fields in (line.split() for line in [first, *rest.splitlines()] if line.strip()):
+            if kind == "S":
+                acked_s[int(fields[0])] = int(fields[1])
+            else:
+                acked_u[int(fields[0])] = float(fields[1])
+        with Deployment.open(path) as dep:  # the store opens after every kill
+            rows = {r["decision"]: r for r in dep.decisions()}
+            status = dep.status()
+            policy_rounds = sum(r["kind"] == "policy" for r in rows.values())
+            assert status["policy_rounds"] == policy_rounds
+            assert status["spent_epsilon"] == dep.odometer.epsilon(policy_rounds)
+            logged = [sum(r["releases"][a] + (r["update_releases"] or [0] * 3)[a] for r in rows.values())
+                      for a in range(3)]
+            assert status["releases_per_arm"] == logged
+        assert all(rows[d]["arm"] == arm for d, arm in acked_s.items())  # nothing acknowledged was lost
+        assert all(rows[d]["reward"] == r for d, r in acked_u.items())
+        counts["acknowledged"] = len(acked_s) + len(acked_u)
+        counts["committed_unacknowledged"] = len(rows) + sum(r["reward"] is not None for r in rows.values()) \
+            - counts["acknowledged"]
+        res = deployment_audit(path)
+        assert res.verdict == "CONSISTENT", res.summary()
+    counts["decisions"] = len(rows)
+    return counts
+
+
+def test_sigkill_at_random_points_keeps_the_store_and_the_odometer(tmp_path):
+    """Session 13: after the snapshot became plain data restored into a fresh run, kill a writer at
+    random points again (Gaussian TS: a block of pre-drawn normals and a prefix recorder in its
+    state); 3 kills, a few seconds."""
+    path = tmp_path / "random.db"
+    Deployment.create(path, "gaussian_ts", params={"b": 2, "c": 50.0}, n_arms=3, budget=1e6, delta=1e-6,
+                      horizon=10_000, seed=11, synchronous="normal").close()
+    counts = kill_at_random(path, kills=3, seed=1)
+    assert counts["kills"] == 3 and counts["acknowledged"] > 3
