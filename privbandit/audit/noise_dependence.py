@@ -114,16 +114,22 @@ def _dkw(w: np.ndarray) -> float:
     return float(max(np.max(grid - s), np.max(s - (grid - 1.0 / n))))
 
 
-def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Per row, its 0-based position among the rows of its ``group`` when sorted by ``order``."""
-    keys = np.concatenate([group, order], axis=1)
-    perm = np.lexsort(keys.T[::-1])
+def _sorted_groups(group: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows sorted by (``group``, ``order``): the permutation, whether each sorted row starts a new group,
+    and its 0-based position within its group."""
+    perm = np.lexsort(np.concatenate([group, order], axis=1).T[::-1])
     g = group[perm]
     new = np.ones(len(perm), dtype=bool)
     new[1:] = np.any(g[1:] != g[:-1], axis=1)
     start = np.maximum.accumulate(np.where(new, np.arange(len(perm)), 0))
+    return perm, new, np.arange(len(perm)) - start
+
+
+def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per row, its 0-based position among the rows of its ``group`` when sorted by ``order``."""
+    perm, _, pos = _sorted_groups(group, order)
     rank = np.empty(len(perm), dtype=np.int64)
-    rank[perm] = np.arange(len(perm)) - start
+    rank[perm] = pos
     return rank
 
 
@@ -133,12 +139,6 @@ def _adjacent(group: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndar
     n pairs are independent and the tests' levels hold exactly)."""
     if not len(group):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    keys = np.concatenate([group, order], axis=1)
-    perm = np.lexsort(keys.T[::-1])
-    g = group[perm]
-    new = np.ones(len(perm), dtype=bool)
-    new[1:] = np.any(g[1:] != g[:-1], axis=1)
-    start = np.maximum.accumulate(np.where(new, np.arange(len(perm)), 0))
-    pos = np.arange(len(perm)) - start  # position within the group
+    perm, new, pos = _sorted_groups(group, order)
     first = np.flatnonzero((pos % 2 == 0)[:-1] & ~new[1:])  # an even position with a next row in its group
     return perm[first], perm[first + 1]
