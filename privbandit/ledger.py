@@ -305,11 +305,12 @@ def _closed_form_accountants():
 
 
 CLOSED_FORM_ACCOUNTANTS = _closed_form_accountants()
-#: relative upward rounding of the per-record closed forms (the difference arrays' summation); the
-#: certificate in the same currency is rounded up by it too (engine, deployment status), so a record
-#: spending exactly the schedule never reads above it (session 13)
-REALIZED_ROUND_UP = 1e-12
 """The accountants the cheap ledger's per-record figures correspond to (pure, KOV, GDP)."""
+
+REALIZED_ROUND_UP = 1e-12
+"""Relative upward rounding of the per-record closed forms (the difference arrays' summation); the
+certificate in the same currency is rounded up by it too (engine, deployment status), so a record
+spending exactly the schedule never reads above it (session 13)."""
 
 
 def _whole(name: str, value, minimum: int) -> int:
