@@ -21,6 +21,7 @@ instantaneous pseudo-regret of the round against the best arm for those contexts
 
 from __future__ import annotations
 
+import difflib
 import math
 
 import numpy as np
@@ -172,7 +173,10 @@ def load_dataset(name: str, dim: int | None = None) -> tuple[np.ndarray, np.ndar
     :class:`ClassificationBandit`: standardized, optionally PCA-projected to ``dim - 1`` columns,
     an intercept column, every row scaled to norm at most 1 (the largest row has norm 1)."""
     if not isinstance(name, str) or name not in DATASETS:  # (an array: "truth value ... is ambiguous")
-        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {shown(name)}")
+        # names are exact (no case folding); 'DIGITS' or 'brest_cancer' gets its close match named
+        close = difflib.get_close_matches(name.lower(), DATASETS, n=1, cutoff=0.6) if isinstance(name, str) else []
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {shown(name)}{hint}")
     try:
         from sklearn import datasets
     except ImportError:  # the reduction needs the optional extra
