@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import fractions
 import math
+import sys
 from collections.abc import Iterator
 
 import numpy as np
 
 from accountants._validate import shown
 from accountants import _validate, gdp_conversion, rdp_curves
+
+_LARGEST_FLOAT = fractions.Fraction(sys.float_info.max)
 
 
 class Event(abc.ABC):
@@ -213,7 +217,14 @@ class DiscreteGaussian(LeafEvent):
 
     @property
     def rho(self) -> float:
-        return (self.sensitivity / self.sigma) ** 2 / 2.0
+        """(u/s)^2 / 2 as the least float >= its exact value (exact when it is a float, e.g. u/s = 1/2);
+        past the largest float rho = inf (vacuous but valid): Python's ``** 2`` raised OverflowError
+        there, a traceback from every RDP query (session 14)."""
+        exact = (fractions.Fraction(self.sensitivity) / fractions.Fraction(self.sigma)) ** 2 / 2
+        if exact > _LARGEST_FLOAT:
+            return math.inf
+        rho = float(exact)  # nearest: one step up when it fell below
+        return rho if fractions.Fraction(rho) >= exact else math.nextafter(rho, math.inf)
 
     def gdp_mu(self) -> None:
         return None
