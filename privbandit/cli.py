@@ -79,8 +79,12 @@ def print_table(rows: list[dict], file=None) -> None:
     by different accountants, and a raw realized value above a passing certificate reads as an
     overspend. A footnote says so whenever that column is filled."""
     width = max([26] + [len(s["label"]) for s in rows])
-    header = (f"{'policy':<{width}} {'regret (95% band)':>26} {'certified eps':>14} {'claimed eps':>12} "
-              f"{'realized/certified*':>20} {'ledger check':>13}")
+    # the two ledger columns only when some run tracked its ledger (experiments' sweeps do not:
+    # two columns of dashes read as a check that was skipped)
+    ledger = any(s.get("realized_fraction") is not None or s.get("realized_within_certificate") is not None
+                 for s in rows)
+    header = (f"{'policy':<{width}} {'regret (95% band)':>26} {'certified eps':>14} {'claimed eps':>12}"
+              + (f" {'realized/certified*':>20} {'ledger check':>13}" if ledger else ""))
     print(header, file=file)
     print("-" * len(header), file=file)
     footnote = False
@@ -94,7 +98,8 @@ def print_table(rows: list[dict], file=None) -> None:
         footnote |= fraction is not None
         claim = "-" if s["claimed_epsilon"] is None else f"{s['claimed_epsilon']:.4g}"
         check = {None: "-", True: "ok", False: "VIOLATION"}[s.get("realized_within_certificate")]
-        print(f"{s['label']:<{width}} {band:>26} {cert:>14} {claim:>12} {real:>20} {check:>13}", file=file)
+        print(f"{s['label']:<{width}} {band:>26} {cert:>14} {claim:>12}" + (f" {real:>20} {check:>13}" if ledger else ""),
+              file=file)
     if footnote:
         print(REALIZED_FOOTNOTE, file=file)
 

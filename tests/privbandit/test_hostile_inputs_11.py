@@ -18,3 +18,4 @@ def test_dataset_far_from_every_name_lists_them_without_a_guess():
     with pytest.raises(ValueError) as info:
         ClassificationBandit("mnist")
     assert "did you mean" not in str(info.value) and "digits, wine, breast_cancer, iris" in str(info.value)
+

@@ -160,3 +160,19 @@ def test_figure_shows_negative_regret_and_shares_a_repeated_legend():
     # both rows list the same entries: one legend, under the last row
     assert table.get_legend() is None
     assert [t.get_text() for t in stochastic.get_legend().get_texts()] == ["P (certified eps 1)", "EXP3 (non-private)"]
+
+
+def test_result_table_shows_ledger_columns_only_when_a_run_tracked_its_ledger():
+    import io
+
+    from privbandit.cli import print_table
+
+    row = {"label": "DP-UCB", "regret": 1.0, "regret_lower": 0.5, "regret_upper": 1.5, "certified_epsilon": 1.0,
+           "claimed_epsilon": 1.0}
+    untracked = io.StringIO()
+    print_table([row], file=untracked)
+    assert "ledger check" not in untracked.getvalue() and "realized" not in untracked.getvalue()
+    tracked = io.StringIO()
+    print_table([row, {**row, "realized_fraction": 0.5, "realized_within_certificate": True}], file=tracked)
+    header, _, first, second = tracked.getvalue().splitlines()[:4]
+    assert "ledger check" in header and first.rstrip().endswith("-") and second.rstrip().endswith("ok")
