@@ -403,3 +403,23 @@ def test_private_ucb_index_is_the_numpy_expression_bit_for_bit():
         getattr(dp_ucb.ucb_index, way)(noisy, counts, gamma, 2.0 * math.log(t), 0.0, 0.0, False, index, arms)
         assert np.array_equal(index.view(np.int64), want.view(np.int64))
         assert arms.tolist() == np.argmax(want, axis=1).tolist()
+
+
+def test_dp_ucb_int_delta_query_is_grouped_like_epsilon_and_still_an_upper_bound(monkeypatch):
+    # session 14: delta(eps) built one Laplace per release (the inherited query) and ran every
+    # accountant on them -- 26 s at 10^5 rounds with interval 1; it now groups as epsilon() does
+    from accountants import best_delta
+    from accountants.best import default_accountants
+    from accountants.pld import PLDAccountant
+
+    schedule = DPUCBInt(interval=1).privacy_schedule(5000, 2)
+    cheap = [f for f in default_accountants() if f is not PLDAccountant]
+    exact = best_delta(schedule.events(5000), 1.0, cheap).value
+    grouped = schedule.delta(5000, 1.0)
+    assert grouped.value >= exact and grouped.value <= 1.5 * exact  # dominating, within the grid's slack
+
+    def per_release(rounds):
+        raise AssertionError("the per-release event list was built past exact_limit")
+    monkeypatch.setattr(schedule, "events", per_release)
+    assert schedule.delta(5000, 1.0).value == grouped.value
+    assert schedule.delta(10**7, 1.0).value <= 1.0
