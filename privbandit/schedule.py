@@ -110,7 +110,7 @@ class PrivacySchedule(abc.ABC):
     revealed (round, arm) entry differs; with bandit feedback the same as "round") or "round" (one
     round's whole reward vector and context differ).
 
-    ``events``, ``epsilon``, ``delta`` and ``mu`` -- here and as any subclass defines them -- read
+    ``events``, ``epsilon``, ``delta``, ``mu`` and ``record_kinds`` -- here and as any subclass defines them -- read
     ``rounds`` as a whole number in [0, inf) and refuse anything else by name (:func:`_checked_rounds`).
     """
 
@@ -118,7 +118,7 @@ class PrivacySchedule(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        for name in ("events", "epsilon", "delta", "mu"):
+        for name in ("events", "epsilon", "delta", "mu", "record_kinds"):
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_checks_rounds", False):
                 setattr(cls, name, _checked_rounds(method))
@@ -126,6 +126,14 @@ class PrivacySchedule(abc.ABC):
     @abc.abstractmethod
     def events(self, rounds: int) -> Event:
         """The multiset of releases the worst record can be part of in the first ``rounds`` rounds."""
+
+    @_checked_rounds
+    def record_kinds(self, rounds: int) -> list[Event]:
+        """The worst record's releases after ``rounds`` rounds, one event per KIND of record when a
+        schedule certifies kinds separately (each record is exactly one kind, so the certificate is
+        the worst kind's: Private-TS's gap-estimation and tree records); by default one kind,
+        :meth:`events`. The auditor reproduces a certificate's accountant on these."""
+        return [self.events(rounds)]
 
     @_checked_rounds
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:

@@ -35,10 +35,11 @@ from accountants.events import Composed, Gaussian, Laplace
 from accountants.gdp_conversion import epsilon_for_delta
 from accountants.pld import PLDAccountant
 
-CERT_DELTAS = (1e-5, 1e-3, 1e-7, 1e-9)
+CERT_DELTAS = (1e-5, 1e-3, 1e-7, 1e-9, 1e-6)
 """The deltas at which every certificate is compared (the audit's default delta, a large one and, since
 session 12, two small ones: round 14's ``ts_tiny_delta_split`` converted its epsilon at 10 delta only below
-delta = 1e-6, where only 1e-5 and 1e-3 were compared). The Laplace floor is dp-accounting's optimistic PLD,
+delta = 1e-6, where only 1e-5 and 1e-3 were compared; since session 14 also 1e-6, the library's default
+delta everywhere, where round 16's ``joint_own_delta_root_dropped`` alone was wrong). The Laplace floor is dp-accounting's optimistic PLD,
 whose FFT leaves a noise floor near 1e-16 in delta (measured: the composition of two Laplace releases read
 eps = inf below delta = 1e-15): 1e-9 keeps that noise 1e-7 of delta away from the answer."""
 GDP_DELTAS = (1e-12, 1e-15, 1e-20, 1e-30, 1e-50, 1e-100, 1e-200, 1e-300)
@@ -103,6 +104,75 @@ def certificate_shortfall(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, fl
     return None
 
 
+REPRO_RTOL = 1e-9
+"""Relative slack of the reproduction: the same accountant on the same events gives the same float (measured
+on every private policy's schedule at 2 rounds x 8 deltas: ratio exactly 1 wherever reproduced)."""
+
+
+def _reference_accountants() -> dict:
+    """The library's own accountants by name (``accountants.best.default_accountants``), imported here, not
+    taken from the schedule: a schedule that swapped one for a subclass is what the reproduction looks for."""
+    from accountants.best import default_accountants
+
+    out = {}
+    for factory in default_accountants():
+        name = getattr(factory, "name", None) or factory().name
+        out[name] = factory
+    return out
+
+
+def certificate_unreproduced(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int, float, float, float, str] | None:
+    """The first (round, delta, certified, reproduced, accountant) where the certificate
+    ``schedule.epsilon(round, delta)`` names one of the library's accountants as its source (``by``) but lies
+    below what that accountant gives on the schedule's own events -- and below the best of all the library's
+    accountants there: the worst over its record kinds (:meth:`privbandit.schedule.PrivacySchedule.record_kinds`)
+    of each kind's best -- or None.
+
+    The floor (:func:`certificate_shortfall`) bounds the truth from below only where the releases are concrete
+    mechanisms; a certificate over ``PureDP`` / ``ApproxDP`` / ``zCDP`` guarantees (EXP3's choices, Mishra's
+    trees) or at a delta the floor skips can be wrong without falling below any floor. What a certificate
+    claims, though, is "these events compose to this under that theorem": a number the named theorem does not
+    give on those events (a composition term dropped, a conversion at the wrong delta, a node left out) is a
+    wrong proof whatever the mechanism's true curve; below every accountant the library has, no proof the
+    schedule names supports it. Certificates from accountants outside the library (a
+    schedule's own closed form, e.g. ``laplace-exact``) are not reproduced; the floor covers them. Round 16
+    (written blind): ``exp3_advanced_expm1_dropped`` and ``joint_own_delta_root_dropped``."""
+    reference = _reference_accountants()
+    for t in sorted({int(r) for r in rounds if int(r) > 0}):
+        kinds = None
+        for delta in dict.fromkeys(deltas):
+            cert = schedule.epsilon(t, delta)
+            factory = reference.get(cert.by)
+            if factory is None or not math.isfinite(cert.value):
+                continue
+            if kinds is None:
+                kinds = [ev for ev in schedule.record_kinds(t)]
+            if not kinds or cert.value >= _worst_kind(kinds, delta, [factory]) * (1.0 - REPRO_RTOL) - 1e-12:
+                continue  # (the named accountant alone already reaches it: no cheaper accountant can be needed)
+            # below the named accountant: a finding only if below every reference accountant too (for a
+            # schedule certifying kinds separately, the named one need not be every kind's best)
+            again = _worst_kind(kinds, delta, list(reference.values()))
+            if cert.value < again * (1.0 - REPRO_RTOL) - 1e-12:
+                return t, float(delta), float(cert.value), float(again), str(cert.by)
+    return None
+
+
+def _worst_kind(kinds, delta: float, factories) -> float:
+    """max over the record kinds of the best of ``factories`` on each (the certificate a schedule certifying
+    kinds separately owes)."""
+    from accountants import best_epsilon
+
+    return max(best_epsilon(ev, delta, factories).value for ev in kinds)
+
+
+def unreproduced_message(found: tuple[int, float, float, float, str], relation: str = "") -> str:
+    t, delta, cert, again, by = found
+    rel = f" under the {relation} relation" if relation else ""
+    return (f"the schedule certifies eps {cert:.6g} at delta {delta:g} by round {t}{rel}, attributed to the {by} "
+            f"accountant; on the schedule's own events (the worst record's releases) the library's accountants give "
+            f"at least {again:.6g} (the one named more): no theorem the schedule names proves it")
+
+
 def certificate_message(shortfall: tuple[int, float, float, float], relation: str = "") -> str:
     t, delta, cert, floor = shortfall
     rel = f" under the {relation} relation" if relation else ""
@@ -111,4 +181,5 @@ def certificate_message(shortfall: tuple[int, float, float, float], relation: st
             f"certificate is wrong even where its mu and pure epsilon are right")
 
 
-__all__ = ["CERT_DELTAS", "GDP_DELTAS", "certificate_message", "certificate_shortfall", "epsilon_floor"]
+__all__ = ["CERT_DELTAS", "GDP_DELTAS", "certificate_message", "certificate_shortfall", "certificate_unreproduced",
+           "epsilon_floor", "unreproduced_message"]

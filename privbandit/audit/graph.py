@@ -221,10 +221,15 @@ class _GraphSpend:
         if self.round is not None:  # the round certificate's eps at delta (check 11) as well
             from privbandit.audit.certificate import certificate_message, certificate_shortfall
 
-            short = certificate_shortfall(self.round, sorted({max(1, self.round_checks[-1] // 4),
-                                                              self.round_checks[-1]}))
+            rounds = sorted({max(1, self.round_checks[-1] // 4), self.round_checks[-1]})
+            short = certificate_shortfall(self.round, rounds)
             if short is not None:
                 out.append(Finding("certificate", certificate_message(short, "round")))
+            from privbandit.audit.certificate import certificate_unreproduced, unreproduced_message
+
+            unrepro = certificate_unreproduced(self.round, rounds)
+            if unrepro is not None:
+                out.append(Finding("certificate", unreproduced_message(unrepro, "round")))
         return out
 
 

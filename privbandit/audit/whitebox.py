@@ -1390,12 +1390,24 @@ def _noise_coupling(rel_d: dict, rel_p: dict, di: np.ndarray, pi: np.ndarray) ->
         f"[{rel_d['lo'][j]}, {rel_d['hi'][j]}): noise {res_d[i]:.6g} on D, {res_p[i]:.6g} on D')"))
 
 
+def _with_own_delta(policy) -> tuple:
+    """:data:`privbandit.audit.certificate.CERT_DELTAS` plus the policy's own ``delta`` when it has one in
+    (0, 1) (a policy calibrated at its own delta may be wrong there alone)."""
+    from privbandit.audit.certificate import CERT_DELTAS
+
+    own = getattr(policy, "delta", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0.0 < float(own) < 1.0:
+        return tuple(dict.fromkeys((*CERT_DELTAS, float(own))))
+    return CERT_DELTAS
+
+
 class _SpendCheck:
     """Check 8: realized <= certified on the coupled run on D, at about a dozen rounds."""
 
     def __init__(self, policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,
                  relation: str = "entry") -> None:
         self.schedule = schedule_for(policy, horizon, n_arms, structure, relation)
+        self.policy = policy
         self.rounds = set(int(t) for t in np.unique(np.geomspace(1, horizon, 12).round().astype(np.int64)))
         self.rounds.add(int(horizon))
         self.rows: list[tuple[int, float, float]] = []
@@ -1427,10 +1439,17 @@ class _SpendCheck:
     def certificate_findings(self, relation: str = "") -> list[Finding]:
         """Check 11 (``certificate``, round 11): the schedule's eps at delta against a lower bound of its own
         events' curve at a quarter and all of the horizon (:mod:`privbandit.audit.certificate`)."""
-        from privbandit.audit.certificate import certificate_message, certificate_shortfall
+        from privbandit.audit.certificate import (certificate_message, certificate_shortfall,
+                                                  certificate_unreproduced, unreproduced_message)
 
         if getattr(self, "_certificate", None) is None:
             horizon = max(self.rounds)
-            short = certificate_shortfall(self.schedule, sorted({max(1, horizon // 4), horizon}))
+            rounds = sorted({max(1, horizon // 4), horizon})
+            short = certificate_shortfall(self.schedule, rounds)
             self._certificate = [] if short is None else [Finding("certificate", certificate_message(short, relation))]
+            # the certificate against its own accountant on its own events (session 14), also at the policy's
+            # own delta when it has one (a certificate may be wrong only there)
+            unrepro = certificate_unreproduced(self.schedule, rounds, _with_own_delta(self.policy))
+            if unrepro is not None:
+                self._certificate.append(Finding("certificate", unreproduced_message(unrepro, relation)))
         return list(self._certificate)

@@ -177,10 +177,16 @@ class PrivateTSSchedule(CachedSchedule):
         every pair of neighbours is the worse of the two (tighter than ``events``' PureDP)."""
         if rounds <= 0:
             return Certificate(0.0, "none", {})
-        gap, tree = self._parts(rounds)
-        kinds = ([*self._gap_leaves] if gap != NO_EVENT else []) + ([tree] if tree != NO_EVENT else [])
-        certs = [self._certify(ev, delta, accountants) for ev in kinds]
+        certs = [self._certify(ev, delta, accountants) for ev in self.record_kinds(rounds)]
         return max(certs, key=lambda c: c.value) if certs else Certificate(0.0, "none", {})
+
+    def record_kinds(self, rounds: int) -> list:
+        """The gap-estimation leaves (each distinct one in exact mode) and the tree record's event:
+        a record is one kind or the other, so :meth:`epsilon` is the worst kind's certificate."""
+        if rounds <= 0:
+            return []
+        gap, tree = self._parts(rounds)
+        return ([*self._gap_leaves] if gap != NO_EVENT else []) + ([tree] if tree != NO_EVENT else [])
 
 
 class _PrivateTSRun(PolicyRun):
