@@ -313,7 +313,7 @@ def deployments(rows: list, cases: dict, bug_keys) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
             (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
-            res = deployment_audit(os.path.join(tmp, "store.db"))
+            res = deployment_audit(os.path.join(tmp, "store.db"), deployment=cls)
             seconds = round(time.perf_counter() - started, 1)
         kind = "bug" if key in bug_keys else "control"
         rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,

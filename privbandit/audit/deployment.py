@@ -12,6 +12,8 @@ store (its configuration, its decision and update log, and the committed snapsho
   certificate at delta never exceeds the budget.
 * **rounds** -- the policy decisions carry rounds 1, 2, ..., n, each once, n the store's round counter;
   hold and exploit decisions carry none.
+* **arms** (session 14) -- hold and exploit decisions play the arms ``Deployment.select``'s data-independent
+  rules give from the log alone (the open decision's arm; the arm chosen most often in the policy rounds before).
 * **releases** -- hold and exploit decisions, and rewards not fed to the policy, made no release; the
   ledger in the snapshot counts exactly the releases the log records (a release the log does not show
   is a draw outside a policy call).
@@ -55,7 +57,7 @@ REL_TOL = 1e-6
 
 @dataclasses.dataclass
 class DeploymentFinding:
-    check: str  # filter | rounds | releases | replay | realized
+    check: str  # filter | rounds | arms | releases | replay | snapshot | digest | raised | realized | status
     detail: str
 
 
@@ -85,12 +87,45 @@ class DeploymentAuditResult:
         if self.verdict == "INCONCLUSIVE":
             return f"{head}: INCONCLUSIVE ({self.notes[0] if self.notes else 'a check could not run'})"
         if not self.findings:
-            return f"{head}: CONSISTENT (filter, rounds, releases, replay, snapshot, digests and realized spend check out)"
+            return f"{head}: CONSISTENT (filter, rounds, arms, releases, replay, snapshot, digests and realized spend check out)"
         return f"{head}: VIOLATION ({', '.join(self.checks)}; first: {self.findings[0].detail})"
 
 
-def deployment_audit(path) -> DeploymentAuditResult:
-    """Audit the deployment store at ``path`` (module docstring). The store is only read."""
+def _unreleased_arm(log) -> DeploymentFinding | None:
+    """Check ``arms`` (session 14): hold and exploit decisions release no noise, so their arms must be
+    functions of what was released -- ``Deployment.select``'s rules, read off the log alone: a hold repeats
+    the open policy decision's arm (the latest policy decision: one is open at a time), an exploit plays the
+    arm chosen most often in the policy rounds logged before it (ties: the lowest index; arm 0 before any).
+    An arm from anything else -- the rewards (round 16's ``deploy_exploit_best_observed``: "the best observed
+    mean") -- publishes data with no noise and no certificate."""
+    counts: dict[int, int] = {}
+    latest = None
+    for d in log:
+        if d["kind"] == "policy":
+            counts[d["arm"]] = counts.get(d["arm"], 0) + 1
+            latest = d
+        elif d["kind"] == "exploit":
+            rule = min(counts, key=lambda a: (-counts[a], a)) if counts else 0
+            if d["arm"] != rule:
+                return DeploymentFinding("arms", (
+                    f"exploit decision {d['decision']} played arm {d['arm']}, but the exploit rule (the arm chosen "
+                    f"most often in the {sum(counts.values())} policy rounds before it) gives arm {rule}: an arm "
+                    "chosen from something other than the releases, e.g. the rewards"))
+        elif d["kind"] == "hold" and (latest is None or d["arm"] != latest["arm"]):
+            return DeploymentFinding("arms", (
+                f"hold decision {d['decision']} played arm {d['arm']}, not the open policy decision's arm "
+                f"{'(none was open)' if latest is None else latest['arm']}: a hold repeats that decision"))
+    return None
+
+
+def deployment_audit(path, deployment=None) -> DeploymentAuditResult:
+    """Audit the deployment store at ``path`` (module docstring). The store is only read.
+
+    ``deployment``: the :class:`privbandit.deploy.Deployment` (sub)class the service runs, when it is not the
+    library's own: its ``status()`` -- the operator's odometer -- is then read on a private copy of the store
+    (its ``open`` may write) and compared with the odometer recomputed from the configuration (check
+    ``status``, session 14: round 16's ``deploy_odometer_since_reopen`` reported 0.0 spent after a reopen,
+    with no trace in the store)."""
     from privbandit.deploy.deployment import Deployment
     from privbandit.deploy.odometer import Odometer
     from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
@@ -131,6 +166,9 @@ def deployment_audit(path) -> DeploymentAuditResult:
             "not the synchronous run 1, 2, ..., n")))
     if any(d["round"] is not None for d in log if d["kind"] != "policy"):
         findings.append(DeploymentFinding("rounds", "a hold or exploit decision carries a policy round"))
+    arms = _unreleased_arm(log)
+    if arms is not None:
+        findings.append(arms)
 
     # releases
     ledger = state["ledger"]
@@ -181,7 +219,53 @@ def deployment_audit(path) -> DeploymentAuditResult:
             findings.append(DeploymentFinding("realized", (
                 f"the ledger's realized epsilon {realized:.6g} exceeds the certificate {cert:.6g} of {n} policy rounds "
                 f"at delta {delta:g} (closed-form accountants)")))
+    if deployment is not None and deployment is not Deployment:
+        found, note = _status_check(path, deployment, odo, budget, n, stop)
+        findings.extend(found)
+        if note:
+            notes.append(note)
+            incomplete = True
     return DeploymentAuditResult(str(path), config["policy"], n, stop, findings, notes, incomplete)
+
+
+def _status_check(path, deployment, odo, budget: float, n: int, stop: int) -> tuple[list, str | None]:
+    """Check ``status``: ``deployment.open`` on a copy of the store, then its ``status()`` against the
+    odometer recomputed from the configuration at the ``n`` policy rounds the log shows: spent epsilon never
+    below cert(n), remaining never above budget - cert(n), the round count and the exhausted flag as logged."""
+    import os
+    import shutil
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "store.db")
+        with sqlite3.connect(str(path)) as src, sqlite3.connect(copy) as dst:
+            src.backup(dst)  # a consistent copy even of a store in WAL mode
+        try:
+            with deployment.open(copy) as dep:
+                status = dep.status()
+        except NOT_OBSERVED:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- the deployment's own code: an observation
+            return [], f"the deployment class {deployment.__name__} could not report its status: {Raised.of(exc, n).describe()}"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    spent = odo.epsilon(n)
+    found = []
+    reported = status.get("spent_epsilon")
+    if not isinstance(reported, (int, float)) or not reported >= spent * (1.0 - REL_TOL):
+        found.append(DeploymentFinding("status", (
+            f"status() reports spent epsilon {reported!r} after {n} policy rounds, below their certificate "
+            f"{spent:.6g}: the operator's odometer under-counts")))
+    remaining = status.get("remaining_epsilon")
+    if not isinstance(remaining, (int, float)) or remaining > (budget - spent) + REL_TOL * max(1.0, abs(budget)):
+        found.append(DeploymentFinding("status", (
+            f"status() reports remaining epsilon {remaining!r}, above budget - spent = {budget - spent:.6g}")))
+    if status.get("policy_rounds") != n or bool(status.get("filter", {}).get("exhausted")) != (n >= stop):
+        found.append(DeploymentFinding("status", (
+            f"status() reports {status.get('policy_rounds')!r} policy rounds (exhausted: "
+            f"{status.get('filter', {}).get('exhausted')!r}), the log shows {n} (stop round {stop})")))
+    return found, None
 
 
 def _release_counts(path, cell, k: int) -> np.ndarray:
