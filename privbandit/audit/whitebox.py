@@ -431,6 +431,25 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     return actions, tracer
 
 
+def _seed_check(policy: Policy, tapes: np.ndarray, horizon: int, run_seq, planned: bool, notes: list[str]):
+    """Check 5e: two runs on ``tapes`` with two children of the run's seed (module
+    :mod:`privbandit.audit.seed_dependence`). A run that raises leaves the check out (a note): the coupled
+    runs report the exception."""
+    from privbandit.audit.seed_dependence import seed_finding
+
+    if tapes.shape[0] < 1:
+        return None
+    seeds = run_seq.spawn(2)
+    runs = []
+    for s in seeds:
+        out, exc = attempt(_run, policy, tapes, horizon, s, planned=planned, recorded=False)
+        if exc is not None:
+            notes.append("seed check skipped: a run with another seed raised")
+            return None
+        runs.append(out[1].draws)
+    return seed_finding(runs[0], runs[1], "two children of the run's seed")
+
+
 def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np.ndarray:
     """:func:`_run` round by round without a ledger and without the tracer: the actions (R, T) of the
     path a run takes when nobody records its releases (check 12)."""
@@ -824,7 +843,8 @@ def raised_result(policy: Policy, horizon: int, n_arms: int, replicates: int, se
 def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
-                   observer: bool = True, sweep_records: int = 0, last_records: int = 0) -> WhiteBoxResult:
+                   observer: bool = True, sweep_records: int = 0, last_records: int = 0,
+                   seed_runs: int = 16) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -846,6 +866,9 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     is the one revealed in the run's *last* round (the arm the run on D pulled at round T, its newest pull),
     read off the run on D and changed the same way: a record that no later decision reads, so only the
     release it enters can show a leak keyed to the horizon's end (round 15's ``exp3_lap_last_round_double``).
+    ``seed_runs`` (session 14, lead): two more runs of that many replicates on D's first tapes with two
+    other seeds (children of the run's): their releases must differ wherever their statistics agree
+    (check 5e, :mod:`privbandit.audit.seed_dependence`); 0 skips it.
     ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
@@ -926,6 +949,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         unobserved = _ledger_observer(policy, tape, horizon, run_seq, act_d, notes)
         if unobserved is not None:
             findings.append(unobserved)
+    if seed_runs:
+        seeded = _seed_check(policy, tape[:seed_runs], horizon, run_seq, planned, notes)
+        if seeded is not None:
+            findings.append(seeded)
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
