@@ -340,6 +340,40 @@ class LinUCBNodeNoiseLag64(PrivateLinUCB):
         return run
 
 
+class JointTieToLastPaid(JointDPLinUCB):
+    """Joint-DP LinUCB (shared model, L = 4, calibration "gdp", eps = 1 at delta 1e-6) breaking exact ties of its
+    index towards the arm whose last raw reward was the highest ("recency: prefer what just paid"), instead of the
+    lowest index. With one shared theta, arms offered the same context tie exactly, every round; the tie-break
+    reads a raw reward that no release noised. True: no finite eps (a later user's action is a function of an
+    earlier user's raw reward); claimed 1.0 at 1e-6 (joint DP exempts only the changed user's own action)."""
+
+    __init__ = _joint_gdp_init
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        select, update = run.select, run.update
+        last = np.zeros((replicates, n_arms))
+        rows = np.arange(replicates)
+
+        def tie_to_last_paid(t, offer=None):
+            arms = np.asarray(select(t, offer))
+            index = linalg.ucb_index(run._z, run.stats.theta, run.stats.a_inv, self.alpha)
+            tied = index == index.max(axis=1, keepdims=True)
+            several = tied.sum(axis=1) > 1
+            if several.any():
+                arms = arms.copy()
+                arms[several] = np.where(tied, last, -np.inf)[several].argmax(axis=1)
+            return arms
+
+        def remembering(t, arms, rewards, mask=None):
+            update(t, arms, rewards, mask)
+            keep = rows if mask is None else np.flatnonzero(mask)
+            last[keep, np.asarray(arms)[keep]] = np.asarray(rewards, dtype=float)[keep]
+
+        run.select, run.update = tie_to_last_paid, remembering
+        return run
+
+
 # --- K-armed: noise right in law, tied 64 releases apart; noise seeded by the round -------------------
 class _LaggedScalarLaplace(NoiseSampler):
     """Scalar Laplace releases (``_sum_release``) from lagged uniforms, told each element's (replicate, stream,
@@ -563,6 +597,7 @@ ROUND16_BUGS = {
     "joint_intercept_exempt": JointInterceptExempt,
     "joint_last_round_unprojected": JointLastRoundUnprojected,
     "lin_ucb_node_noise_lag64": LinUCBNodeNoiseLag64,
+    "joint_tie_to_last_paid": JointTieToLastPaid,
     "ucb_tree_noise_lag64": UCBTreeNoiseLag64,
     "dp_ucb_bound_seeded_by_round": DPUCBBoundSeededByRound,
     "ucb_late_double": UCBLateDouble,
