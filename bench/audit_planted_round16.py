@@ -129,18 +129,9 @@ class UCBCounterBasedNoise(PrivateUCB):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        sampler, secret = run.tree.sampler, int(rng.integers(2 ** 63))
-        update = run.update
-
-        def counter_based(t, arms, rewards):
-            saved = sampler.rng
-            sampler.rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(secret, spawn_key=(int(t),))))
-            try:
-                update(t, arms, rewards)
-            finally:
-                sampler.rng = saved
-
-        run.update = counter_based
+        secret = int(rng.integers(2 ** 63))
+        _update_drawing_from(run, run.tree.sampler,
+                             lambda t: np.random.Generator(np.random.PCG64(np.random.SeedSequence(secret, spawn_key=(t,)))))
         return run
 
 
@@ -183,6 +174,22 @@ def _select_rounds_with(run, choose) -> None:
             linalg.bound_contexts = saved
 
     run.select = swapped
+
+
+def _update_drawing_from(run, sampler, generator) -> None:
+    """A K-armed run whose ``update`` in round t draws ``sampler``'s noise from ``generator(t)`` (the sampler's
+    own generator restored after the call)."""
+    update = run.update
+
+    def drawing(t, arms, rewards):
+        saved = sampler.rng
+        sampler.rng = generator(int(t))
+        try:
+            update(t, arms, rewards)
+        finally:
+            sampler.rng = saved
+
+    run.update = drawing
 
 
 def _late_mapped(run, mapping) -> None:
@@ -428,17 +435,7 @@ class DPUCBBoundSeededByRound(DPUCBBound):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        sampler, update = run.hybrid.sampler, run.update
-
-        def seeded(t, arms, rewards):
-            saved = sampler.rng
-            sampler.rng = np.random.default_rng(int(t))
-            try:
-                update(t, arms, rewards)
-            finally:
-                sampler.rng = saved
-
-        run.update = seeded
+        _update_drawing_from(run, run.hybrid.sampler, np.random.default_rng)
         return run
 
 
