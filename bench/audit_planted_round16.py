@@ -648,8 +648,8 @@ class DeployOdometerSinceReopen(Deployment):
     """After a reopen, the odometer (``status()["spent_epsilon"]``, the operator's reading of what was spent)
     counts only the policy rounds opened since the reopen ("a fresh process starts a fresh meter"); the filter's
     stop round is unchanged, so exactly the same rounds are released. True spent eps = cert(rounds); claimed
-    cert(rounds - rounds_at_reopen) (the bench's drive: 30 rounds, last reopen at round 28: cert(2) vs cert(30) =
-    10.36)."""
+    cert(rounds - rounds_at_reopen) (the bench's drive: its stop round 30 is reached before the last reopens, so
+    a reopened store reads 0.0 against cert(30) = 10.36)."""
 
     @classmethod
     def open(cls, path):
