@@ -64,13 +64,6 @@ def test_late_records_mapped_after_round_2_16_only(cls, late):
     assert np.array_equal(got, [0.5] * 4 + [late] * 4)
 
 
-def test_late_bug_is_armed_by_the_guard_s_far_run():
-    """Past 2^16 only the far runs (2^17 rounds) reach: the guard's far residuals differ from the clean twin's."""
-    bug, clean = r16.UCBLateDouble(), r16.PrivateUCB()
-    horizon = r16.LATE_ROUND + 4_096
-    assert not harness._same_residuals(harness._far_residuals(bug, horizon, 1, 2), harness._far_residuals(clean, horizon, 1, 2))
-
-
 def _deep_draws(cls, records=1_100):
     """The node noise the vector tree of a one-replicate, one-arm Private linear TS run of ``cls`` draws, per node,
     with each node's level (rewards 1, a fixed context)."""
