@@ -7,7 +7,7 @@ Like rounds 11-15, each policy bug is a subclass of a private policy with one mi
 instance-level patch, so the clean twin -- the parent's ``start`` on the same configuration -- is the unmodified
 policy), or, for a certificate bug, a schedule subclass; it keeps its parent's claim unless the mistake *is* the
 claim. Aimed at what docs/audit.md says the auditor does not reach: the **contextual** policies (a deep tree level,
-one coordinate of the context, the horizon's last round, node noise tied across far-apart nodes), noise right in
+one coordinate of the context, the horizon's last round, exact index ties, node noise tied across far-apart nodes), noise right in
 law per draw but **tied across releases 64 apart** in one stream, noise **seeded by the round** (the run's seed
 ignored), a sensitivity error **past round 2^16**, noise drawn small for **arms >= 16** inside the draw, a batch
 record at **position 19**, a record whose arm's running sum **crosses an integer**, certificates wrong only at the
