@@ -6,6 +6,7 @@ policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
     python bench/audit_planted.py --only controls --exact   # controls in exact (grid) mode too
     python bench/audit_planted.py --only round14 --json r14.json   # round 14: its controls, bugs, deployment rows
     python bench/audit_planted.py --only round15 --json r15.json   # round 15 likewise
+    python bench/audit_planted.py --only round16 --json r16.json   # round 16 likewise
 
 Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
 process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
@@ -33,10 +34,12 @@ from audit_planted_round12 import (CONTROLS12, DEPLOY_BUGS12, DEPLOY_CONTROLS12,
 from audit_planted_round13 import CONTROLS13, ROUND13_BUGS  # noqa: E402
 from audit_planted_round14 import CONTROLS14, DEPLOY_BUGS14, DEPLOY_CONTROLS14, ROUND14_BUGS  # noqa: E402
 from audit_planted_round15 import CONTROLS15, DEPLOY_BUGS15, DEPLOY_CONTROLS15, ROUND15_BUGS  # noqa: E402
+from audit_planted_round16 import CONTROLS16, DEPLOY_BUGS16, DEPLOY_CONTROLS16, ROUND16_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS, **ROUND16_BUGS}
 ROUNDS_ALONE = {"round14": (CONTROLS14, ROUND14_BUGS, DEPLOY_BUGS14, DEPLOY_CONTROLS14),
-                "round15": (CONTROLS15, ROUND15_BUGS, DEPLOY_BUGS15, DEPLOY_CONTROLS15)}
+                "round15": (CONTROLS15, ROUND15_BUGS, DEPLOY_BUGS15, DEPLOY_CONTROLS15),
+                "round16": (CONTROLS16, ROUND16_BUGS, DEPLOY_BUGS16, DEPLOY_CONTROLS16)}
 """``--only roundN``: that round's controls, bugs, deployment bugs and deployment controls."""
 
 import functools  # noqa: E402
@@ -57,6 +60,10 @@ try:  # round 12's far ledger run and graph shape size (older trees: none, 6 arm
     from privbandit.audit.cli import FAR, GRAPH  # noqa: E402
 except ImportError:
     FAR, GRAPH = None, dict(shape_arms=6)
+try:  # session 13's 33-arm coupled run (older trees: none)
+    from privbandit.audit.cli import WB_WIDE  # noqa: E402
+except ImportError:
+    WB_WIDE = None
 try:  # the contextual audit's sizes (session 12: its far-contexts run)
     from privbandit.audit.cli import CONTEXTUAL  # noqa: E402
 except ImportError:
@@ -99,7 +106,11 @@ def _claims_differ(bug, clean, horizon: int = 200) -> bool:
         # round 13: the live certificate a run reports too (check `certificate` compares it)
         live = tuple(np.asarray(sch.live_certificates(np.array([horizon // 4, horizon]), 1e-5)[0]).tolist())
         # round 14: eps at a small delta too (a certificate wrong only below the deltas the audit checks)
-        return sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, sch.epsilon(horizon, 1e-9).value, live
+        # round 16: eps at the policy's own delta too (a certificate wrong only at the delta it is configured with)
+        own = getattr(policy, "delta", None)
+        own = sch.epsilon(horizon, own).value if isinstance(own, float) and 0.0 < own < 1.0 else None
+        return (sch.events(horizon), sch.mu(horizon), sch.epsilon(horizon, 1e-5).value, sch.epsilon(horizon, 1e-9).value,
+                live, own)
 
     cases = [(k, None, "entry") for k in (2, 6)]
     if _graph(bug):
@@ -204,6 +215,8 @@ def armed(cls) -> str:
     elif not _contextual(bug) and WB_MANY_ARMS > 2:
         late = min(WB_LATE["cap"], WB_LATE["factor"] * long)
         runs += [(WB_MANY_ARMS, probe, 16, False, "path")] + ([(2, late, 4, False, "path")] if late > long else [])
+        if WB_WIDE:  # round 16: the 33-arm coupled run (a bug keyed to arm indices 16 .. 32)
+            runs += [(WB_WIDE["arms"], probe_horizon(bug, WB_WIDE["arms"]), 8, False, "path")]
     for k, horizon, reps, planned, shape in runs:
         if planned and (_contextual(bug) or _graph(bug)):  # contextual and graph runs do not plan
             continue
@@ -276,7 +289,7 @@ def _round_of(key: str) -> str:
     for label, keys in (("round 4", ROUND4), ("round 5", ROUND5), ("round 6", ROUND6), ("round 7", ROUND7),
                         ("round 8", ROUND8), ("round 9", ROUND9), ("round 10", ROUND10), ("round 11", ROUND11),
                         ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS),
-                        ("round 15", ROUND15_BUGS)):
+                        ("round 15", ROUND15_BUGS), ("round 16", ROUND16_BUGS)):
         if key in keys:
             return label
     return "no"
@@ -341,7 +354,7 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
                       f"{r['seconds']} | {r['power']} |", flush=True)
     # round 10's to 14's correct variants (subclasses of the policies with a privacy-neutral change)
     rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14),
-              (15, CONTROLS15))
+              (15, CONTROLS15), (16, CONTROLS16))
     for key, cls in variants.items():
         if opts.controls is not None and key not in opts.controls:
             continue
@@ -357,7 +370,7 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=("bugs", "controls", "all", *ROUNDS_ALONE), default="all",
-                    help="round14 / round15: that round's controls (first), then its bugs and deployment rows")
+                    help="round14 / round15 / round16: that round's controls (first), then its bugs and deployment rows")
     ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
@@ -380,11 +393,12 @@ def main() -> None:
     if opts.only in ("bugs", "all") and opts.bugs is None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
         deployments(rows, {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **DEPLOY_BUGS12, **DEPLOY_CONTROLS12, **DEPLOY_BUGS14,
-                           **DEPLOY_CONTROLS14, **DEPLOY_BUGS15, **DEPLOY_CONTROLS15},
-                    {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15})
+                           **DEPLOY_CONTROLS14, **DEPLOY_BUGS15, **DEPLOY_CONTROLS15, **DEPLOY_BUGS16,
+                           **DEPLOY_CONTROLS16},
+                    {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15, **DEPLOY_BUGS16})
     if opts.only in ("controls", "all"):
         controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14,
-                                               **CONTROLS15})
+                                               **CONTROLS15, **CONTROLS16})
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)
