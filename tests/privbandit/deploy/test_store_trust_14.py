@@ -408,3 +408,40 @@ def test_allow_legacy_must_be_a_bool(tmp_path):
 
 if os.name != "posix":  # pragma: no cover
     pytestmark = pytest.mark.skip("POSIX paths")
+
+
+# --- 5. files the command line writes: a symlink at the destination is replaced, never written through -----
+def _planted(directory: Path, names) -> Path:
+    victim = directory.parent / f"{directory.name}-victim.txt"
+    victim.write_text("the user's file")
+    directory.mkdir(exist_ok=True)
+    for name in names:
+        (directory / name).symlink_to(victim)
+    return victim
+
+
+def test_experiment_out_replaces_a_planted_symlink(tmp_path):
+    """On 959fad5 ``--out DIR`` wrote summary.csv through DIR/summary.csv -> the victim (and regret.png too)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "out"
+    victim = _planted(out, ["summary.csv", "regret.png"])
+    code, _, err = _cli("experiment", "tossou2016-2arm", "--horizon", "40", "--replicates", "2", "--out", str(out))
+    assert code == 0, err
+    assert victim.read_text() == "the user's file"
+    for name in ("summary.csv", "regret.png"):
+        assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
+    assert sorted(p.name for p in out.iterdir()) == ["regret.png", "summary.csv"]  # (no staging directory left)
+
+
+def test_run_save_and_plot_replace_planted_symlinks(tmp_path):
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "out"
+    victim = _planted(out, ["r.csv", "r.csv.json", "r.png"])
+    code, _, err = _cli("run", "ucb1", "--horizon", "30", "--replicates", "2", "--quiet", "--save", str(out / "r.csv"),
+                        "--plot", str(out / "r.png"))
+    assert code == 0, err
+    assert victim.read_text() == "the user's file"
+    assert all(not (out / n).is_symlink() and (out / n).stat().st_size > 0 for n in ("r.csv", "r.csv.json", "r.png"))
+    assert sorted(p.name for p in out.iterdir()) == ["r.csv", "r.csv.json", "r.png"]
