@@ -207,23 +207,26 @@ def _logged_releases(conn: sqlite3.Connection, path: str, n_arms: int) -> list[i
     """Releases per arm summed over every decision's and update's ``releases`` cell (a JSON array of
     ``n_arms`` whole counts >= 0; anything else is a corrupt store)."""
     bad = StoreError(f"{path}: corrupt deployment store (a releases cell is not {n_arms} release counts)")
+    # (the cells of calls that released nothing -- holds, exploits, most updates or most selects -- are the exact
+    # text a deployment writes for them, skipped by a string comparison: parsing JSON is what costs here)
+    zero = json.dumps([0] * n_arms)
+    cells = "SELECT releases FROM decisions WHERE releases != ?1 UNION ALL SELECT releases FROM updates WHERE releases != ?1"
     if _SQL_JSON:
-        cells = "SELECT releases FROM decisions UNION ALL SELECT releases FROM updates"
         malformed = conn.execute(f"SELECT COUNT(*) FROM ({cells}) WHERE NOT json_valid(releases) "
-                                 "OR json_type(releases) != 'array' OR json_array_length(releases) != ?",
-                                 (n_arms,)).fetchone()[0]
+                                 "OR json_type(releases) != 'array' OR json_array_length(releases) != ?2",
+                                 (zero, n_arms)).fetchone()[0]
         if malformed:
             raise bad
         sums = [0] * n_arms
         for arm, total, off in conn.execute(
                 f"SELECT j.key, SUM(j.value), SUM(j.type != 'integer' OR j.value < 0) "
-                f"FROM ({cells}) AS r, json_each(r.releases) AS j GROUP BY j.key"):
+                f"FROM ({cells}) AS r, json_each(r.releases) AS j GROUP BY j.key", (zero,)):
             if off or type(arm) is not int or not 0 <= arm < n_arms or type(total) is not int:
                 raise bad
             sums[arm] = total
         return sums
     sums = [0] * n_arms
-    for (cell,) in conn.execute("SELECT releases FROM decisions UNION ALL SELECT releases FROM updates"):
+    for (cell,) in conn.execute(cells, (zero,)):
         try:
             counts = json.loads(cell) if type(cell) is str else None
         except (ValueError, RecursionError):
