@@ -440,8 +440,8 @@ class Deployment:
     def open(cls, path: str | os.PathLike, *, key: bytes | str | None = None,
              allow_legacy: bool = False) -> "Deployment":
         """Reopen an existing store (a clear :class:`StoreError` if it is missing, corrupt, foreign
-        or of another schema version, if its counters, snapshot and log disagree, or if its
-        authentication does not hold).
+        or of another schema version, or if its authentication does not hold; its counters and release
+        counts are checked against its log before its first call, :meth:`_check_log`).
 
         ``key``: the store's authentication key (None: the environment's, see :meth:`create`); a store
         written with a key refuses to open without it, and a key given for a store without a tag is
