@@ -20,8 +20,11 @@ The file is marked with ``PRAGMA application_id`` and versioned with ``PRAGMA us
 that is not SQLite, another application's database, a newer schema or a snapshot whose digest does
 not match gives a :class:`StoreError` naming the problem. Snapshots are plain data (session 13,
 :mod:`privbandit.deploy.snapshot`), read back by an unpickler that builds no object of ours and
-restored into a fresh run after verification; legacy snapshots (pickled objects) are read by a
-restricted unpickler that only builds numpy, privbandit and accountants objects.
+restored into a fresh run after verification; legacy snapshots (pickled objects) are refused unless
+the store is opened with ``allow_legacy`` (session 14), which reads them with a restricted unpickler
+that only builds numpy, privbandit and accountants objects and migrates the store. With a key (session
+14, :func:`state_mac`), ``meta`` also holds an HMAC-SHA256 tag of the configuration, the counters and
+the snapshot's digest, rewritten with every snapshot and verified at every call.
 """
 
 from __future__ import annotations
