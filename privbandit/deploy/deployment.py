@@ -556,6 +556,8 @@ class Deployment:
             if k not in ("counters", "config_digest") and not (type(k) is str and (
                     v is None or type(v) in (bool, int, float, str))):
                 raise StoreError(f"{corrupt}: snapshot.{k} is a {type(v).__name__}, not a plain value)")
+        self._check_config_digest(extra.get("config_digest"))  # (before the run is compared with a fresh one of the
+        # configuration: an edited configuration is named as such, not as the float it changed, session 14)
         body = {k: stored[k] for k in ("run", "rng", "ledger")}
         try:
             if not (type(body["run"]) is tuple and body["run"][:1] == (snapshot.OBJ,)):  # legacy: live objects
@@ -572,6 +574,13 @@ class Deployment:
         state.update(extra)
         return state
 
+    def _check_config_digest(self, recorded) -> None:
+        """The configuration digest a snapshot carries against the configuration in ``meta`` (absent from
+        stores written before session 10: added at their next write)."""
+        if recorded is not None and recorded != self._config_digest:
+            raise StoreError(f"{self.path}: corrupt deployment store (its configuration does not match the one its "
+                             "snapshot was written with): it was modified outside privbandit")
+
     def _state(self) -> tuple[dict, dict]:
         info = self._info()
         state = self._load(info)
@@ -579,10 +588,7 @@ class Deployment:
         # covers the snapshot only, so the snapshot carries its own copy of them and they must agree.
         # A store written before the snapshot held them (no "counters") is read as it is; its next
         # write adds them.
-        recorded = state.get("config_digest")  # (absent from stores written before session 10: added at the next write)
-        if recorded is not None and recorded != self._config_digest:
-            raise StoreError(f"{self.path}: corrupt deployment store (its configuration does not match the one its "
-                             "snapshot was written with): it was modified outside privbandit")
+        self._check_config_digest(state.get("config_digest"))
         counters = state.get("counters")
         if counters is not None and tuple(counters) != (info["rounds"], info["open_decision"]):
             raise StoreError(f"{self.path}: corrupt deployment store (the state row says {info['rounds']} policy "
