@@ -325,13 +325,16 @@ def deployments(rows: list, cases: dict, bug_keys) -> None:
     for key, cls in cases.items():
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
+            refused = (drive_deployment12 if key in round12 else drive_deployment)(cls, os.path.join(tmp, "store.db"))
             res = deployment_audit(os.path.join(tmp, "store.db"), deployment=cls)
             seconds = round(time.perf_counter() - started, 1)
         kind = "bug" if key in bug_keys else "control"
+        # (session 14: "refused" -- the deployment itself refused to continue after a reopen, its counters or
+        # release counts disagreeing with its log; the drive stopped there and the store was audited as it stood)
+        caught = ", ".join([*res.checks, *(["refused"] if refused else [])]) or "-"
         rows.append({"case": key, "policy": "deploy", "verdict": res.verdict, "exit": None,
-                     "caught_by": ", ".join(res.checks) or "-", "seconds": seconds})
-        print(f"| {key} | {kind} | **{res.verdict}** | {', '.join(res.checks) or '-'} | {seconds} |", flush=True)
+                     "caught_by": caught, "seconds": seconds, "refused": refused})
+        print(f"| {key} | {kind} | **{res.verdict}** | {caught} | {seconds} |", flush=True)
 
 
 def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:

@@ -2199,10 +2199,16 @@ DEPLOY_CONTROLS = {"deploy_unmodified": DeployControl}
 
 
 def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: str = "gaussian_ts",
-                     params: dict | None = None, rounds_afforded: int = 30) -> None:
+                     params: dict | None = None, rounds_afforded: int = 30) -> str | None:
     """Create a store at ``path`` with ``cls`` (budget: what ``rounds_afforded`` rounds certify, horizon
     200) and serve ``decisions`` decisions: a second select (a hold) before every third update, a
-    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``."""
+    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``.
+
+    Returns None, or the message of the deployment's own refusal to go on (session 14: a reopened
+    deployment checks its counters and release counts against its log before its first call,
+    ``LogMismatch``): the drive ends there, and the store is audited as it stands."""
+    from privbandit.deploy.deployment import LogMismatch
+
     from privbandit.deploy.odometer import Odometer
     from privbandit.policies import make_policy
 
@@ -2220,5 +2226,8 @@ def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: s
             if i % 4 == 3:
                 dep.close()
                 dep = cls.open(path)
+    except LogMismatch as exc:
+        return str(exc)
     finally:
         dep.close()
+    return None

@@ -19,10 +19,11 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import privbandit
 from privbandit.cli_checks import (plain_number_text, positive, print_message, probability, real, refuse_repeated_options,
-                                   require_extra, whole, writable_dir, writable_file)
+                                   require_extra, staged_outputs, whole, writable_dir, writable_file)
 
 #: the budget helpers' longest horizon (privbandit.budget.HORIZON_MAX, not imported: the parser is built
 #: before any computing module loads)
@@ -148,14 +149,19 @@ def _run(args: argparse.Namespace) -> int:
     if summary["realized_epsilon_max"] is not None:
         print(f"realized at the horizon: worst tracked record {summary['realized_epsilon_max']:.6g} against "
               f"{summary['certified_same_currency']:.6g} certified by the same accountants*")
-    if args.save:
-        print(f"saved {result.save(args.save)}")
+    if args.save:  # (staged: a symlink at the path, or at its .json, is replaced, not written through)
+        save = Path(args.save)
+        with staged_outputs(save.parent, "--save") as stage:
+            result.save(stage.path(save.name))
+        print(f"saved {save}")
     if args.plot:
         import matplotlib
 
         matplotlib.use("Agg")
         fig = result.plot_figure()
-        fig.savefig(args.plot, dpi=110)
+        plot = Path(args.plot)
+        with staged_outputs(plot.parent, "--plot") as stage:
+            fig.savefig(stage.path(plot.name), dpi=110)
         print(f"plot written to {args.plot}")
     return 0
 
@@ -296,10 +302,11 @@ def _experiment(args: argparse.Namespace) -> int:
           f"delta {result.cells[0][2].delta:g}")
     rows = [s | {"label": f"{s['policy_label']} | {s['environment_label']}"} for s in result.summary()]
     print_table(rows)
-    if args.out:
-        result.summary_frame().to_csv(os.path.join(args.out, "summary.csv"), index=False)
-        result.plot(os.path.join(args.out, "regret.png"), title=f"{args.name} (horizon {args.horizon}, "
-                                                             f"{args.replicates} replicates)")
+    if args.out:  # (staged: a symlink planted at DIR/summary.csv is replaced, not written through)
+        with staged_outputs(args.out, "--out") as stage:
+            result.summary_frame().to_csv(stage.path("summary.csv"), index=False)
+            result.plot(stage.path("regret.png"), title=f"{args.name} (horizon {args.horizon}, "
+                                                        f"{args.replicates} replicates)")
         print(f"wrote {args.out}/summary.csv and {args.out}/regret.png")
     return 0
 

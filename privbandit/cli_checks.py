@@ -19,6 +19,7 @@ import decimal
 import math
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from accountants import _validate
@@ -138,6 +139,46 @@ def writable_dir(path: str, option: str) -> Path:
     if not os.access(p, os.W_OK):
         raise ValueError(f"{option} {path!r} is not a writable directory")
     return p
+
+
+class _Stage:
+    """A fresh private directory (``tempfile.mkdtemp``: mode 0700, a name no one else can have chosen) beside
+    the destination; ``path(name)`` is where to write the file ``name``."""
+
+    def __init__(self, directory: Path, option: str) -> None:
+        import tempfile
+
+        self.directory, self.option = directory, option
+        try:
+            self.tmp = Path(tempfile.mkdtemp(prefix=".privbandit-", dir=directory))
+        except OSError as exc:
+            raise ValueError(f"{option} {str(directory)!r}: cannot write there ({exc.strerror or exc})") from None
+
+    def path(self, name: str) -> str:
+        return str(self.tmp / name)
+
+
+@contextmanager
+def staged_outputs(directory, option: str):
+    """Write output files into a private directory beside ``directory`` and move each into ``directory``
+    with ``os.replace`` on success (session 14, s14/deploy). Whatever already sits at a destination -- a
+    symlink planted in a shared ``--out`` directory pointing at a file of the user's, a regular file --
+    is replaced, never written through (pandas, matplotlib and open() follow a symlink: ``--out DIR``
+    wrote through ``DIR/summary.csv -> ~/.bashrc``), and a reader never sees a half-written file. On an
+    error nothing is moved and the private directory is removed."""
+    import shutil
+
+    stage = _Stage(Path(directory), option)
+    try:
+        yield stage
+        for name in sorted(os.listdir(stage.tmp)):
+            try:
+                os.replace(stage.tmp / name, Path(directory) / name)
+            except OSError as exc:  # e.g. a directory of that name is in the way
+                raise ValueError(f"{option}: cannot write {str(Path(directory) / name)!r} "
+                                 f"({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(stage.tmp, ignore_errors=True)
 
 
 def require_extra(module: str, purpose: str) -> None:

@@ -46,6 +46,20 @@ def _print(obj) -> None:
     print(json.dumps(obj, sort_keys=False))
 
 
+def _key(args) -> bytes | None:
+    """The key of ``--key-file`` (None without it: the environment's, if any, see store.resolve_key)."""
+    from privbandit.deploy.store import read_key_file
+
+    return None if args.key_file is None else read_key_file(args.key_file)
+
+
+def _open(args):
+    """The store of ``args``, opened with its key and --allow-legacy."""
+    from privbandit.deploy import Deployment
+
+    return Deployment.open(args.store, key=_key(args), allow_legacy=args.allow_legacy)
+
+
 def _init(args) -> int:
     from privbandit.deploy import Deployment
 
@@ -53,43 +67,36 @@ def _init(args) -> int:
         args.store, args.policy, params=_params(args.param), n_arms=args.n_arms,
         budget=args.budget, delta=args.delta, seed=args.seed, horizon=args.horizon,
         on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous,
-        track_realized=not args.no_realized)
+        track_realized=not args.no_realized, key=_key(args))
     with dep:
         keys = ("policy", "params", "n_arms", "horizon", "anytime", "budget_epsilon", "delta", "seed", "stop_round",
                 "certified_at_stop", "accountant_at_stop", "next_round_epsilon", "on_exhausted", "synchronous", "track_realized")
-        _print({"store": args.store} | {k: dep.config[k] for k in keys})
+        _print({"store": args.store} | {k: dep.config[k] for k in keys} | {"authenticated": dep.authenticated})
     return 0
 
 
 def _select(args) -> int:
-    from privbandit.deploy import Deployment
-
-    with Deployment.open(args.store) as dep:
+    with _open(args) as dep:
         _print(dep.select().to_dict())
     return 0
 
 
 def _update(args) -> int:
-    from privbandit.deploy import Deployment
-
-    with Deployment.open(args.store) as dep:
+    with _open(args) as dep:
         _print(dep.update(args.decision, args.reward).to_dict())
     return 0
 
 
 def _status(args) -> int:
-    from privbandit.deploy import Deployment
-
-    with Deployment.open(args.store) as dep:
+    with _open(args) as dep:
         _print(dep.status(last=args.last))
     return 0
 
 
 def _replay(args) -> int:
-    from privbandit.deploy import Deployment
     from privbandit.deploy.replay import replay
 
-    with Deployment.open(args.store) as dep:
+    with _open(args) as dep:
         _print(replay(dep, args.log))
     return 0
 
@@ -98,8 +105,10 @@ def _audit(args) -> int:
     """The deployment audit (privbandit.audit.deployment, docs/audit.md "Round 10") of the store: exit 0
     CONSISTENT, 1 VIOLATION, 3 INCONCLUSIVE (a check could not run: named in ``notes``), as ``privbandit audit``."""
     from privbandit.audit.deployment import deployment_audit
+    from privbandit.deploy.store import using_key
 
-    res = deployment_audit(args.store)
+    with using_key(_key(args)):  # (the audit opens the store itself)
+        res = deployment_audit(args.store)
     _print({"store": args.store, "policy": res.policy, "verdict": res.verdict, "policy_rounds": res.rounds,
             "stop_round": res.stop_round, "checks": res.checks,
             "findings": [{"check": f.check, "detail": f.detail} for f in res.findings], "notes": res.notes})
@@ -181,6 +190,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                        "certified (JSON; exit 0 CONSISTENT, 1 VIOLATION)")
     aud.add_argument("store")
     aud.set_defaults(deploy_func=_audit)
+
+    key_help = ("file holding the store's authentication key (HMAC-SHA256; at least 16 bytes; default: the "
+                "environment's PRIVBANDIT_DEPLOY_KEY or PRIVBANDIT_DEPLOY_KEY_FILE)")
+    for parser in (init, sel, upd, st, rep, aud):
+        parser.add_argument("--key-file", default=None, metavar="FILE",
+                            help=key_help if parser is not init else key_help + ": the store is then authenticated "
+                            "and refuses to open without the key")
+    for parser in (sel, upd, st, rep):
+        parser.add_argument("--allow-legacy", action="store_true",
+                            help="read a store written before session 13 (object-pickle snapshot) and migrate it to "
+                                 "the data-only format (refused otherwise)")
+    aud.set_defaults(allow_legacy=False)
 
     p.set_defaults(func=run)
     return p

@@ -45,6 +45,12 @@ from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
 
+
+class LogMismatch(StoreError):
+    """The store's counters or its snapshot's release counts disagree with its own log (session 14,
+    :meth:`Deployment._check_log`): it was modified outside privbandit -- or written by a deployment that
+    released or counted outside its logged calls. Refused before the deployment's first call."""
+
 ON_EXHAUSTED = ("exploit", "stop")
 
 
@@ -193,6 +199,45 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
 
 
+#: JSON1 (json_each) is built into SQLite from 3.38; older libraries sum the releases in Python
+_SQL_JSON = sqlite3.sqlite_version_info >= (3, 38, 0)
+
+
+def _logged_releases(conn: sqlite3.Connection, path: str, n_arms: int) -> list[int]:
+    """Releases per arm summed over every decision's and update's ``releases`` cell (a JSON array of
+    ``n_arms`` whole counts >= 0; anything else is a corrupt store)."""
+    bad = StoreError(f"{path}: corrupt deployment store (a releases cell is not {n_arms} release counts)")
+    # (the cells of calls that released nothing -- holds, exploits, most updates or most selects -- are the exact
+    # text a deployment writes for them, skipped by a string comparison: parsing JSON is what costs here)
+    zero = json.dumps([0] * n_arms)
+    cells = "SELECT releases FROM decisions WHERE releases != ?1 UNION ALL SELECT releases FROM updates WHERE releases != ?1"
+    if _SQL_JSON:
+        malformed = conn.execute(f"SELECT COUNT(*) FROM ({cells}) WHERE NOT json_valid(releases) "
+                                 "OR json_type(releases) != 'array' OR json_array_length(releases) != ?2",
+                                 (zero, n_arms)).fetchone()[0]
+        if malformed:
+            raise bad
+        sums = [0] * n_arms
+        for arm, total, off in conn.execute(
+                f"SELECT j.key, SUM(j.value), SUM(j.type != 'integer' OR j.value < 0) "
+                f"FROM ({cells}) AS r, json_each(r.releases) AS j GROUP BY j.key", (zero,)):
+            if off or type(arm) is not int or not 0 <= arm < n_arms or type(total) is not int:
+                raise bad
+            sums[arm] = total
+        return sums
+    sums = [0] * n_arms
+    for (cell,) in conn.execute(cells, (zero,)):
+        try:
+            counts = json.loads(cell) if type(cell) is str else None
+        except (ValueError, RecursionError):
+            counts = None
+        if type(counts) is not list or len(counts) != n_arms or not all(
+                type(c) is int and c >= 0 for c in counts):
+            raise bad
+        sums = [a + b for a, b in zip(sums, counts)]
+    return sums
+
+
 def _real_field(lo: float, hi: float, *, closed: bool = False):
     def ok(v) -> bool:
         return type(v) in (int, float) and math.isfinite(v) and (lo <= v <= hi if closed else lo < v < hi)
@@ -286,6 +331,10 @@ class Deployment:
         from privbandit.policies import make_policy
 
         self.path, self._conn, self.config = path, conn, config
+        # the authentication key (never stored; set by create / open), whether a legacy snapshot may be read,
+        # and whether the log was checked against the counters and the snapshot (session 14)
+        self._key: bytes | None = None
+        self._allow_legacy = self._migrate = self._log_checked = False
         self.policy = make_policy(config["policy"], **config["params"])
         self.n_arms, self.horizon = int(config["n_arms"]), int(config["horizon"])
         self.budget, self.delta = float(config["budget_epsilon"]), float(config["delta"])
@@ -303,7 +352,7 @@ class Deployment:
     def create(cls, path: str | os.PathLike, policy: str, *, n_arms: int, budget: float, delta: float,
                params: dict | None = None, horizon: int | None = None, seed: int | None = None,
                on_exhausted: str = "exploit", strict_rewards: bool = False,
-               synchronous: str = "full", track_realized: bool = True) -> "Deployment":
+               synchronous: str = "full", track_realized: bool = True, key: bytes | str | None = None) -> "Deployment":
         """Initialise a new store at ``path`` (which must not exist).
 
         ``policy`` is a registered private policy name (``privbandit.policies.REGISTRY``) configured
@@ -314,7 +363,11 @@ class Deployment:
         "full" (fsync per call: durable through a power cut) or "normal" (durable through a killed
         process only; see ``store.SYNCHRONOUS``); ``track_realized`` keeps the ledger's per-record
         sums for the realized spend in :meth:`status` (its snapshot share grows with the records per
-        arm; False keeps only the release counts, and ``realized_epsilon`` is then None).
+        arm; False keeps only the release counts, and ``realized_epsilon`` is then None); ``key`` (bytes
+        or str, at least 16 bytes; None: the environment's ``PRIVBANDIT_DEPLOY_KEY`` or
+        ``PRIVBANDIT_DEPLOY_KEY_FILE`` if set, else none) authenticates the store with HMAC-SHA256: every
+        write tags the configuration, the counters and the snapshot, and the store then refuses to open
+        without the key (docs/deploy.md, "Session 14"). The key is never stored.
         """
         from privbandit.policies import make_policy
 
@@ -354,6 +407,7 @@ class Deployment:
             raise ValueError(f"track_realized must be True or False, got {shown(track_realized)}")
         if not isinstance(strict_rewards, bool):
             raise ValueError(f"strict_rewards must be True or False, got {shown(strict_rewards)}")
+        key = _store.resolve_key(key)
 
         p = plan(pol, n_arms, float(budget), float(delta), horizon)
         odo = Odometer(pol, p.horizon, n_arms, float(delta))
@@ -374,29 +428,49 @@ class Deployment:
         blob, digest = _store.dump_state({**fresh, "counters": (0, None), "config_digest": config_digest(config)})
         conn = _store.connect(path, create=True, synchronous=synchronous)
         try:
-            _store.initialise(conn, config, blob, digest, path)
+            _store.initialise(conn, config, blob, digest, path, key)
         except BaseException:
             conn.close()
             raise
         dep = cls(path, conn, config)
-        dep._odometer = odo
+        dep._key, dep._odometer = key, odo
         return dep
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Deployment":
+    def open(cls, path: str | os.PathLike, *, key: bytes | str | None = None,
+             allow_legacy: bool = False) -> "Deployment":
         """Reopen an existing store (a clear :class:`StoreError` if it is missing, corrupt, foreign
-        or of another schema version)."""
+        or of another schema version, or if its authentication does not hold; its counters and release
+        counts are checked against its log before its first call, :meth:`_check_log`).
+
+        ``key``: the store's authentication key (None: the environment's, see :meth:`create`); a store
+        written with a key refuses to open without it, and a key given for a store without a tag is
+        refused too. ``allow_legacy``: read a snapshot in the object-pickle format of sessions 1-12
+        (refused otherwise) with the restricted unpickler, verify it like a data snapshot and write it
+        back in the data format at once -- the store is migrated."""
         path = _store.store_path(path)
+        if not isinstance(allow_legacy, bool):
+            raise ValueError(f"allow_legacy must be True or False, got {shown(allow_legacy)}")
+        key = _store.resolve_key(key)
         conn = _store.connect(path, create=False)
         try:
             config = check_config(_store.check(conn, path), path)
             _store.configure(conn, path, config.get("synchronous", "full"))
+            tagged = conn.execute("SELECT COUNT(*) FROM meta WHERE key IN ('auth', 'mac')").fetchone()[0]
+            if bool(tagged) != (key is not None):  # (a tagged store with a key: checked by _info below)
+                _store.check_mac(path, key, "" if tagged else None, lambda k: None)
             try:
                 dep = cls(path, conn, config)
             except ValueError as exc:  # make_policy refused the stored name or parameters
                 raise StoreError(f"{path}: corrupt deployment store (configuration policy / params: {exc})") from None
+            # (set after construction: subclasses -- the audit bench's planted deployments -- keep __init__'s
+            # three arguments)
+            dep._key, dep._allow_legacy = key, allow_legacy
             with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
-                dep._state()
+                info, state = dep._state()
+                if dep._migrate:  # a legacy snapshot, verified: stored again in the data format, once
+                    dep._write(info, state, info["rounds"], info["open_decision"])
+                    dep._migrate = False
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise _corrupt(path, exc) from None
@@ -404,6 +478,11 @@ class Deployment:
             conn.close()
             raise
         return dep
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether this store is authenticated with a key (HMAC-SHA256, session 14; docs/deploy.md)."""
+        return self._key is not None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -430,11 +509,20 @@ class Deployment:
         return self._conn
 
     def _info(self) -> dict:
-        """The state row's counters inside the current transaction (without the snapshot)."""
-        row = self._conn_checked().execute(
-            "SELECT version, rounds, open_decision, digest FROM state WHERE id = 1").fetchone()
+        """The state row's counters inside the current transaction (without the snapshot); with a key,
+        their authentication tag verified first (every call: the counters decide the next round)."""
+        if self._key is None:
+            row = self._conn_checked().execute(
+                "SELECT version, rounds, open_decision, digest FROM state WHERE id = 1").fetchone()
+        else:
+            row = self._conn_checked().execute(
+                "SELECT version, rounds, open_decision, digest, (SELECT value FROM meta WHERE key = 'mac') "
+                "FROM state WHERE id = 1").fetchone()
         if row is None:
             raise StoreError(f"{self.path}: corrupt deployment store (no state row)")
+        if self._key is not None:
+            row, mac = row[:4], row[4]
+            _store.check_mac(self.path, self._key, mac, lambda k: _store.state_mac(k, self.config, *row))
         row = self._cells(row, "NNnT")
         return {"version": row[0], "rounds": row[1], "open_decision": row[2], "digest": row[3]}
 
@@ -446,7 +534,7 @@ class Deployment:
         wrote (or last read) that version."""
         if self._cache is None or self._cache[0] != info["version"]:
             (blob,) = self._conn.execute("SELECT blob FROM state WHERE id = 1").fetchone()
-            stored = _store.load_state(bytes(blob), info["digest"], self.path)
+            stored = _store.load_state(bytes(blob), info["digest"], self.path, self._allow_legacy)
             self._cache = (info["version"], _snapshot_shape(self._restored(stored), self.path, self.n_arms))
         return self._cache[1]
 
@@ -468,10 +556,13 @@ class Deployment:
             if k not in ("counters", "config_digest") and not (type(k) is str and (
                     v is None or type(v) in (bool, int, float, str))):
                 raise StoreError(f"{corrupt}: snapshot.{k} is a {type(v).__name__}, not a plain value)")
+        self._check_config_digest(extra.get("config_digest"))  # (before the run is compared with a fresh one of the
+        # configuration: an edited configuration is named as such, not as the float it changed, session 14)
         body = {k: stored[k] for k in ("run", "rng", "ledger")}
         try:
             if not (type(body["run"]) is tuple and body["run"][:1] == (snapshot.OBJ,)):  # legacy: live objects
                 body = snapshot.encode(_snapshot_shape(dict(body), self.path, self.n_arms))
+                self._migrate = True  # (only reached with allow_legacy: open() writes it back as data)
             state = snapshot.restore(body, fresh_state(self.policy, self.n_arms, self.horizon, self.config["seed"],
                                                        self.config.get("track_realized", True)))
         except StoreError:
@@ -483,6 +574,13 @@ class Deployment:
         state.update(extra)
         return state
 
+    def _check_config_digest(self, recorded) -> None:
+        """The configuration digest a snapshot carries against the configuration in ``meta`` (absent from
+        stores written before session 10: added at their next write)."""
+        if recorded is not None and recorded != self._config_digest:
+            raise StoreError(f"{self.path}: corrupt deployment store (its configuration does not match the one its "
+                             "snapshot was written with): it was modified outside privbandit")
+
     def _state(self) -> tuple[dict, dict]:
         info = self._info()
         state = self._load(info)
@@ -490,16 +588,74 @@ class Deployment:
         # covers the snapshot only, so the snapshot carries its own copy of them and they must agree.
         # A store written before the snapshot held them (no "counters") is read as it is; its next
         # write adds them.
-        recorded = state.get("config_digest")  # (absent from stores written before session 10: added at the next write)
-        if recorded is not None and recorded != self._config_digest:
-            raise StoreError(f"{self.path}: corrupt deployment store (its configuration does not match the one its "
-                             "snapshot was written with): it was modified outside privbandit")
+        self._check_config_digest(state.get("config_digest"))
         counters = state.get("counters")
         if counters is not None and tuple(counters) != (info["rounds"], info["open_decision"]):
             raise StoreError(f"{self.path}: corrupt deployment store (the state row says {info['rounds']} policy "
                              f"rounds, open decision {info['open_decision']}; its snapshot says {counters[0]}, "
                              f"{counters[1]}): it was modified outside privbandit")
         return info, state
+
+    def _log_check(self, info: dict) -> None:
+        """:meth:`_check_log` once per opened deployment, before its first select, update or status (in that
+        call's transaction). Not in :meth:`open` itself, nor in :meth:`history` / :meth:`snapshot`: the
+        deployment audit opens the store through them to report such a store's inconsistencies against the
+        replay, which it cannot do for a store it cannot open."""
+        if not self._log_checked:
+            self._check_log(info, self._load(info))
+            self._log_checked = True
+
+    def _check_log(self, info: dict, state: dict) -> None:
+        """Session 14: the state row's counters and the snapshot's release counts against the store's
+        own log, with SQL aggregates (no replay: that is the audit's). The counters decide the
+        odometer (``cert(rounds)``) and the filter, and the release counts are the ledger's: a store whose
+        counters were rewound, or whose snapshot counts fewer releases than its decisions record, claims
+        less spending than its log shows. Refused if
+
+        * the policy decisions are not rounds 1 .. rounds, once each, or a hold / exploit decision has a round;
+        * the open round is not the last policy round without a reward (or, with none open, the last
+          policy round has no applied reward), or the applied rewards are not one per closed round;
+        * the ledger's releases per arm (``Ledger.draws``) differ from the sum of the releases every
+          decision and update logged.
+
+        What this cannot see without a replay or a key: a log edited along with them (rows deleted, the
+        counters and the ledger's counts lowered to match), and per-record sums lowered within a
+        consistent count -- the audit's replay sees both, the key (:meth:`create`) makes them detectable."""
+        conn, rounds, open_decision = self._conn, info["rounds"], info["open_decision"]
+        n, top, distinct, low, stray = self._cells(conn.execute(
+            "SELECT SUM(kind = 'policy'), COALESCE(MAX(CASE WHEN kind = 'policy' THEN round END), 0), "
+            "COUNT(DISTINCT CASE WHEN kind = 'policy' THEN round END), "
+            "COALESCE(MIN(CASE WHEN kind = 'policy' THEN round END), 1), "
+            "SUM(kind != 'policy' AND round IS NOT NULL) FROM decisions").fetchone(), "nNNNn")
+        n, stray = n or 0, stray or 0
+        if not n == distinct == top == rounds or low != 1 or stray:
+            raise LogMismatch(f"{self.path}: corrupt deployment store (the state row counts {rounds} policy rounds, its "
+                             f"log holds {n} policy decisions over rounds {low if n else '-'} .. {top if n else '-'}"
+                             f"{f' and {stray} other decisions with a round' if stray else ''}): it was modified "
+                             "outside privbandit")
+        applied, applied_policy = self._cells(conn.execute(
+            "SELECT COALESCE(SUM(u.applied != 0), 0), COALESCE(SUM(u.applied != 0 AND d.kind = 'policy'), 0) "
+            "FROM updates u LEFT JOIN decisions d ON d.id = u.decision_id").fetchone(), "NN")
+        last = None if not rounds else conn.execute(
+            "SELECT d.id, u.applied FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id "
+            "WHERE d.kind = 'policy' AND d.round = ?", (rounds,)).fetchone()
+        closed = rounds - (open_decision is not None)
+        ok = applied == applied_policy == closed and (
+            last is None and open_decision is None
+            or last is not None and (last[0] == open_decision and last[1] is None
+                                     or open_decision is None and last[1] not in (None, 0)))
+        if not ok:
+            raise LogMismatch(f"{self.path}: corrupt deployment store (the state row says {rounds} policy rounds, open "
+                             f"decision {open_decision}; its log holds {applied} rewards fed to the policy "
+                             f"({applied_policy} of them for policy decisions), and round {rounds}'s decision is "
+                             f"{'missing' if last is None else last[0]} with "
+                             f"{'no reward' if last is None or last[1] is None else 'its reward'}): it was "
+                             "modified outside privbandit")
+        logged = _logged_releases(conn, self.path, self.n_arms)
+        drawn = [int(c) for c in state["ledger"].draws[0]]
+        if logged != drawn:
+            raise LogMismatch(f"{self.path}: corrupt deployment store (its snapshot's ledger counts {drawn} releases per "
+                             f"arm, its log records {logged}): it was modified outside privbandit")
 
     def _write(self, info: dict, state: dict, rounds: int, open_decision) -> str:
         state["ledger"].draws  # drains what the ledger staged: a snapshot holds no staged release
@@ -509,6 +665,9 @@ class Deployment:
         version = info["version"] + 1
         self._conn.execute("UPDATE state SET version = ?, rounds = ?, open_decision = ?, blob = ?, digest = ? "
                            "WHERE id = 1", (version, rounds, open_decision, blob, digest))
+        if self._key is not None:  # (in the same transaction: the tag and the row it covers commit together)
+            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'mac'",
+                               (_store.state_mac(self._key, self.config, version, rounds, open_decision, digest),))
         self._cache = (version, state)
         return digest
 
@@ -542,6 +701,7 @@ class Deployment:
 
         def body() -> Decision:
             info = self._info()
+            self._log_check(info)
             rounds, open_decision = info["rounds"], info["open_decision"]
             releases = [0] * self.n_arms
             if rounds >= self.stop_round:
@@ -606,6 +766,7 @@ class Deployment:
                 raise ValueError(f"decision {decision} already has reward {done[0]!r}; a reward is final "
                                  f"(got {shown(raw)})")
             info = self._info()
+            self._log_check(info)
             applied = kind == "policy"
             digest = info["digest"]
             releases = [0] * self.n_arms
@@ -655,6 +816,7 @@ class Deployment:
         conn.execute("BEGIN")  # a read transaction: one consistent snapshot
         try:
             info, state = self._state()
+            self._log_check(info)
             counts = dict(self._cells(r, "KN") for r in conn.execute("SELECT kind, COUNT(*) FROM decisions GROUP BY kind"))
             n_updates, n_applied = self._cells(
                 conn.execute("SELECT COUNT(*), COALESCE(SUM(applied), 0) FROM updates").fetchone(), "NN")
@@ -684,7 +846,7 @@ class Deployment:
         n_decisions = sum(counts.values())
         exhausted = rounds >= self.stop_round
         return {
-            "store": self.path, "schema_version": _store.SCHEMA_VERSION,
+            "store": self.path, "schema_version": _store.SCHEMA_VERSION, "authenticated": self.authenticated,
             "policy": self.config["policy"], "params": self.config["params"], "n_arms": self.n_arms,
             "horizon": self.horizon, "anytime": bool(self.config["anytime"]), "seed": self.config["seed"],
             "delta": self.delta, "budget_epsilon": self.budget,

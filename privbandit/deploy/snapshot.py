@@ -366,6 +366,22 @@ def _recorder_invariants(walk, state, path):
 STRUCTURAL = frozenset({"n_arms", "replicates", "streams", "arms", "k", "max_levels", "block", "_block", "horizon",
                         "capacity"})
 
+def _same_float(s, f) -> bool:
+    """``s`` is the same float as ``f``, bit for bit (NaN equal to NaN, -0.0 not equal to 0.0).
+
+    Session 14: every float scalar of a snapshot (a Python float or a numpy floating scalar: the
+    mechanisms' noise scales and epsilons, the policies' confidence parameters) must equal the value a
+    fresh run of the store's configuration holds at the same place -- the fresh instance is the
+    reference, not a list of expected values. A survey of every deployable policy (15 policies x
+    realized tracking on / off, 3000 rounds, horizon 5000, checkpoints 1, 2, 5, ..., 3000;
+    docs/deploy.md "Session 14") found no float scalar that a run ever changes: these mechanisms'
+    scales depend on the configuration, not on the round. One that legitimately changes needs a rule in
+    :data:`RULES` (which takes precedence, as for the ledger's query cache). Whole numbers (cursors,
+    versions, capacities, levels: a run moves them) stay checked for type and sign, the dimensions in
+    :data:`STRUCTURAL` for value."""
+    return np.asarray(s, dtype=np.float64).tobytes() == np.asarray(f, dtype=np.float64).tobytes()
+
+
 #: Whole-object invariants, checked after the object's fields (class -> check).
 INVARIANTS = {_LEDGER: _ledger_invariants, _CORE: _core_invariants,
               "privbandit.ledger._PrefixRecorder": _recorder_invariants}
@@ -490,6 +506,11 @@ class _Walk:
             self.fail(path, f"is {s!r}, a fresh run of this configuration has {f!r}")
         if isinstance(f, (float, np.floating)) and math.isfinite(f) and not math.isfinite(s):
             self.fail(path, f"is {s!r}, not a finite number")
+        if isinstance(f, (float, np.floating)) and not _same_float(s, f):
+            # a smaller stored noise scale would draw less noise than the certificate -- computed from
+            # the configuration -- pays for; the audit's replay saw it only against the log
+            self.fail(path, f"is {s!r}, a run of this configuration has {f!r} (a scale or parameter its "
+                            "configuration fixes)")
         if isinstance(f, (int, np.integer)) and not isinstance(f, (bool, np.bool_)) and f >= 0 and s < 0:
             self.fail(path, f"is {s!r}, a negative count")
         return s

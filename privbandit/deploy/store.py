@@ -20,13 +20,18 @@ The file is marked with ``PRAGMA application_id`` and versioned with ``PRAGMA us
 that is not SQLite, another application's database, a newer schema or a snapshot whose digest does
 not match gives a :class:`StoreError` naming the problem. Snapshots are plain data (session 13,
 :mod:`privbandit.deploy.snapshot`), read back by an unpickler that builds no object of ours and
-restored into a fresh run after verification; legacy snapshots (pickled objects) are read by a
-restricted unpickler that only builds numpy, privbandit and accountants objects.
+restored into a fresh run after verification; legacy snapshots (pickled objects) are refused unless
+the store is opened with ``allow_legacy`` (session 14), which reads them with a restricted unpickler
+that only builds numpy, privbandit and accountants objects and migrates the store. With a key (session
+14, :func:`state_mac`), ``meta`` also holds an HMAC-SHA256 tag of the configuration, the counters and
+the snapshot's digest, rewritten with every snapshot and verified at every call.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -190,11 +195,18 @@ def dump_state(obj) -> tuple[bytes, str]:
     return blob, hashlib.sha256(blob).hexdigest()
 
 
-def load_state(blob: bytes, digest: str, path: str):
+#: How to migrate a legacy store, quoted by the refusal (session 14)
+LEGACY_OPTION = "allow_legacy=True (command line: --allow-legacy)"
+
+
+def load_state(blob: bytes, digest: str, path: str, allow_legacy: bool = False):
     """The stored snapshot as plain data (the dict :func:`dump_state` encoded), digest-checked, built
     by an unpickler that makes no object of ours. A legacy snapshot (objects pickled, before session
-    13) is read with the restricted object unpickler and encoded the same way; either is then
-    verified against a fresh run and restored into it by the caller (privbandit.deploy.snapshot)."""
+    13) is refused unless ``allow_legacy`` (session 14): reading it runs the restricted object
+    unpickler, which still builds state classes through their constructors and ``__setstate__`` with
+    whatever the file holds. With ``allow_legacy`` it is read that way; either form is then verified
+    against a fresh run and restored into it by the caller (privbandit.deploy.snapshot), which writes
+    a legacy store back in the data format at once (migrated: read this way only once)."""
     from privbandit.deploy import snapshot
 
     if hashlib.sha256(blob).hexdigest() != digest:
@@ -213,6 +225,13 @@ def load_state(blob: bytes, digest: str, path: str):
         # (data without the format marker is returned as it is: no deployment writes it, and the
         # caller refuses it as a snapshot that is not a policy run, a generator and a ledger)
         return data["state"] if type(data) is dict and data.get("format") == snapshot.FORMAT else data
+    if not allow_legacy:
+        # (refused before the object unpickler runs: DataUnpickler stopped at the first name, before any
+        # object was built or called)
+        raise StoreError(f"{path}: its state snapshot is in the object-pickle format of privbandit before session 13, "
+                         "which is read by building the state classes with what the file holds; if the store is "
+                         f"yours, open it once with {LEGACY_OPTION} to verify it and migrate it to the data-only "
+                         "format")
     try:
         legacy = _SnapshotUnpickler(io.BytesIO(raw)).load()
     except StoreError:
@@ -220,6 +239,90 @@ def load_state(blob: bytes, digest: str, path: str):
     except Exception as exc:  # any unpickling failure is corruption
         raise StoreError(f"{path}: the state snapshot cannot be read ({exc})") from None
     return legacy
+
+
+# --- optional authentication (session 14) ---------------------------------------------------------
+#: The environment variables a key is read from when none is passed: the key itself (text, at least
+#: KEY_MIN bytes as UTF-8) or the path of a file holding it.
+KEY_ENV, KEY_FILE_ENV = "PRIVBANDIT_DEPLOY_KEY", "PRIVBANDIT_DEPLOY_KEY_FILE"
+KEY_MIN = 16  # bytes: 128 bits (HMAC-SHA256 takes any length; a short key is guessable offline)
+MAC_SCHEME = "hmac-sha256"
+_KEY_HINT = f"key=..., --key-file FILE, or the environment variable {KEY_ENV} or {KEY_FILE_ENV}"
+_scoped_key: contextvars.ContextVar = contextvars.ContextVar("privbandit_deploy_key", default=None)
+
+
+def key_bytes(key, source: str = "key") -> bytes:
+    """``key`` (bytes or str) as bytes of at least :data:`KEY_MIN`, or a ValueError naming ``source``."""
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, (bytes, bytearray)):
+        raise ValueError(f"{source} must be bytes or a str of at least {KEY_MIN} bytes, got {shown(key)}")
+    if len(key) < KEY_MIN:
+        raise ValueError(f"{source} must hold at least {KEY_MIN} bytes (128 bits), got {len(key)}")
+    return bytes(key)
+
+
+def read_key_file(path, source: str = "--key-file") -> bytes:
+    """The key held in the file at ``path``: its bytes, trailing whitespace (a newline) removed."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(1 << 16)
+    except OSError as exc:
+        raise ValueError(f"{source} {os.fsdecode(path)!r}: cannot read the key file ({exc.strerror or exc})") from None
+    return key_bytes(data.rstrip(b" \t\r\n"), f"{source} {os.fsdecode(path)!r}")
+
+
+@contextmanager
+def using_key(key):
+    """Within the block, a store opened without ``key=`` uses ``key`` (the command line's --key-file for
+    the audit, which opens the store itself)."""
+    token = _scoped_key.set(None if key is None else key_bytes(key))
+    try:
+        yield
+    finally:
+        _scoped_key.reset(token)
+
+
+def resolve_key(key) -> bytes | None:
+    """The key a call uses: ``key`` if given, else :func:`using_key`'s, else the environment's
+    (:data:`KEY_ENV`, then :data:`KEY_FILE_ENV`), else None (no authentication)."""
+    if key is not None:
+        return key_bytes(key)
+    if _scoped_key.get() is not None:
+        return _scoped_key.get()
+    if os.environ.get(KEY_ENV):
+        return key_bytes(os.environ[KEY_ENV], f"the environment variable {KEY_ENV}")
+    if os.environ.get(KEY_FILE_ENV):
+        return read_key_file(os.environ[KEY_FILE_ENV], f"the environment variable {KEY_FILE_ENV}")
+    return None
+
+
+def state_mac(key: bytes, config: dict, version: int, rounds: int, open_decision, digest: str) -> str:
+    """HMAC-SHA256 under ``key`` of the configuration (all of it, as sorted-key JSON), the state row's
+    version and round counters, and the snapshot's SHA-256 (which covers the snapshot): what decides the
+    certificate (configuration, rounds) and every noisy value the policy will use (the snapshot)."""
+    message = "\0".join((MAC_SCHEME, json.dumps(config, sort_keys=True), str(int(version)), str(int(rounds)),
+                          "" if open_decision is None else str(int(open_decision)), digest))
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def check_mac(path: str, key: bytes | None, stored: str | None, expected_of) -> None:
+    """Refuse a store whose authentication does not hold: a keyed store (``stored`` tag) opened without
+    a key or with another key, or modified without the key; a key given for a store that has no tag
+    (written without a key, or its tag stripped). ``expected_of(key)`` computes the tag."""
+    if stored is None and key is None:
+        return
+    if key is None:
+        raise StoreError(f"{path}: the store is authenticated ({MAC_SCHEME}) and no key was given; give its key: "
+                         f"{_KEY_HINT}")
+    if stored is None:
+        raise StoreError(f"{path}: a key was given but the store carries no authentication tag: it was written "
+                         "without a key, or its tag was removed; open it without a key to read it as an "
+                         "unauthenticated store")
+    if type(stored) is not str or not hmac.compare_digest(stored, expected_of(key)):
+        raise StoreError(f"{path}: the store does not match its authentication tag ({MAC_SCHEME}): its "
+                         "configuration, counters or snapshot were modified without the key, or the key is not "
+                         "this store's")
 
 
 SYNCHRONOUS = ("full", "normal")
@@ -313,7 +416,8 @@ def _not_a_store(path: str, exc: sqlite3.DatabaseError) -> StoreError:
     return StoreError(f"{path}: not a privbandit deployment store ({exc})")
 
 
-def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str, path: str = "store") -> None:
+def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str, path: str = "store",
+               key: bytes | None = None) -> None:
     with transaction(conn):
         # connect()'s "already exists" check and this write lock are not one step: two processes
         # initialising the same new path can both pass the check. The second one finds the first's
@@ -329,6 +433,9 @@ def initialise(conn: sqlite3.Connection, config: dict, blob: bytes, digest: str,
         conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
         conn.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
         conn.execute("INSERT INTO state VALUES (1, 0, 0, NULL, ?, ?)", (blob, digest))
+        if key is not None:  # (the key itself is never stored: only the scheme and the tag)
+            conn.execute("INSERT INTO meta VALUES ('auth', ?)", (MAC_SCHEME,))
+            conn.execute("INSERT INTO meta VALUES ('mac', ?)", (state_mac(key, config, 0, 0, None, digest),))
 
 
 def check(conn: sqlite3.Connection, path: str) -> dict:

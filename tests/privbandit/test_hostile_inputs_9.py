@@ -100,7 +100,7 @@ def test_a_crafted_snapshot_cannot_run_code(tmp_path, kind):
     path, marker = _store(tmp_path), tmp_path / "pwned"
     _forge(path, _payloads(marker)[kind])
     with pytest.raises(StoreError, match="which a deployment never stores"):
-        Deployment.open(path)
+        Deployment.open(path, allow_legacy=True)  # (session 14: a legacy snapshot is read only when allowed)
     assert not marker.exists()
 
 
@@ -109,11 +109,13 @@ def test_a_crafted_snapshot_cannot_run_code_through_the_command_line(tmp_path):
 
     path, marker = _store(tmp_path), tmp_path / "pwned"
     _forge(path, _payloads(marker)["dotted_name"])
-    for command in ("status", "audit"):
+    # (session 14: without --allow-legacy a snapshot naming a class is refused before it is read; the audit,
+    # which only reads, offers no --allow-legacy)
+    for argv, says in ((["status", "--allow-legacy"], "never stores"), (["audit"], "--allow-legacy")):
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
-            code = main(["deploy", command, str(path)])
-        assert code == 2 and "never stores" in err.getvalue() and "Traceback" not in err.getvalue(), command
+            code = main(["deploy", *argv, str(path)])
+        assert code == 2 and says in err.getvalue() and "Traceback" not in err.getvalue(), argv
         assert not marker.exists()
 
 

@@ -53,9 +53,13 @@ class ResumeReseeds(Deployment):
         return dep
 
 
-def serve(cls, path, *, decisions: int = 40, seed: int = 7, rounds_afforded: int = 20) -> None:
+def serve(cls, path, *, decisions: int = 40, seed: int = 7, rounds_afforded: int = 20) -> str | None:
     """A gaussian_ts (c = 4) store whose budget affords ``rounds_afforded`` rounds, served ``decisions``
-    times: a hold before every third update, a restart every fourth decision."""
+    times: a hold before every third update, a restart every fourth decision. Returns None, or the
+    message with which the deployment refused to go on after a restart (session 14: its counters or
+    release counts disagree with its log, ``LogMismatch``); the store is then audited as it stands."""
+    from privbandit.deploy.deployment import LogMismatch
+
     pol = make_policy("gaussian_ts", c=4.0)
     budget = Odometer(pol, 200, 2, 1e-6).epsilon(rounds_afforded)
     dep = cls.create(path, "gaussian_ts", params={"c": 4.0}, n_arms=2, budget=budget, delta=1e-6, horizon=200,
@@ -70,5 +74,8 @@ def serve(cls, path, *, decisions: int = 40, seed: int = 7, rounds_afforded: int
             if i % 4 == 3:
                 dep.close()
                 dep = cls.open(path)
+    except LogMismatch as exc:
+        return str(exc)
     finally:
         dep.close()
+    return None

@@ -12,7 +12,10 @@ from _deploy_planted import FilterOnePast, HoldRedraws, ResumeReseeds, serve
 
 @pytest.mark.parametrize("cls, checks", [
     (FilterOnePast, {"filter"}),
-    (HoldRedraws, {"arms", "releases", "replay"}),  # (arms: session 14 -- its hold played a fresh arm)
+    # (session 14: the deployment itself refuses to go on at the first restart after a redrawn hold -- its ledger
+    # counts releases its log does not -- so the store audited is 4 rounds old, where the redrawn hold's noise
+    # also puts the realized spend above cert(4))
+    (HoldRedraws, {"arms", "realized", "releases", "replay"}),  # (arms: its hold played a fresh arm)
     (ResumeReseeds, {"replay", "snapshot", "digest"}),  # (snapshot and digest: session 13)
 ], ids=lambda x: x.__name__ if isinstance(x, type) else "-".join(sorted(x)))
 def test_deployment_bugs_are_refuted(tmp_path, cls, checks):
@@ -71,7 +74,7 @@ def test_cli_audits_a_store(tmp_path, capsys):
     code, out, _ = _cli(capsys, "deploy", "audit", str(clean))
     assert code == 0 and out["verdict"] == "CONSISTENT" and out["findings"] == [] and out["policy_rounds"] == 20
     code, out, _ = _cli(capsys, "deploy", "audit", str(bad))
-    assert code == 1 and out["verdict"] == "VIOLATION" and set(out["checks"]) == {"arms", "releases", "replay"}
+    assert code == 1 and out["verdict"] == "VIOLATION" and set(out["checks"]) == {"arms", "realized", "releases", "replay"}
     assert all(f["detail"] for f in out["findings"])
     code, out, err = _cli(capsys, "deploy", "audit", str(tmp_path / "absent.db"))
     assert code == 2 and out is None and err.startswith("privbandit: error:") and err.count("\n") == 1
