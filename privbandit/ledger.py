@@ -99,11 +99,6 @@ _KEEP_MIN_TOP = 512
 # as many values as the difference arrays' written positions, so they at most double the ledger's memory).
 _KEEP_MAX_BYTES = 64 * 2 ** 20
 _FAR = np.iinfo(np.int64).max  # "no position written" in the per-stream lowest-write marks
-# Ledgers of this many replicates lend footprint arrays to the mechanisms (see _FootprintPool): below it
-# a fresh array costs what a loan does (and one replicate's rounds are all fixed cost); above it the pool's
-# two blocks (2 x 4 x 256 arrays of R values) would hold more memory than the staged arrays they replace.
-_POOL_MIN_REPLICATES = 8
-_POOL_MAX_REPLICATES = 1024
 # the statistics each kind of release adds to (see _leaf_stats); the others stay zero
 _KIND_STATS = {_KIND_LAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH), _KIND_GAUSSIAN: (_S_MU2, _S_GAUSS),
                _KIND_ZCDP: (_S_RHO, _S_GAUSS), _KIND_DLAPLACE: (_S_EPS, _S_MU2, _S_EPS2, _S_TANH)}
@@ -363,7 +358,6 @@ class Ledger:
         raise a ValueError: it has nothing to answer from."""
         book = cls(replicates, streams, track_replicates=0, capacity=1)
         book._recording = False
-        book._pool = None  # nothing is staged: fresh arrays are freed at once
         return book
 
     def __init__(self, replicates: int, streams: int, *, tight: bool = False,
@@ -377,7 +371,6 @@ class Ledger:
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._rows = _pulled_layout(self.replicates)  # (not pickled: the shared read-only array, see _store)
-        self._pool = _new_pool(self.replicates)  # footprint arrays lent to the mechanisms (not pickled)
         # Initial record positions per stream. A caller that knows the most records a stream can
         # hold (the engine: the horizon) passes it: the zeroed arrays cost nothing until written,
         # and no growth copies them later.
@@ -452,14 +445,13 @@ class Ledger:
         # rebuilds them): a pickled ledger stays a function of its releases alone, as before they
         # existed (deployments compare snapshot digests, privbandit.deploy)
         state = dict(self.__dict__)
-        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache", "_rows", "_pool"):
+        for key in ("_kept", "_kept_ok", "_low", "_end", "_columns_cache", "_rows"):
             state.pop(key, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._rows = _pulled_layout(self.replicates)
-        self._pool = _new_pool(self.replicates) if self._recording else None
         self._unkept()
         self._end = None  # (not pickled) unknown: queries sum every stream up to top
         self._columns_cache = {}
@@ -809,8 +801,6 @@ class Ledger:
                 self._drain_prefix(recorder.kind, recorder.parameters, counts, count_draws=not recorder.counts_draws)
         sparse, self._sparse = self._sparse, []
         pulled, self._pulled = self._pulled, []
-        if self._pool is not None:  # what is staged is folded in now: its arrays may be lent again after the next drain
-            self._pool.flip()
         if sparse or pulled:
             self._drain_sparse(sparse, pulled)
         staged, self._staged = self._staged, []
@@ -1730,79 +1720,3 @@ class _PrefixRecorder:
         self.pending += 1
         if self.pending == _STAGE_ROUNDS:
             self.ledger._drain()
-
-
-class _FootprintPool:
-    """Footprint arrays a ledger lends to this package's mechanisms: the (R,) streams, ``lo`` / ``hi`` and
-    scales of a release entry of the pulled layout (:func:`pulled_layout`: a round's pulled arms), which
-    the mechanisms' kernels write and :meth:`Ledger._store` stages uncopied until the next drain.
-
-    Why (docs/benchmarks.md, session 14): staged entries keep ~3 fresh arrays alive each until the drain,
-    256 entries at a time, and keeping them alive -- not recording them -- cost a ledger-off run 5-13%
-    at 100 replicates (measured: the same run with its reports held for 256 calls and dropped, against
-    dropped at once); the same arrays written into rows of a ledger-owned block cost 1.6-8%. So the
-    arrays a mechanism hands to the ledger come from a pool of arrays that each own their memory (the
-    ledger's fresh-array test, ``base is None``, holds: staged as they are), allocated once and reused.
-
-    Two blocks of ``3 * _STAGE_ROUNDS`` int64 and ``_STAGE_ROUNDS`` float64 arrays: loans come from the
-    active block in turn, and every drain makes the other block active (:meth:`flip`). An array lent
-    before a drain is therefore lent again only after the drain that follows, by which time the entry
-    that staged it was folded in (the drain reads what was staged before it) -- provided a mechanism
-    stages what it borrowed within the insert that borrowed it, and at most one drain happens during an
-    insert: an insert stages at most a few entries and makes no query. A loan past the block's arrays,
-    or of another length, is a fresh array (what a mechanism allocated before): the pool bounds memory,
-    never correctness. Not pickled (a ledger's state is its releases): an unpickled ledger gets a new one.
-    """
-
-    __slots__ = ("length", "_ints", "_floats", "_other", "_i", "_f")
-
-    def __init__(self, length: int) -> None:
-        self.length = length
-        # the active block's arrays, created as first lent (a short run never builds all of them)
-        self._ints: list[np.ndarray] = []
-        self._floats: list[np.ndarray] = []
-        self._other: tuple[list, list] = ([], [])  # the other block
-        self._i = self._f = 0  # arrays of the active block lent since it became active
-
-    def int64(self, n: int) -> np.ndarray:
-        """An (n,) int64 array owning its memory, which no one writes before the drain after next."""
-        i = self._i
-        if n != self.length or i >= _POOL_INTS:
-            return np.empty(n, dtype=np.int64)
-        self._i = i + 1
-        ints = self._ints
-        if i < len(ints):
-            return ints[i]
-        a = np.empty(n, dtype=np.int64)
-        ints.append(a)
-        return a
-
-    def float64(self, n: int) -> np.ndarray:
-        """An (n,) float64 array owning its memory, which no one writes before the drain after next."""
-        f = self._f
-        if n != self.length or f >= _POOL_FLOATS:
-            return np.empty(n)
-        self._f = f + 1
-        floats = self._floats
-        if f < len(floats):
-            return floats[f]
-        a = np.empty(n)
-        floats.append(a)
-        return a
-
-    def flip(self) -> None:
-        """A drain: the other block becomes active (its arrays were staged before the previous drain, and
-        folded in by it), unless nothing was lent since the last flip."""
-        if self._i or self._f:
-            other = self._other
-            self._other = (self._ints, self._floats)
-            self._ints, self._floats = other
-            self._i = self._f = 0
-
-
-_POOL_INTS = 3 * _STAGE_ROUNDS  # per block: an insert borrows at most three (streams, lo, hi) and stages >= 1 entry
-_POOL_FLOATS = _STAGE_ROUNDS
-
-
-def _new_pool(replicates: int) -> _FootprintPool | None:
-    return _FootprintPool(replicates) if _POOL_MIN_REPLICATES <= replicates <= _POOL_MAX_REPLICATES else None

@@ -194,9 +194,7 @@ class StreamMechanism:
         if values.shape != (R,):
             raise ValueError(f"values must have shape (replicates,) = {(R,)}, got {values.shape}")
         # (the dtype positionally: numpy's keyword parsing costs ~70 ns a call, a round's fixed cost at R = 1)
-        # ``kk`` is staged by the ledger as the entry's streams: lent by its pool where it keeps one
-        pool = getattr(self.ledger, "_pool", None)
-        kk, f = _empty(R, _INTP) if pool is None else pool.int64(R), _empty(R, _INTP)
+        kk, f = _empty(R, _INTP), _empty(R, _INTP)
         bad = _stream_kernels.stream_pulled_entries.at(R)(arms, values, self.streams, kk, f)
         if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
@@ -204,22 +202,6 @@ class StreamMechanism:
             raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
         sampler = self.sampler
         return (sampler.quantize(values) if sampler.exact else values), f, self._pulled_rows, kk
-
-
-def footprints(ledger, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two (n,) int64 arrays for an insert's footprints (lo, hi), which ``ledger`` stages uncopied until
-    its next drain: lent by its pool (privbandit.ledger._FootprintPool) where it keeps one, else fresh."""
-    pool = getattr(ledger, "_pool", None)
-    if pool is None:
-        return _empty(n, _INT64), _empty(n, _INT64)
-    return pool.int64(n), pool.int64(n)
-
-
-def footprint_scales(ledger, n: int) -> np.ndarray:
-    """An (n,) float64 array for an insert's scales, which ``ledger`` stages uncopied until its next drain
-    (see :func:`footprints`)."""
-    pool = getattr(ledger, "_pool", None)
-    return np.empty(n) if pool is None else pool.float64(n)
 
 
 def flat(a: np.ndarray) -> np.ndarray:
@@ -400,9 +382,8 @@ class BinaryCore:
             scratch = self._scratch.by_size[n] = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
         new, dropped, level = scratch
         # fresh arrays: the ledger stages lo, hi and node uncopied (only arrays owning their data); the
-        # new outputs are read from ``total`` (the callers' state), not copied out. lo and hi, which it
-        # keeps until its next drain, lent by its pool where it keeps one (privbandit.ledger._FootprintPool)
-        lo, hi, node = footprints(mech.ledger, n) + (_empty(n, _INT64),)
+        # new outputs are read from ``total`` (the callers' state), not copied out
+        lo, hi, node = _empty(n, _INT64), _empty(n, _INT64), _empty(n, _INT64)
         prepare, commit = _kernels.binary_prepare.at(n), _kernels.binary_commit.at(n)
         top = prepare(self._tau_flat, self._node_rows, f, v, new, dropped, level, self.capacity)
         if top > self.levels:

@@ -14,8 +14,7 @@ import numpy as np
 from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
 from privbandit.mechanisms import _kernels
 from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch,
-                                         _empty, _INT64, footprints, laplace_event, partition, popcount, positive,
-                                         probability, whole)
+                                         _empty, _INT64, laplace_event, partition, popcount, positive, probability, whole)
 
 
 def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bool]]) -> Event:
@@ -182,7 +181,7 @@ class HybridMechanism(StreamMechanism):
         noisy = np.ascontiguousarray(self.sampler._sum_release(new, scale), dtype=float)
         # fresh footprint arrays (the ledger stages them uncopied), unless every insert shares one
         uniform = uniform and n >= _SHARED_FOOTPRINT_MIN_ROWS
-        lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else footprints(self.ledger, n) + (_empty(n, _INT64),))
+        lo, hi, node = ((_NO_FOOTPRINTS,) * 3 if uniform else (_empty(n, _INT64), _empty(n, _INT64), _empty(n, _INT64)))
         first = _kernels.hybrid_binary_commit.at(n)(core._tau_flat, core._total_flat, core._node_rows, f, new, noisy,
                                                     dropped, level, top, base, offsets, lo, hi, node,
                                                     self.noisy_sum, self._log_sum)

@@ -14,8 +14,8 @@ import numpy as np
 
 from accountants.events import NO_EVENT, Event, LeafEvent
 from privbandit.mechanisms import _kernels
-from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, footprint_scales,
-                                         footprints, laplace_event, partition, popcount, positive, probability, whole)
+from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
+                                         partition, popcount, positive, probability, whole)
 from privbandit.mechanisms._split_kernels import (hh_split_binary_commit, hh_split_binary_prepare, hh_split_count_prepare,
                                                   hh_split_log_commit)
 from privbandit.mechanisms.hybrid import two_part_schedule
@@ -65,7 +65,7 @@ class SplitMechanism(StreamMechanism):
         v = np.ascontiguousarray(v, dtype=float)
         o, flush, scratch = self._scratch_for(n)
         r, m, new, dropped, level = scratch
-        scale = footprint_scales(self.ledger, n)  # fresh or lent: the ledger stages an array of scales uncopied
+        scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
         # count the items (flush at o = 2^j - 1); when none flushes -- most rounds -- the binary part's
         # first kernel runs in the same call
         n_flush, top, r_min, r_max = hh_split_count_prepare.at(n)(
@@ -120,7 +120,7 @@ class SplitMechanism(StreamMechanism):
         v = np.ascontiguousarray(v, dtype=float)
         scratch = self._scratch_for(n)[2]
         r, m, new, dropped, level = scratch
-        scale = footprint_scales(self.ledger, n)  # fresh or lent: the ledger stages an array of scales uncopied
+        scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
         top, r_min, r_max = hh_split_binary_prepare.at(n)(self._pending, self.r, rr, kk, v, self.epsilon,
                                                           core._tau_flat, core._node_rows, f, r, m, scale, new,
                                                           dropped, level, core.capacity)
@@ -139,8 +139,8 @@ class SplitMechanism(StreamMechanism):
                                                               dropped, level, core.capacity)
         elif top < 0:  # only a bounded core can be full (the split's is not)
             raise ValueError(core.full_message)
-        # separate fresh (or lent) arrays: the ledger stages lo, hi and node uncopied (they own their data)
-        lo, hi, node = footprints(self.ledger, n) + (np.empty(n, dtype=np.int64),)
+        # separate fresh arrays: the ledger stages lo, hi and node uncopied (they own their data)
+        lo, hi, node = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         if r_min == r_max:  # one block for all (lock-step): a scalar scale, drawn as the same values
             scale, base, offsets = self.block_scale(int(r_min)), (1 << (int(r_min) + 1)) - 1, _NO_OFFSETS
         else:
