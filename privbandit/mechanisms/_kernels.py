@@ -111,9 +111,9 @@ class Kernel:
                 return None
             global _LOADED
             _LOADED = True
-            self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never",
-                                          error_model="numpy" if self.ieee_division else "python")(
-                _rebind(self.fn, lambda k: k.compiled))
+            self._dispatcher = cached_njit(numba, _rebind(self.fn, lambda k: k.compiled), nogil=True,
+                                           inline="always" if self.inline else "never",
+                                           error_model="numpy" if self.ieee_division else "python")
             _key_cache_on_callees(self._dispatcher, self)
         return self._dispatcher
 
@@ -166,6 +166,21 @@ class Kernel:
 
     def __call__(self, *args):
         return self.jit(*args)
+
+
+def cached_njit(numba, fn, **options):
+    """``numba.njit(cache=True, **options)(fn)``: compiled once, then loaded from numba's disk cache by
+    every later process -- or, where numba finds no writable place for that cache, ``fn`` compiled in
+    this process only (same machine code, no disk cache). numba looks for one when the kernel is
+    declared (next to the source, then the user's cache directory, ...) and raises RuntimeError
+    ("no locator available") if none is writable: a read-only install used from an account without
+    a writable cache directory, or a zipped one. Before, that error escaped from the first call
+    that compiled (the ski-rental switch, PRIVBANDIT_JIT=always or many replicates) and ended the run
+    with a traceback; a declaration raises nothing else (compilation happens at the first call)."""
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:
+        return numba.njit(cache=False, **options)(fn)
 
 
 def _callees(root: Kernel) -> set:
