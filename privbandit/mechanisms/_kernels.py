@@ -65,7 +65,10 @@ against 33), and loading numba costs ~0.3-0.7 s once (its import plus the first 
 load, loaded machine): a process that has already paid about that much in interpreted calls --
 a long one-replicate run (~40,000-70,000 rounds of a tree or hybrid policy), or many short ones --
 buys, so it never pays more than about twice what the better of the two ways would have cost it.
-Short runs, CLI calls and deployments that make few decisions never import numba."""
+Short runs, CLI calls and deployments that make few decisions never import numba. A warm disk cache
+does not change the sum: of the ~0.4 s, the import is 0.14-0.19 s and the first kernel's load
+0.21-0.26 s of numba's own initialisation; further kernels load in 3-7 ms each (docs/benchmarks.md,
+session 14)."""
 _RENT = JIT_RENT_CALLS  # interpreted calls left before the switch (may go negative without numba)
 
 _KERNELS: dict[str, "Kernel"] = {}
