@@ -36,6 +36,8 @@ import statistics
 import subprocess
 import sys
 
+from privbandit.cli_checks import whole
+
 HERE = pathlib.Path(__file__).resolve().parent
 
 #: ours, in a fresh process: argv = policy, horizon, runs, means (JSON); prints one JSON line
@@ -118,12 +120,10 @@ def main(argv=None) -> int:
     parser.add_argument("--trees", default=str(HERE.parent), help="comma-separated privbandit checkouts")
     parser.add_argument("--policies", default="private_ucb,dp_ucb_bound")
     parser.add_argument("--modes", default="auto,always", help="kernel modes: auto (default switch), always")
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=3, help="simulate calls per process (the first is the fresh one)")
-    parser.add_argument("--horizon", type=int, default=10_000)
+    parser.add_argument("--pairs", type=whole(1), default=3)
+    parser.add_argument("--runs", type=whole(1), default=3, help="simulate calls per process (the first is the fresh one)")
+    parser.add_argument("--horizon", type=whole(5), default=10_000, help="rounds (>= 5: the five arms' first pulls)")
     args = parser.parse_args(argv)
-    if args.pairs < 1 or args.runs < 1 or args.horizon < 5:
-        parser.error("--pairs and --runs must be >= 1, --horizon >= 5")
     modes = args.modes.split(",")
     if not set(modes) <= {"auto", "always"}:
         parser.error(f"--modes takes auto and/or always, got {args.modes!r}")
