@@ -65,7 +65,10 @@ against 33), and loading numba costs ~0.3-0.7 s once (its import plus the first 
 load, loaded machine): a process that has already paid about that much in interpreted calls --
 a long one-replicate run (~40,000-70,000 rounds of a tree or hybrid policy), or many short ones --
 buys, so it never pays more than about twice what the better of the two ways would have cost it.
-Short runs, CLI calls and deployments that make few decisions never import numba."""
+Short runs, CLI calls and deployments that make few decisions never import numba. A warm disk cache
+does not change the sum: of the ~0.4 s, the import is 0.14-0.19 s and the first kernel's load
+0.21-0.26 s of numba's own initialisation; further kernels load in 3-7 ms each (docs/benchmarks.md,
+session 14)."""
 _RENT = JIT_RENT_CALLS  # interpreted calls left before the switch (may go negative without numba)
 
 _KERNELS: dict[str, "Kernel"] = {}
@@ -111,9 +114,9 @@ class Kernel:
                 return None
             global _LOADED
             _LOADED = True
-            self._dispatcher = numba.njit(cache=True, nogil=True, inline="always" if self.inline else "never",
-                                          error_model="numpy" if self.ieee_division else "python")(
-                _rebind(self.fn, lambda k: k.compiled))
+            self._dispatcher = cached_njit(numba, _rebind(self.fn, lambda k: k.compiled), nogil=True,
+                                           inline="always" if self.inline else "never",
+                                           error_model="numpy" if self.ieee_division else "python")
             _key_cache_on_callees(self._dispatcher, self)
         return self._dispatcher
 
@@ -166,6 +169,21 @@ class Kernel:
 
     def __call__(self, *args):
         return self.jit(*args)
+
+
+def cached_njit(numba, fn, **options):
+    """``numba.njit(cache=True, **options)(fn)``: compiled once, then loaded from numba's disk cache by
+    every later process -- or, where numba finds no writable place for that cache, ``fn`` compiled in
+    this process only (same machine code, no disk cache). numba looks for one when the kernel is
+    declared (next to the source, then the user's cache directory, ...) and raises RuntimeError
+    ("no locator available") if none is writable: a read-only install used from an account without
+    a writable cache directory, or a zipped one. Before, that error escaped from the first call
+    that compiled (the ski-rental switch, PRIVBANDIT_JIT=always or many replicates) and ended the run
+    with a traceback; a declaration raises nothing else (compilation happens at the first call)."""
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:
+        return numba.njit(cache=False, **options)(fn)
 
 
 def _callees(root: Kernel) -> set:

@@ -14,6 +14,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from privbandit.mechanisms._kernels import cached_njit
+
 
 @intrinsic
 def _indirect_call(typingctx, fn, state, a, b):
@@ -33,6 +35,9 @@ def _indirect_call(typingctx, fn, state, a, b):
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
 def call_sampler_compiled(fn, state, a, b):
     return _indirect_call(fn, state, a, b)
+
+
+# disk-cached where numba has a writable place for it (else compiled in-process: cached_njit)
+call_sampler_compiled = cached_njit(numba, call_sampler_compiled, nogil=True, inline="always")

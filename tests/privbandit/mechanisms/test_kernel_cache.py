@@ -106,3 +106,36 @@ def test_a_digest_that_cannot_be_computed_turns_the_disk_cache_off(monkeypatch):
     disp = Disp()
     _kernels._key_cache_on_callees(disp, kernel)
     assert isinstance(disp._cache, NullCache)  # compiled fresh in this process, never loaded stale
+
+
+
+NOWHERE_TO_CACHE = """
+import numba.core.caching
+numba.core.caching.CacheImpl._locator_classes = []  # no writable place for numba's disk cache
+from privbandit.engine import simulate
+from privbandit.envs import Bernoulli
+from privbandit.policies import REGISTRY
+import privbandit.mechanisms._kernels as k
+# Beta-TS: numpy's Beta sampler called from a kernel (privbandit.mechanisms._native), then the arg max
+res = simulate(REGISTRY["beta_ts"](), Bernoulli([0.7, 0.5, 0.2]), 30, 3, seed=5, keep_arms=True, progress=False)
+print(res.arms.tolist())
+print(k._FAILED)
+print(" ".join(n for n, d in sorted(k._KERNELS.items()) if d._dispatcher is not None))
+"""
+
+
+@pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed (or disabled)")
+def test_kernels_compile_in_process_where_numba_has_nowhere_to_cache(tmp_path):
+    # numba raises RuntimeError ("no locator available") when a cache=True kernel is declared and no
+    # cache directory is writable (read-only install, no writable user cache, zipped package): that
+    # error escaped from the first compiled call and ended the run with a traceback
+    def run(**env):
+        environ = dict(os.environ, PYTHONPATH=str(ROOT), **env)
+        out = subprocess.run([sys.executable, "-c", NOWHERE_TO_CACHE], cwd=tmp_path, env=environ,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    arms, failed, kernels = (run(PRIVBANDIT_JIT="always", PRIVBANDIT_NO_JIT="0") + "\n").split("\n")[:3]
+    assert failed == "False" and {"beta_argmax_rows", "call_sampler"} <= set(kernels.split())  # compiled
+    assert (run(PRIVBANDIT_NO_JIT="1") + "\n").split("\n")[:3] == [arms, "False", ""]  # interpreted: the same arms
