@@ -70,11 +70,14 @@ arms with max(``min_replicates``, ``budget`` / horizon) replicates (66 at T = 20
 record of two replicates). Skipped where one run on a 0.5 tape makes no release within 20,000 rounds on 33
 arms (DP-SE: its first epoch holds ~1,600 pulls per arm)."""
 
-WB_SWEEP = dict(replicates=64, last=8)
+WB_SWEEP = dict(replicates=64, last=8, deep=32)
 """Session 13: one more coupled white-box run at the long run's horizon, exact checks only, whose
 ``replicates`` changed records walk the first 16 positions of the policy's own batches
 (``whitebox_audit(sweep_records=...)``, :func:`~privbandit.audit.whitebox.sweep_positions`), and whose
-``last`` more replicates change the record revealed in the run's last round (``last_records``)."""
+``last`` more replicates change the record revealed in the run's last round (``last_records``). Session 14:
+``deep`` more replicates change a record 16 or more into one of the policy's long batches (``deep_records``,
+:func:`~privbandit.audit.whitebox.deep_positions`: a batch's second to fourth last records, and a stratified
+draw over the rest)."""
 
 FAST_FORWARD = dict(start=2**15, window=512, replicates=16)
 """Session 13: a coupled window of ``window`` rounds from round max(``start``, the power of two above the late
@@ -555,7 +558,8 @@ def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, 
                                  max(wide["min_replicates"], wide["budget"] // wide_horizon),
                                  seed=seed + 10, law=False, observer=False)
     wb_sweep = whitebox_audit(policy, long_horizon, k, 4, seed=seed + 11, law=False, observer=False,
-                              sweep_records=sweep["replicates"], last_records=sweep.get("last", 0))
+                              sweep_records=sweep["replicates"], last_records=sweep.get("last", 0),
+                              deep_records=sweep.get("deep", 0))
     start = max(fast_forward["start"], 1 << int(late_horizon).bit_length())
     wb_ff = fast_forward_audit(policy, start, fast_forward["window"], k, fast_forward["replicates"], seed=seed + 12)
     return wb_wide, wb_sweep, wb_ff

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from privbandit.audit.cli import contextual_reach_runs, reach_targets
 from privbandit.audit.contextual import contextual_whitebox_audit
@@ -129,3 +130,155 @@ def test_higher_dimension_run_reaches_coordinates_past_eight():
     caught = contextual_reach_runs(bad, 2, 0, SMALL)["wider"]
     assert caught is not None and caught.verdict == "VIOLATION" and "sensitivity" in caught.checks, caught.summary()
     assert "dim=11" in caught.policy
+
+
+# --- item 2: positions 16 or more into a long batch (whitebox_audit(deep_records=...)) ----------------------------
+from privbandit.audit.whitebox import deep_positions, whitebox_audit  # noqa: E402
+from privbandit.policies import LazyDPTS  # noqa: E402
+
+
+class LazySecondLastTwice(LazyDPTS):
+    """Lazy-DP-TS whose doubling batch of 32 or more records takes its second-last record twice (a "closing
+    correction"), still released at sensitivity 1: true eps 2 for those records against 1. Offsets n - 2 >= 30:
+    past the sweep's 0 .. 15, beside the schedule replicates' last record and the one after it."""
+
+    name = "t_lazy_second_last_twice"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        batches, update = run.batches, run.update
+
+        def update_twice(t, arms, rewards):
+            arms_a, values = np.asarray(arms), np.asarray(rewards, dtype=float)
+            pending = batches.pending[run.rows, arms_a]
+            size = batches.count[run.rows, arms_a] - pending + 1  # doubling: batch b opens at 2^b - 1 records
+            hit = (size >= 32) & (pending == size - 2)
+            update(t, arms, rewards)
+            if hit.any():
+                batches._open_sum[run.rows[hit], arms_a[hit]] += values[hit]
+
+        run.update = update_twice
+        return run
+
+
+def test_deep_positions_stratify_a_long_batch():
+    ev = np.array([0, 2, 6, 14, 30, 62, 126, 254])  # doubling batches: the last one holds 128 records
+    pos, placed = deep_positions([ev] * 32, np.full(32, 255), np.random.default_rng(0))
+    assert placed == 32
+    ends = np.concatenate([[-1], ev])
+    offset = pos - ends[np.searchsorted(ev, pos)] - 1  # offset inside the batch holding pos
+    size = np.diff(ends)[np.searchsorted(ev, pos)]
+    group = np.arange(32) // 4
+    assert np.all(offset >= 16) and np.all(offset[group == 0] == size[group == 0] - 2)
+    assert np.all((offset[group == 1] >= size[group == 1] - 4) & (offset[group == 1] <= size[group == 1] - 3))
+    # no batch: dyadic blocks of at least 32 leaves, wholly revealed
+    pos, placed = deep_positions([np.zeros(0, np.int64)] * 8, np.full(8, 300), np.random.default_rng(1))
+    assert placed == 0 and np.all((pos >= 48) & (pos < 256))
+
+
+def test_deep_records_reach_a_long_batchs_second_last_record():
+    kwargs = dict(seed=3, law=False, observer=False, sweep_records=16, schedule_records=8, last_records=4)
+    bad = LazySecondLastTwice(epsilon=1.0)
+    assert whitebox_audit(bad, 400, 2, 4, **kwargs).verdict == "CONSISTENT"  # without deep_records: a miss
+    caught = whitebox_audit(bad, 400, 2, 4, deep_records=32, **kwargs)
+    assert caught.verdict == "VIOLATION" and "sensitivity" in caught.checks, caught.summary()
+    clean = whitebox_audit(LazyDPTS(epsilon=1.0), 400, 2, 4, deep_records=32, **kwargs)
+    assert clean.verdict == "CONSISTENT", clean.summary()
+    assert any(n.startswith("deep: 32") for n in clean.notes)
+
+
+# --- item 3: check 5d across replicates and far apart along a stream ---------------------------------------------
+from privbandit.audit.noise_dependence import FAR_PAIRINGS, noise_dependence  # noqa: E402
+from privbandit.mechanisms.sampling import NoiseSampler  # noqa: E402
+from privbandit.policies import DPUCB  # noqa: E402
+
+
+def _laplace_from(self, statistic, scale, u):
+    u = np.clip(u, 1e-300, 1.0 - 2.0 ** -53)
+    z = -np.sign(u - 0.5) * np.log1p(-2.0 * np.abs(u - 0.5))
+    return np.asarray(statistic, dtype=float) + z * np.asarray(scale, dtype=float)
+
+
+class _NextReplicateShifted(NoiseSampler):
+    """DP-UCB on two arms releases both arms' items of every replicate in one flat (R, K) call: here replicate
+    2j+1's uniforms are replicate 2j's shifted by 1/2 mod 1 ("one stream of uniforms per pair of replicates").
+    Each value is Laplace(scale) in law; given both replicates' releases their statistics' difference is known."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        statistic = np.asarray(statistic, dtype=float)
+        if self.exact or statistic.size % 4:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        u = self.rng.random(statistic.shape).reshape(-1, 2)
+        u[1::2] = np.mod(u[0::2] + 0.5, 1.0)
+        return _laplace_from(self, statistic, scale, u.reshape(statistic.shape))
+
+
+class _CursorWraps(NoiseSampler):
+    """A sampler whose calls 8..15 of every 16 re-use the uniforms of the call 8 earlier, shifted by 1/2 mod 1 (a
+    ring buffer of 8 calls whose cursor wraps): on DP-UCB, which releases every stream every round, a stream's
+    k-th and (k + 8)-th releases share one uniform."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        statistic = np.asarray(statistic, dtype=float)
+        if self.exact:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        ring = self.__dict__.setdefault("_ring", [])
+        u = self.rng.random(statistic.shape)
+        c = len(ring)
+        if c % 16 >= 8 and ring[c - 8].shape == u.shape:
+            u = np.mod(ring[c - 8] + 0.5, 1.0)
+        ring.append(u)
+        return _laplace_from(self, statistic, scale, u)
+
+
+def _dpucb_with(sampler_class, name):
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = DPUCB.start(self, n_arms, replicates, horizon, rng, ledger)
+        for m in [v for v in vars(run).values() if isinstance(getattr(v, "sampler", None), NoiseSampler)]:
+            m.sampler.__class__ = sampler_class
+        return run
+
+    return type(name, (DPUCB,), {"start": start, "name": "t_" + name.lower()})
+
+
+DPUCBNextReplicate = _dpucb_with(_NextReplicateShifted, "DPUCBNextReplicate")
+DPUCBCursorWraps = _dpucb_with(_CursorWraps, "DPUCBCursorWraps")
+
+
+@pytest.mark.parametrize("bad_class, pairing", [(DPUCBNextReplicate, "across replicates"),
+                                                (DPUCBCursorWraps, "along a stream, lag 8")])
+def test_far_pairings_refute_dependence_the_three_pairings_miss(bad_class, pairing, monkeypatch):
+    bad = whitebox_audit(bad_class(epsilon=1.0), 120, 2, 64, seed=0, observer=False)
+    assert bad.verdict == "VIOLATION" and any(pairing + ":" in f.detail for f in bad.findings), bad.summary()
+    import privbandit.audit.noise_dependence as nd
+
+    monkeypatch.setattr(nd, "FAR_PAIRINGS", ())  # session 13's three pairings only: a miss
+    monkeypatch.setattr(nd, "LAGS", ())
+    real = nd.noise_dependence
+    monkeypatch.setattr(nd, "noise_dependence", lambda rel, alpha, usable, far_alpha=None: [
+        m for m in real(rel, alpha, usable, far_alpha) if "across replicates" not in m])
+    import privbandit.audit.whitebox as wb
+
+    monkeypatch.setattr(wb, "noise_dependence", nd.noise_dependence)
+    assert whitebox_audit(bad_class(epsilon=1.0), 120, 2, 64, seed=0, observer=False).verdict == "CONSISTENT"
+
+
+def test_far_pairings_pass_the_clean_twin():
+    clean = whitebox_audit(DPUCB(epsilon=1.0), 120, 2, 64, seed=0, observer=False)
+    assert clean.verdict == "CONSISTENT", clean.summary()
+    assert len(FAR_PAIRINGS) == 11
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_far_pairings_hold_their_level_on_independent_noise(seed):
+    rng = np.random.default_rng(seed)
+    R, S, n = 8, 3, 1500  # releases of one mechanism: 8 replicates x 3 streams x 1500 ranks, each its own call
+    rep, st, k = (a.reshape(-1) for a in np.meshgrid(np.arange(R), np.arange(S), np.arange(n), indexing="ij"))
+    u = rng.random(rep.size)
+    from scipy import stats as sps
+
+    stat = np.zeros(rep.size)
+    rel = {"out": stat + 2.0 * sps.laplace.ppf(u), "stat": stat, "param": np.full(rep.size, 2.0),
+           "kind": np.full(rep.size, "laplace", dtype=object), "mechanism": np.full(rep.size, "m", dtype=object),
+           "rep": rep, "st": st, "draw": np.arange(rep.size), "seq": k, "entry": np.zeros(rep.size, np.int64)}
+    assert noise_dependence(rel, 1e-4, np.ones(rep.size, dtype=bool)) == []
