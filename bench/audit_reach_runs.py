@@ -7,6 +7,11 @@ Every other run of the command is unchanged by session 13 (bit-identical results
 them is VIOLATION or raised. This is the false-alarm check at a fraction of ``audit_planted.py --only
 controls``' cost (~4-7 s CPU per row instead of ~25-30 s), with the added CPU seconds per policy.
 
+Session 14: the batch-positions run also changes records 16 or more into a long batch (``WB_SWEEP["deep"]``), and
+the contextual policies (and contextual controls) run their own reach runs
+(``privbandit.audit.cli.contextual_reach_runs``: leaf positions and late rounds, edge contexts, a higher
+dimension); round 15's controls are included.
+
     python bench/audit_reach_runs.py                  # every K-armed control
     python bench/audit_reach_runs.py --round14-bugs   # and round 14's K-armed bugs
 """
@@ -25,8 +30,9 @@ from audit_planted_bugs import CONTROLS10, CONTROLS11  # noqa: E402
 from audit_planted_round12 import CONTROLS12  # noqa: E402
 from audit_planted_round13 import CONTROLS13  # noqa: E402
 from audit_planted_round14 import CONTROLS14, ROUND14_BUGS  # noqa: E402
+from audit_planted_round15 import CONTROLS15  # noqa: E402
 
-from privbandit.audit.cli import WB_LATE, WB_LONG, reach_runs  # noqa: E402
+from privbandit.audit.cli import WB_LATE, WB_LONG, contextual_reach_runs, reach_runs  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.audit.whitebox import probe_horizon  # noqa: E402
 from privbandit.cli_checks import whole  # noqa: E402
@@ -37,7 +43,17 @@ def reach_row(name: str, seed: int, k: int = 2) -> dict:
     """The command's session-13 runs on ``name`` (as ``privbandit.audit.cli.run`` sizes them)."""
     policy = make_policy(name)
     if "contexts" in policy.requires:
-        return {"policy": name, "verdict": "not run (contextual: the command's contextual path has no reach runs)"}
+        cpu, wall = time.process_time(), time.perf_counter()
+        out = contextual_reach_runs(policy, k, seed)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        verdicts = {lab: ("skipped" if r is None else r.verdict + (f" {r.checks}" if r.checks else "")
+                          + (f" (ERROR: {r.error})" if r.error else "")) for lab, r in out.items()}
+        bad = any(r is not None and (r.verdict == "VIOLATION" or r.error) for r in out.values())
+        return {"policy": name, "verdict": "VIOLATION/ERROR" if bad else "no finding",
+                "runs": {"33 arms": f"leaf positions: {verdicts['positions']}",
+                         "batch positions": f"edge contexts: {verdicts['boundary']}",
+                         "fast-forward": f"higher dimension: {verdicts['wider']}"},
+                "cpu": round(cpu, 1), "wall": round(wall, 1)}
     wb_horizon = probe_horizon(policy, k)
     long_horizon = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * wb_horizon))
     late_horizon = min(WB_LATE["cap"], WB_LATE["factor"] * long_horizon)
@@ -60,7 +76,7 @@ def main() -> None:
     ap.add_argument("--round14-bugs", action="store_true", help="also round 14's K-armed bugs")
     opts = ap.parse_args()
     cases = [(name, "control") for name, cls in private_policies().items() if default_constructible(cls)]
-    variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14}
+    variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14, **CONTROLS15}
     bugs = ROUND14_BUGS if opts.round14_bugs else {}
     for key, cls in {**variants, **bugs}.items():
         REGISTRY[cls.name] = cls
