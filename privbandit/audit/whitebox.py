@@ -957,11 +957,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     if sweep_records:
         rows = np.arange(replicates - deep_records - last_records - sweep_records,
                          replicates - deep_records - last_records)
-        events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
-        revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
-        pull[rows], placed = sweep_positions(events, revealed, sweep_rng)
-        pull[rows] = np.minimum(pull[rows], horizon - 1)
-        _far_end(tape, tape_prime, rows, arm, pull)
+        placed = _place_in_batches(sweep_positions, sweep_rng, rows, tr_d, act_d, arm, pull, tape, tape_prime)
         notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{min(SWEEP_OFFSETS, sweep_records // 4) - 1} "
                      f"({placed} in a batch of the policy's own schedule, the others in a dyadic block)")
     if last_records:
@@ -972,11 +968,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"last: {last_records} replicates change the record revealed in the run's last round")
     if deep_records:
         rows = np.arange(replicates - deep_records, replicates)
-        events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
-        revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
-        pull[rows], placed = deep_positions(events, revealed, deep_rng)
-        pull[rows] = np.minimum(pull[rows], horizon - 1)
-        _far_end(tape, tape_prime, rows, arm, pull)
+        placed = _place_in_batches(deep_positions, deep_rng, rows, tr_d, act_d, arm, pull, tape, tape_prime)
         notes.append(f"deep: {deep_records} replicates change a record 16 or more into a batch ({placed} in a batch of "
                      f"the policy's own schedule, the others in a dyadic block)")
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
@@ -994,6 +986,19 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
                           n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
                           time.perf_counter() - started, spend.rows)
+
+
+def _place_in_batches(positions, rng: np.random.Generator, rows: np.ndarray, tr_d: ReleaseTracer, act_d: np.ndarray,
+                      arm: np.ndarray, pull: np.ndarray, tape: np.ndarray, tape_prime: np.ndarray) -> int:
+    """Replicates ``rows``' changed records placed by ``positions(events, revealed, rng)`` (:func:`sweep_positions`,
+    :func:`deep_positions`) from their arm's release boundaries on the run on D, written into ``pull`` and moved to
+    the far end of [0, 1] on D'. Returns how many were placed in a batch of the policy's own schedule."""
+    events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
+    revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
+    pull[rows], placed = positions(events, revealed, rng)
+    pull[rows] = np.minimum(pull[rows], act_d.shape[1] - 1)
+    _far_end(tape, tape_prime, rows, arm, pull)
+    return placed
 
 
 def _far_end(tape: np.ndarray, tape_prime: np.ndarray, rows: np.ndarray, arm: np.ndarray, pull: np.ndarray) -> None:
