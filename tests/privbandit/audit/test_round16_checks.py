@@ -2,8 +2,9 @@
 (not round 16's, which was written blind elsewhere) that the earlier runs miss, and its clean twin.
 
 * the contextual policies' reach runs (``privbandit.audit.cli.contextual_reach_runs``): changed records placed on
-  tree-leaf positions and late rounds by the run on D, edge contexts with the Gram matrix's tight neighbour, and a
-  higher context dimension;
+  tree-leaf positions and late rounds by the run on D, edge contexts, and a higher context dimension;
+* records 16 or more into a long batch (``whitebox_audit(deep_records=...)``);
+* check 5d's pairings across replicates and far apart along a stream (``noise_dependence.FAR_PAIRINGS``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import pytest
 
 from privbandit.audit.cli import contextual_reach_runs, reach_targets
 from privbandit.audit.contextual import contextual_whitebox_audit
+from privbandit.audit.noise_dependence import FAR_PAIRINGS, noise_dependence
+from privbandit.audit.whitebox import deep_positions, whitebox_audit
 from privbandit.contextual import linalg
+from privbandit.mechanisms.sampling import NoiseSampler
+from privbandit.policies import DPUCB, LazyDPTS
 from privbandit.policies.linear import JointDPLinUCB, PrivateLinUCB
 
 _BOUND = linalg.bound_contexts  # the real projection (the planted clips below call it, swapped in or not)
@@ -133,8 +138,6 @@ def test_higher_dimension_run_reaches_coordinates_past_eight():
 
 
 # --- item 2: positions 16 or more into a long batch (whitebox_audit(deep_records=...)) ----------------------------
-from privbandit.audit.whitebox import deep_positions, whitebox_audit  # noqa: E402
-from privbandit.policies import LazyDPTS  # noqa: E402
 
 
 class LazySecondLastTwice(LazyDPTS):
@@ -188,9 +191,6 @@ def test_deep_records_reach_a_long_batchs_second_last_record():
 
 
 # --- item 3: check 5d across replicates and far apart along a stream ---------------------------------------------
-from privbandit.audit.noise_dependence import FAR_PAIRINGS, noise_dependence  # noqa: E402
-from privbandit.mechanisms.sampling import NoiseSampler  # noqa: E402
-from privbandit.policies import DPUCB  # noqa: E402
 
 
 def _laplace_from(self, statistic, scale, u):
