@@ -54,7 +54,8 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: flo
     (noise shared or derived across replicates: a generator reseeded per replicate, a draw re-used by
     index), and with its (k + L)-th on the same stream for L = 2, 4, ..., 1024 (a draw derived from one made
     L releases earlier: a noise buffer of period L, a cursor that wraps, a counter-based generator keyed on
-    the wrong counter). Disjoint pairs as before: under the contract each pairing's n pairs are independent,
+    the wrong counter) -- L counted in releases: a vector node's j-th entry is paired with the j-th entry of
+    the node L releases later. Disjoint pairs as before: under the contract each pairing's n pairs are independent,
     and each test's level holds exactly."""
     idx = np.flatnonzero(usable)
     if idx.size < MIN_PAIRS + 1:
@@ -80,7 +81,10 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: flo
     }
     out = _tested(pairs, u, alpha, rel, idx, rep, st)
     far = {"across replicates": _adjacent(np.stack([mech, st, rank], axis=1), rep[:, None])}
-    far.update(zip(FAR_PAIRINGS[1:], _lagged(np.stack([mech, rep, st], axis=1), rank, LAGS)))
+    # lags counted in releases of one entry (a vector node's j-th entry with the j-th entry of the node L releases
+    # later; for scalar releases, entry 0: the stream's k-th and (k + L)-th)
+    along = np.stack([mech, rep, st, entry], axis=1)
+    far.update(zip(FAR_PAIRINGS[1:], _lagged(along, _rank(along, seq[:, None]), LAGS)))
     return out + _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st)
 
 

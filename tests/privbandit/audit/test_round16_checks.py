@@ -282,3 +282,24 @@ def test_far_pairings_hold_their_level_on_independent_noise(seed):
            "kind": np.full(rep.size, "laplace", dtype=object), "mechanism": np.full(rep.size, "m", dtype=object),
            "rep": rep, "st": st, "draw": np.arange(rep.size), "seq": k, "entry": np.zeros(rep.size, np.int64)}
     assert noise_dependence(rel, 1e-4, np.ones(rep.size, dtype=bool)) == []
+
+
+def test_far_lags_count_vector_releases_not_entries():
+    """A vector release's j-th entry paired with the j-th entry of the release L later (L counted in releases): a
+    node noise vector derived from the one 8 nodes earlier (3 entries a node: 24 entries apart, no power of two)."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(5)
+    R, n, size = 4, 600, 3
+    u = rng.random((R, n, size))
+    for k in range(n):
+        if (k // 8) % 2:
+            u[:, k] = np.mod(u[:, k - 8] + 0.618, 1.0)
+    rep, k, entry = (a.reshape(-1) for a in np.meshgrid(np.arange(R), np.arange(n), np.arange(size), indexing="ij"))
+    m = rep.size
+    stat = np.zeros(m)
+    rel = {"out": sps.laplace.ppf(u.reshape(-1)), "stat": stat, "param": np.ones(m),
+           "kind": np.full(m, "laplace", dtype=object), "mechanism": np.full(m, "m", dtype=object), "rep": rep,
+           "st": np.zeros(m, np.int64), "draw": rep * n + k, "seq": k, "entry": entry}
+    found = noise_dependence(rel, 1e-4, np.ones(m, dtype=bool))
+    assert any("along a stream, lag 8:" in f for f in found), found
