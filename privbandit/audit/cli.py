@@ -625,8 +625,10 @@ def reach_targets(replicates: int, n_arms: int, horizon: int, rng: np.random.Gen
 
 def _wider(policy, n_arms: int, horizon: int):
     """A copy of the contextual ``policy`` at a higher context dimension (2d + 1, else d + 3, else d + 1, at most
-    200), the first at which it starts and plays two rounds; None (with the reason) where none does. A copy, not
-    a re-construction: a subclass keeps whatever it overrides."""
+    200), the first at which it starts and plays two rounds; None where it refuses every one (ValueError: a
+    configuration it does not support, e.g. noise swamping the ridge). Any other exception is a symptom, not a
+    refusal: that copy is returned, and the audit's run observes the raise (privbandit/audit/raised.py). A copy,
+    not a re-construction: a subclass keeps whatever it overrides."""
     import copy
 
     from privbandit.audit.contextual import contextual_tapes
@@ -644,8 +646,10 @@ def _wider(policy, n_arms: int, horizon: int):
             for t in (1, 2):
                 arms = np.asarray(run.select(t, _offer(ctx[:, t - 1]))).astype(np.int64)
                 run.update(t, arms, rew[np.arange(4), t - 1, arms])
-        except Exception:  # noqa: BLE001 -- the policy does not run there: no wider run (noted)
+        except ValueError:  # refused with a message: the policy does not run at this dimension
             continue
+        except Exception:  # noqa: BLE001 -- a crash at a higher dimension is an observation for the audit
+            return wider
         return wider
     return None
 
