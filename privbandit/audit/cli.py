@@ -70,14 +70,14 @@ arms with max(``min_replicates``, ``budget`` / horizon) replicates (66 at T = 20
 record of two replicates). Skipped where one run on a 0.5 tape makes no release within 20,000 rounds on 33
 arms (DP-SE: its first epoch holds ~1,600 pulls per arm)."""
 
-WB_SWEEP = dict(replicates=64, last=8, deep=32)
+WB_SWEEP = dict(replicates=128, last=8, deep=32)
 """Session 13: one more coupled white-box run at the long run's horizon, exact checks only, whose
 ``replicates`` changed records walk the first 16 positions of the policy's own batches
 (``whitebox_audit(sweep_records=...)``, :func:`~privbandit.audit.whitebox.sweep_positions`), and whose
 ``last`` more replicates change the record revealed in the run's last round (``last_records``). Session 14:
 ``deep`` more replicates change a record 16 or more into one of the policy's long batches (``deep_records``,
 :func:`~privbandit.audit.whitebox.deep_positions`: a batch's second to fourth last records, and a stratified
-draw over the rest)."""
+draw over the rest), and ``replicates`` walk offsets 0 .. 31 (64, offsets 0 .. 15, in session 13)."""
 
 FAST_FORWARD = dict(start=2**15, window=512, replicates=16)
 """Session 13: a coupled window of ``window`` rounds from round max(``start``, the power of two above the late

@@ -320,9 +320,10 @@ def schedule_positions(events: list[np.ndarray], pulls: int, rng: np.random.Gene
     return np.clip(pull, 0, pulls - 1), placed
 
 
-SWEEP_OFFSETS = 16
-"""Session 13: the offsets inside a batch that ``whitebox_audit(sweep_records=...)`` walks (0 .. 15: the
-first sixteen records of a batch; 4 replicates -- the four tape kinds -- per offset)."""
+SWEEP_OFFSETS = 32
+"""The offsets inside a batch that ``whitebox_audit(sweep_records=...)`` walks, 4 replicates -- the four tape kinds
+-- per offset: 0 .. 15 in session 13, 0 .. 31 since session 14 (every position of a batch of up to 32 records, with
+128 sweep replicates; 64 walk 0 .. 15 as before)."""
 
 
 def sweep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
@@ -360,17 +361,17 @@ DEEP_GROUPS = 8
 
 
 def deep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """Per deep replicate j: the pull index of a record :data:`SWEEP_OFFSETS` or more records into one of the
+    """Per deep replicate j: the pull index of a record :data:`SWEEP_OFFSETS` (32) or more records into one of the
     policy's own batches on its arm (``events[j]``, :func:`release_boundaries`; a batch drawn uniformly among
     those longer than ``SWEEP_OFFSETS`` + 4), at an offset chosen by its group g = (j // 4) mod
     :data:`DEEP_GROUPS`: n - 2 (g = 0) and n - 4 or n - 3 (g = 1) for a batch of n records -- the last record and
     the first after it are the schedule replicates' -- and, for g = 2 .. 7, uniform in the (g - 2)-th of six equal
-    strata of [16, n - 4). :func:`sweep_positions` walks offsets 0 .. 15 exhaustively; a long batch's other
-    offsets are sampled, each stratum once per four replicates: a leak keyed to a single offset k >= 16 of a
-    batch of n records is hit with probability about 4 x 6 / (n - 20) per run, a leak on a range of offsets (a
-    batch's second half, its last few records) surely. A stream with no batch that long (the trees, hybrids,
-    posteriors) is cut into the dyadic blocks [2^m, 2^(m+1)) of a tree's leaves, 2^m >= 32, with 2^(m+1) <=
-    ``revealed[j]`` (the arm's pulls in the run); where there is none, the arm's last few records.
+    strata of [32, n - 4). :func:`sweep_positions` walks offsets 0 .. 31 exhaustively (with 128 replicates); a long
+    batch's other offsets are sampled, each stratum once per four replicates: a leak keyed to a single offset
+    k >= 32 of a batch of n records is hit with probability about 4 x 6 / (n - 36) per run, a leak on a range of
+    offsets (a batch's second half, its last few records) surely. A stream with no batch that long (the trees,
+    hybrids, posteriors) is cut into the dyadic blocks [2^m, 2^(m+1)) of a tree's leaves, 2^m > 36, with
+    2^(m+1) <= ``revealed[j]`` (the arm's pulls in the run); where there is none, the arm's last few records.
     Returns (positions, replicates placed in a batch of the policy's own schedule)."""
     S = len(events)
     group = (np.arange(S) // 4) % DEEP_GROUPS
@@ -386,7 +387,8 @@ def deep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.rando
             first, n = int(ends[b]) + 1, int(lengths[b])
             placed += 1
         else:
-            m = np.arange(5, max(5, int(revealed[j]).bit_length() - 1))  # 2^(m+1) <= revealed
+            lo = int(low + 4).bit_length()  # blocks longer than low + 4
+            m = np.arange(lo, max(lo, int(revealed[j]).bit_length() - 1))  # 2^(m+1) <= revealed
             if not m.size:
                 continue
             first = 1 << int(m[int(rng.integers(m.size))])

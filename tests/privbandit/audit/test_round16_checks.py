@@ -303,3 +303,17 @@ def test_far_lags_count_vector_releases_not_entries():
            "st": np.zeros(m, np.int64), "draw": rep * n + k, "seq": k, "entry": entry}
     found = noise_dependence(rel, 1e-4, np.ones(m, dtype=bool))
     assert any("along a stream, lag 8:" in f for f in found), found
+
+
+def test_sweep_walks_every_offset_of_a_batch_of_32():
+    """128 sweep replicates (WB_SWEEP) walk offsets 0 .. 31 of the policy's batches: every position of a batch of up
+    to 32 records (session 13 walked 0 .. 15), four replicates (the tape kinds) per offset."""
+    from privbandit.audit.cli import WB_SWEEP
+    from privbandit.audit.whitebox import sweep_positions
+
+    ev = np.array([39, 79])  # two batches of 40 records
+    pos, placed = sweep_positions([ev] * WB_SWEEP["replicates"], np.full(WB_SWEEP["replicates"], 80),
+                                  np.random.default_rng(0))
+    assert placed == WB_SWEEP["replicates"]
+    offsets = np.where(pos > 39, pos - 40, pos)
+    assert np.array_equal(np.bincount(offsets, minlength=32), np.full(32, 4))
