@@ -70,11 +70,14 @@ arms with max(``min_replicates``, ``budget`` / horizon) replicates (66 at T = 20
 record of two replicates). Skipped where one run on a 0.5 tape makes no release within 20,000 rounds on 33
 arms (DP-SE: its first epoch holds ~1,600 pulls per arm)."""
 
-WB_SWEEP = dict(replicates=64, last=8)
+WB_SWEEP = dict(replicates=128, last=8, deep=32)
 """Session 13: one more coupled white-box run at the long run's horizon, exact checks only, whose
 ``replicates`` changed records walk the first 16 positions of the policy's own batches
 (``whitebox_audit(sweep_records=...)``, :func:`~privbandit.audit.whitebox.sweep_positions`), and whose
-``last`` more replicates change the record revealed in the run's last round (``last_records``)."""
+``last`` more replicates change the record revealed in the run's last round (``last_records``). Session 14:
+``deep`` more replicates change a record 16 or more into one of the policy's long batches (``deep_records``,
+:func:`~privbandit.audit.whitebox.deep_positions`: a batch's second to fourth last records, and a stratified
+draw over the rest), and ``replicates`` walk offsets 0 .. 31 (64, offsets 0 .. 15, in session 13)."""
 
 FAST_FORWARD = dict(start=2**15, window=512, replicates=16)
 """Session 13: a coupled window of ``window`` rounds from round max(``start``, the power of two above the late
@@ -555,7 +558,8 @@ def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, 
                                  max(wide["min_replicates"], wide["budget"] // wide_horizon),
                                  seed=seed + 10, law=False, observer=False)
     wb_sweep = whitebox_audit(policy, long_horizon, k, 4, seed=seed + 11, law=False, observer=False,
-                              sweep_records=sweep["replicates"], last_records=sweep.get("last", 0))
+                              sweep_records=sweep["replicates"], last_records=sweep.get("last", 0),
+                              deep_records=sweep.get("deep", 0))
     start = max(fast_forward["start"], 1 << int(late_horizon).bit_length())
     wb_ff = fast_forward_audit(policy, start, fast_forward["window"], k, fast_forward["replicates"], seed=seed + 12)
     return wb_wide, wb_sweep, wb_ff
@@ -587,6 +591,97 @@ most 256 coupled replicates (a d = 5 vector tree releases 20-21 entries per roun
 200 rounds trace about 10^6 released values, 20-40 s on the shared 2-core machine). Session 12:
 ``far_replicates`` coupled replicates (exact checks only) with every context's norm log-uniform in
 [16 L, 2^40 L] for a policy that clips (``contextual_whitebox_audit(far=True)``; ~1-2 s)."""
+
+
+CONTEXTUAL_REACH = dict(horizon=512, replicates=32, boundary_horizon=200, boundary_replicates=32,
+                        wide_replicates=16, wide_horizon=200)
+"""Session 14: the contextual policies' reach runs (exact checks only, no alpha; :func:`contextual_reach_runs`):
+a run of ``horizon`` rounds whose ``replicates`` changed records are placed on tree-leaf positions and late
+rounds by the run on D; a run on ``boundary_replicates`` replicates with edge contexts; and, where the policy
+runs there, one at a higher context dimension (``wide_replicates`` replicates, ``wide_horizon`` rounds)."""
+
+
+def reach_targets(replicates: int, n_arms: int, horizon: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The (stream, position) targets of the contextual positions run (``contextual_whitebox_audit(targets=...)``),
+    in groups of four replicates (the four context kinds), group g = (j // 4) mod 8: the last leaf of a dyadic
+    block (position 2^m - 1, m in [4, log2 of a stream's expected length]), the first leaf of one (2^m), three
+    groups uniform over positions [16, T / K) (beyond the first 16 leaves, which the ordinary runs' log-uniform
+    rounds reach densely), the stream's last record, one of its 2nd to 4th last, and the run's last round
+    (stream -1). Stream of replicate j: j mod K (a shared model ignores it)."""
+    j = np.arange(replicates)
+    group = (j // 4) % 8
+    streams = (j % n_arms).astype(np.int64)
+    expected = max(17, horizon // n_arms)
+    top = max(4, int(expected).bit_length() - 1)
+    m = rng.integers(4, top + 1, replicates)
+    uniform = rng.integers(16, expected, replicates)
+    tail = -rng.integers(2, 5, replicates)
+    positions = np.select([group == 0, group == 1, group <= 4, group == 5, group == 6],
+                          [np.left_shift(1, m) - 1, np.left_shift(1, m), uniform, np.full(replicates, -1), tail],
+                          default=-1).astype(np.int64)
+    streams = np.where(group == 7, -1, streams)
+    return streams, positions
+
+
+def _wider(policy, n_arms: int, horizon: int):
+    """A copy of the contextual ``policy`` at a higher context dimension (2d + 1, else d + 3, else d + 1, at most
+    200), the first at which it starts and plays two rounds; None where it refuses every one (ValueError: a
+    configuration it does not support, e.g. noise swamping the ridge). Any other exception is a symptom, not a
+    refusal: that copy is returned, and the audit's run observes the raise (privbandit/audit/raised.py). A copy,
+    not a re-construction: a subclass keeps whatever it overrides."""
+    import copy
+
+    from privbandit.audit.contextual import contextual_tapes
+
+    dim = int(policy.dim)
+    for wide in dict.fromkeys(min(200, w) for w in (2 * dim + 1, dim + 3, dim + 1)):
+        if wide <= dim:
+            continue
+        wider = copy.copy(policy)
+        wider.dim = wide
+        try:
+            ctx, _, rew, _, _ = contextual_tapes(n_arms, wide, float(policy.bound), 2, 4, "entry",
+                                                 np.random.default_rng(0), np.ones(4, np.int64))
+            run = wider.start(n_arms, 4, horizon, np.random.default_rng(0))
+            for t in (1, 2):
+                arms = np.asarray(run.select(t, _offer(ctx[:, t - 1]))).astype(np.int64)
+                run.update(t, arms, rew[np.arange(4), t - 1, arms])
+        except ValueError:  # refused with a message: the policy does not run at this dimension
+            continue
+        except Exception:  # noqa: BLE001 -- a crash at a higher dimension is an observation for the audit
+            return wider
+        return wider
+    return None
+
+
+def _offer(contexts):
+    from privbandit.feedback import Offer
+
+    return Offer(contexts=contexts)
+
+
+def contextual_reach_runs(policy, k: int, seed: int, size: dict = CONTEXTUAL_REACH) -> dict:
+    """Session 14: the contextual policies' equivalents of the K-armed reach runs (docs/audit.md "Session 14
+    (s14/audit)"), exact checks only (no alpha): "positions" -- changed records on the vector tree's leaf
+    positions and late rounds (:func:`reach_targets`, placed by the run on D); "boundary" -- edge contexts
+    (``contextual_whitebox_audit(boundary=True)``: the last coordinate, random signs, tiny norms, the ball's
+    edge), changed rounds uniform over [1, T]; "wider" -- the policy at a higher context dimension (None where
+    it does not run there). Returns {label: WhiteBoxResult or None}."""
+    from privbandit.audit.contextual import contextual_whitebox_audit
+
+    rng = np.random.default_rng([seed, 14])
+    out = {}
+    T, R = size["horizon"], size["replicates"]
+    out["positions"] = contextual_whitebox_audit(policy, T, k, R, seed=seed + 20, law=False,
+                                                 targets=reach_targets(R, k, T, rng))
+    Tb, Rb = size["boundary_horizon"], size["boundary_replicates"]
+    rounds = 1 + np.minimum(Tb - 1, ((np.arange(Rb) + rng.random(Rb)) * Tb / Rb).astype(np.int64))
+    out["boundary"] = contextual_whitebox_audit(policy, Tb, k, Rb, seed=seed + 21, law=False, boundary=True,
+                                                rounds=rounds)
+    wider = _wider(policy, k, size["wide_horizon"])
+    out["wider"] = None if wider is None else contextual_whitebox_audit(
+        wider, size["wide_horizon"], k, size["wide_replicates"], seed=seed + 22, law=False)
+    return out
 
 
 def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, started: float) -> int:
@@ -649,6 +744,22 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                                            else 8, seed=args.seed + 2, law=False, far=True)
         _print_audit(f"## White-box audit, far contexts (norms to 2^40 L, exact checks only, T={horizon})\n", wb_far)
 
+    # session 14: tree-leaf positions and late rounds, edge contexts, a higher dimension (exact checks only)
+    reach = {}
+    reach_began = time.perf_counter()
+    if args.tier != "smoke":
+        reach = contextual_reach_runs(policy, k, args.seed)
+        for label, res in reach.items():
+            if res is None:
+                print(f"## White-box audit, contexts of a higher dimension: not run ({args.policy} does not start "
+                      f"and play at dim 2d + 1, d + 3 or d + 1)\n")
+                continue
+            what = {"positions": "changed records on tree-leaf positions and late rounds",
+                    "boundary": "edge contexts (last coordinate, signs, tiny norms, the ball's edge)",
+                    "wider": "contexts of a higher dimension (2d + 1 where the policy runs there)"}[label]
+            _print_audit(f"## White-box audit, {what} (exact checks only, T={res.horizon})\n", res)
+    reach_seconds = time.perf_counter() - reach_began
+
     far_sched = None
     if args.tier != "smoke":  # session 12: the certificate at 2^17 .. 10^12 rounds, no run (far_schedule.py)
         from privbandit.audit.contextual import STRUCTURE
@@ -660,10 +771,14 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
         print()
 
     ledgers = [r for r in (tight, cheap) if r is not None]
+    reach_labels = {"positions": "white-box (leaf positions)", "boundary": "white-box (edge contexts)",
+                    "wider": "white-box (higher dimension)"}
     errors = raised_errors((("ledger (tight)", tight), ("ledger (cheap)", cheap), ("white-box", wb),
-                            ("white-box (long)", wb_long), ("white-box (far contexts)", wb_far)))
+                            ("white-box (long)", wb_long), ("white-box (far contexts)", wb_far))
+                           + tuple((reach_labels[key], r) for key, r in reach.items()))
     if any(not r.passed for r in ledgers) or "VIOLATION" in (wb.verdict, wb_long.verdict) \
-            or (wb_far is not None and wb_far.verdict == "VIOLATION") or (far_sched is not None and not far_sched.passed):
+            or (wb_far is not None and wb_far.verdict == "VIOLATION") or (far_sched is not None and not far_sched.passed) \
+            or any(r is not None and r.verdict == "VIOLATION" for r in reach.values()):
         verdict = "VIOLATION"
     elif errors:  # the policy raised where nothing refuted it (privbandit/audit/raised.py)
         verdict = "INCONCLUSIVE"
@@ -675,6 +790,7 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                   + [f"white-box {c}" for c in wb.checks]
                   + [f"white-box (long) {c}" for c in wb_long.checks if c not in wb.checks]
                   + ([f"white-box (far contexts) {c}" for c in wb_far.checks] if wb_far is not None else [])
+                  + [f"{reach_labels[key]} {c}" for key, r in reach.items() if r is not None for c in r.checks]
                   + (["far schedule"] if far_sched is not None and not far_sched.passed else []))
     scope = (f"; contextual: relation {relation!r}, white-box and ledger audits only (the black-box audits "
              f"do not cover contextual policies)")
@@ -702,6 +818,11 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                 "verdict": wb_far.verdict, "replicates": wb_far.replicates, "releases": wb_far.releases,
                 "findings": [dataclasses.asdict(f) for f in wb_far.findings], "error": wb_far.error,
                 "seconds": wb_far.seconds},
+            "whitebox_reach": {key: None if r is None else {
+                "verdict": r.verdict, "horizon": r.horizon, "replicates": r.replicates, "releases": r.releases,
+                "findings": [dataclasses.asdict(f) for f in r.findings], "error": r.error, "seconds": r.seconds}
+                for key, r in reach.items()},
+            "reach_seconds": reach_seconds,
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in ledgers],
             "black_box": [], "one_run": None,

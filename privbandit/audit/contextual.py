@@ -144,20 +144,63 @@ def _orthogonal(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return g / np.linalg.norm(g, axis=-1, keepdims=True) * norm
 
 
+def _boundary_contexts(replicates: int, horizon: int, n_arms: int, dim: int, bound: float,
+                       rng: np.random.Generator, clip: bool) -> np.ndarray:
+    """Session 14: contexts (R, T, K, d) at the edges the four ordinary kinds never produce, kind r mod 4:
+    one-hot on the *last* coordinate with a random sign (norm exactly ``bound``: no rounding); dense with
+    random signs (every coordinate +-L / sqrt d); tiny norms, log-uniform in [2^-60, 1] L (a scale or a clip
+    that divides by the norm); and on the *edge of the ball*: for a policy that clips, norms L (1 + 2^-u),
+    u uniform in [1, 52] (a clip with a tolerance, or one that tests >= for >, leaves them unprojected), for
+    one that rejects, one-hot contexts of norm exactly L on a random coordinate (the largest it must accept).
+    Every arm of a round shares its context's kind; each arm draws its own direction."""
+    R, T, K, d = replicates, horizon, n_arms, dim
+    kind = np.arange(R) % 4
+    sign = rng.choice([-1.0, 1.0], size=(R, T, K, d))
+    z = np.zeros((R, T, K, d))
+    z[kind == 0, ..., d - 1] = sign[kind == 0, ..., d - 1]
+    z[kind == 1] = sign[kind == 1] / math.sqrt(d)
+    g = rng.standard_normal((R, T, K, d))
+    g /= np.linalg.norm(g, axis=3, keepdims=True)
+    tiny = np.exp2(-rng.uniform(0.0, 60.0, size=(R, T, K, 1)))
+    z[kind == 2] = (g * tiny)[kind == 2]
+    if clip:
+        z[kind == 3] = (g * (1.0 + np.exp2(-rng.uniform(1.0, 52.0, size=(R, T, K, 1)))))[kind == 3]
+    else:
+        hot = np.zeros((R, T, K, d))
+        np.put_along_axis(hot, rng.integers(0, d, (R, T, K, 1)), 1.0, axis=3)
+        z[kind == 3] = (hot * sign)[kind == 3]
+    z *= bound
+    if not clip:  # the dense and sphere kinds may round above L: pulled a hair inside the ball
+        norms = np.linalg.norm(z, axis=3, keepdims=True)
+        z = np.where(norms > bound, z * (bound * (1.0 - 1e-12) / np.where(norms > 0, norms, 1.0)), z)
+    return z
+
+
 def contextual_tapes(n_arms: int, dim: int, bound: float, horizon: int, replicates: int, relation: str,
                      rng: np.random.Generator, rounds: np.ndarray | None = None, clip: bool = False,
-                     far: bool = False):
+                     far: bool = False, boundary: bool = False):
     """R neighbouring contextual tapes: (ctx, ctx', rew, rew', h) with contexts (R, T, K, d), rewards
     (R, T, K) and the changed round h (R,) in [1, T] (module docstring). ``rounds``: the changed rounds
     (default: log-uniform over [1, 3T/4], so early and late records of every stream are changed).
     ``clip``: half the replicates' contexts are 1.5 times too long, for a policy that clips them; ``far``
-    (with ``clip``): every context of norm in [16 L, 2^40 L] (:data:`FAR_CONTEXTS`)."""
+    (with ``clip``): every context of norm in [16 L, 2^40 L] (:data:`FAR_CONTEXTS`); ``boundary`` (session 14):
+    the edge contexts of :func:`_boundary_contexts` instead."""
     R, T = replicates, horizon
-    ctx = _contexts(R, T, n_arms, dim, bound, rng, clip, far)
+    ctx = (_boundary_contexts(R, T, n_arms, dim, bound, rng, clip) if boundary
+           else _contexts(R, T, n_arms, dim, bound, rng, clip, far))
     rew = np.ascontiguousarray(np.transpose(_mixed_tapes(n_arms, T, R, rng), (0, 2, 1)))
     if rounds is None:
         top = max(2.0, 0.75 * T)
         rounds = np.exp(np.log(top) * rng.random(R)).astype(np.int64)
+    ctx_p, rew_p, h = _neighbours(ctx, rew, rounds, relation, rng)
+    return ctx, ctx_p, rew, rew_p, h
+
+
+def _neighbours(ctx: np.ndarray, rew: np.ndarray, rounds, relation: str, rng: np.random.Generator):
+    """(ctx', rew', h): each replicate's user of round h = ``rounds`` changed as the relation allows (module
+    docstring): every arm's reward of that round moved to the far end of [0, 1]; for ``relation="round"``,
+    on even replicates, each arm's context replaced by one of the same norm orthogonal to it."""
+    R, T = rew.shape[:2]
     h = np.clip(np.asarray(rounds, dtype=np.int64), 1, T)
     rows = np.arange(R)
     ctx_p, rew_p = ctx.copy(), rew.copy()
@@ -165,7 +208,23 @@ def contextual_tapes(n_arms: int, dim: int, bound: float, horizon: int, replicat
     if relation == "round":
         even = rows[rows % 2 == 0]
         ctx_p[even, h[even] - 1] = _orthogonal(ctx[even, h[even] - 1], rng)
-    return ctx, ctx_p, rew, rew_p, h
+    return ctx_p, rew_p, h
+
+
+def _target_rounds(act_d: np.ndarray, targets: tuple[np.ndarray, np.ndarray], shared: bool) -> np.ndarray:
+    """The round (1-based) whose record is each replicate's target (``contextual_whitebox_audit``'s
+    ``targets``), read off the run on D's actions (R, T)."""
+    R, T = act_d.shape
+    streams, positions = (np.asarray(x, dtype=np.int64) for x in targets)
+    h = np.full(R, T, dtype=np.int64)
+    for r in range(R):
+        if streams[r] < 0:
+            continue  # the run's last round
+        rounds = np.arange(1, T + 1) if shared else np.flatnonzero(act_d[r] == streams[r]) + 1
+        if rounds.size:
+            h[r] = rounds[min(int(positions[r]), rounds.size - 1) if positions[r] >= 0
+                          else max(0, rounds.size + int(positions[r]))]
+    return h
 
 
 def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on_round=None):
@@ -194,12 +253,19 @@ def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on
 def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 256, *, seed: int = 0,
                               alpha: float = 1e-4, law: bool = True, relation: str | None = None,
                               rounds: np.ndarray | None = None, max_findings: int = 5,
-                              far: bool = False) -> WhiteBoxResult:
+                              far: bool = False, boundary: bool = False,
+                              targets: tuple[np.ndarray, np.ndarray] | None = None) -> WhiteBoxResult:
     """Coupled-run white-box audit of a contextual policy (module docstring). ``relation``: the
     neighbours to audit (default :func:`audit_relation`, the widest the policy certifies; a relation it
     does not certify is refused). ``law=False`` keeps the exact checks only (the long, thin run).
     ``rounds``: the changed round of each replicate (default log-uniform). ``far`` (session 12; a policy
-    that clips its contexts only): every context's norm log-uniform in [16 L, 2^40 L] per round."""
+    that clips its contexts only): every context's norm log-uniform in [16 L, 2^40 L] per round.
+    ``boundary`` (session 14): the edge contexts of :func:`_boundary_contexts` (last coordinate, signs, tiny
+    norms, the ball's edge). ``targets`` (session 14) = (streams, positions), one pair per replicate: the changed
+    record is placed by the run on D, like the K-armed sweep's (its tapes do not depend on where the change
+    will be): the record #position of that stream (a negative position counts from the stream's end: -1 its
+    last record), or, for stream -1, the record of the run's last round; a shared model's records are all in
+    stream 0, so only the position counts. A stream too short for its position gives its last record."""
     horizon, n_arms, replicates = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_contextual(policy):
@@ -220,11 +286,21 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
                          "contexts longer than its bound")
     started = time.perf_counter()
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
+    tape_rng = np.random.default_rng(tape_seq)
+    if targets is not None:
+        rounds = np.ones(replicates, dtype=np.int64)  # placed after the run on D (below)
+        if len(targets[0]) != replicates or len(targets[1]) != replicates:
+            raise ValueError(f"targets must hold one (stream, position) per replicate ({replicates}), got "
+                             f"{len(targets[0])} and {len(targets[1])}")
     ctx, ctx_p, rew, rew_p, h = contextual_tapes(n_arms, dim, float(policy.bound), horizon, replicates, relation,
-                                                 np.random.default_rng(tape_seq), rounds, clip=clips, far=far)
+                                                 tape_rng, rounds, clip=clips, far=far, boundary=boundary)
     spend = _SpendCheck(policy, horizon, n_arms, STRUCTURE, relation)
     out_d, exc_d = attempt(_run, policy, ctx, rew, run_seq, on_round=spend)
     tr_d = out_d[1] if out_d is not None else exc_d.tracer
+    if targets is not None and out_d is not None:
+        shared = getattr(policy, "model", "disjoint") == "shared"
+        h = _target_rounds(out_d[0], targets, shared)
+        ctx_p, rew_p, h = _neighbours(ctx, rew, h, relation, tape_rng)
     out_p, exc_p = attempt(_run, policy, ctx_p, rew_p, run_seq, replay=tr_d.draws if tr_d is not None else None)
     if exc_d is not None or exc_p is not None:  # an exception is an output (privbandit/audit/raised.py)
         return raised_result(policy, horizon, n_arms, replicates, seed, alpha, exc_d, exc_p,

@@ -40,12 +40,23 @@ MIN_PAIRS = 200
 MAX_CELLS = 8
 """The grid test's m x m cells, at most (fewer when n / m^2 < 8)."""
 PAIRINGS = ("within one call", "across streams", "along a stream")
+LAGS = tuple(2 ** j for j in range(1, 11))
+"""Session 14: the lags L of the far pairings along a stream (the k-th release with the (k + L)-th)."""
+FAR_PAIRINGS = ("across replicates",) + tuple(f"along a stream, lag {lag}" for lag in LAGS)
 
 
-def noise_dependence(rel: dict, alpha: float, usable: np.ndarray) -> list[str]:
+def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: float | None = None) -> list[str]:
     """Findings (messages) of check 5d on the traced releases ``rel`` (``ReleaseTracer.released()``)
     restricted to the boolean mask ``usable`` (float-mode releases whose residual is in the declared
-    law's units). Family-wise false-alarm rate at most ``alpha``."""
+    law's units). Family-wise false-alarm rate at most ``alpha`` for session 13's three pairings, plus
+    ``far_alpha`` (default ``alpha``: a budget of its own) for session 14's :data:`FAR_PAIRINGS`: the k-th
+    release of a mechanism on a stream paired with its k-th on the same stream of the *next replicate*
+    (noise shared or derived across replicates: a generator reseeded per replicate, a draw re-used by
+    index), and with its (k + L)-th on the same stream for L = 2, 4, ..., 1024 (a draw derived from one made
+    L releases earlier: a noise buffer of period L, a cursor that wraps, a counter-based generator keyed on
+    the wrong counter) -- L counted in releases: a vector node's j-th entry is paired with the j-th entry of
+    the node L releases later. Disjoint pairs as before: under the contract each pairing's n pairs are independent,
+    and each test's level holds exactly."""
     idx = np.flatnonzero(usable)
     if idx.size < MIN_PAIRS + 1:
         return []
@@ -68,6 +79,19 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray) -> list[str]:
         "across streams": _adjacent(np.stack([mech, rep, rank], axis=1), st[:, None]),
         "along a stream": _adjacent(np.stack([mech, rep, st], axis=1), rank[:, None]),
     }
+    out = _tested(pairs, u, alpha, rel, idx, rep, st)
+    far = {"across replicates": _adjacent(np.stack([mech, st, rank], axis=1), rep[:, None])}
+    # lags counted in releases of one entry (a vector node's j-th entry with the j-th entry of the node L releases
+    # later; for scalar releases, entry 0: the stream's k-th and (k + L)-th)
+    along = np.stack([mech, rep, st, entry], axis=1)
+    far.update(zip(FAR_PAIRINGS[1:], _lagged(along, _rank(along, seq[:, None]), LAGS)))
+    return out + _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st)
+
+
+def _tested(pairs: dict, u: np.ndarray, alpha: float, rel: dict, idx: np.ndarray, rep: np.ndarray,
+            st: np.ndarray) -> list[str]:
+    """The findings of the four tests on every pairing with at least :data:`MIN_PAIRS` pairs, Bonferroni over
+    them all at family-wise ``alpha``."""
     tested = {name: p for name, p in pairs.items() if p[0].size >= MIN_PAIRS}
     if not tested:
         return []
@@ -134,6 +158,22 @@ def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
     rank = np.empty(len(perm), dtype=np.int64)
     rank[perm] = pos
     return rank
+
+
+def _lagged(group: np.ndarray, rank: np.ndarray, lags) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per lag L, index pairs (i, j) of rows of one ``group`` whose ranks are k and k + L, for the k with
+    floor(k / L) even: each row in one pair at most (disjoint), as :func:`_adjacent` for L = 1."""
+    if not len(group):
+        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) for _ in lags]
+    perm, new, pos = _sorted_groups(group, rank[:, None])
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, len(perm)))
+    left = np.repeat(size, size) - pos  # rows from this one to its group's end, itself included
+    out = []
+    for lag in lags:
+        first = np.flatnonzero(((pos // lag) % 2 == 0) & (left > lag))
+        out.append((perm[first], perm[first + lag]))
+    return out
 
 
 def _adjacent(group: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

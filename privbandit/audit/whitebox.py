@@ -320,9 +320,10 @@ def schedule_positions(events: list[np.ndarray], pulls: int, rng: np.random.Gene
     return np.clip(pull, 0, pulls - 1), placed
 
 
-SWEEP_OFFSETS = 16
-"""Session 13: the offsets inside a batch that ``whitebox_audit(sweep_records=...)`` walks (0 .. 15: the
-first sixteen records of a batch; 4 replicates -- the four tape kinds -- per offset)."""
+SWEEP_OFFSETS = 32
+"""The offsets inside a batch that ``whitebox_audit(sweep_records=...)`` walks, 4 replicates -- the four tape kinds
+-- per offset: 0 .. 15 in session 13, 0 .. 31 since session 14 (every position of a batch of up to 32 records, with
+128 sweep replicates; 64 walk 0 .. 15 as before)."""
 
 
 def sweep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
@@ -352,6 +353,55 @@ def sweep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.rand
         m = m[(np.left_shift(1, m) > o) & (np.left_shift(1, m) + o < int(revealed[j]))]
         if m.size:
             pull[j] = (1 << int(m[int(rng.integers(m.size))])) + o
+    return pull, placed
+
+
+DEEP_GROUPS = 8
+"""Session 14: the strata of :func:`deep_positions` (groups of four replicates, the four tape kinds)."""
+
+
+def deep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Per deep replicate j: the pull index of a record :data:`SWEEP_OFFSETS` (32) or more records into one of the
+    policy's own batches on its arm (``events[j]``, :func:`release_boundaries`; a batch drawn uniformly among
+    those longer than ``SWEEP_OFFSETS`` + 4), at an offset chosen by its group g = (j // 4) mod
+    :data:`DEEP_GROUPS`: n - 2 (g = 0) and n - 4 or n - 3 (g = 1) for a batch of n records -- the last record and
+    the first after it are the schedule replicates' -- and, for g = 2 .. 7, uniform in the (g - 2)-th of six equal
+    strata of [32, n - 4). :func:`sweep_positions` walks offsets 0 .. 31 exhaustively (with 128 replicates); a long
+    batch's other offsets are sampled, each stratum once per four replicates: a leak keyed to a single offset
+    k >= 32 of a batch of n records is hit with probability about 4 x 6 / (n - 36) per run, a leak on a range of
+    offsets (a batch's second half, its last few records) surely. A stream with no batch that long (the trees,
+    hybrids, posteriors) is cut into the dyadic blocks [2^m, 2^(m+1)) of a tree's leaves, 2^m > 36, with
+    2^(m+1) <= ``revealed[j]`` (the arm's pulls in the run); where there is none, the arm's last few records.
+    Returns (positions, replicates placed in a batch of the policy's own schedule)."""
+    S = len(events)
+    group = (np.arange(S) // 4) % DEEP_GROUPS
+    low = SWEEP_OFFSETS
+    pull = np.maximum(0, revealed.astype(np.int64) - 1 - rng.integers(0, 4, S))
+    placed = 0
+    for j, ev in enumerate(events):
+        ends = np.concatenate([[-1], np.asarray(ev, dtype=np.int64)])
+        lengths = np.diff(ends)
+        fits = np.flatnonzero(lengths > low + 4)
+        if fits.size:
+            b = int(fits[int(rng.integers(fits.size))])
+            first, n = int(ends[b]) + 1, int(lengths[b])
+            placed += 1
+        else:
+            lo = int(low + 4).bit_length()  # blocks longer than low + 4
+            m = np.arange(lo, max(lo, int(revealed[j]).bit_length() - 1))  # 2^(m+1) <= revealed
+            if not m.size:
+                continue
+            first = 1 << int(m[int(rng.integers(m.size))])
+            n = first
+        g = int(group[j])
+        if g == 0:
+            offset = n - 2
+        elif g == 1:
+            offset = n - 4 + int(rng.integers(0, 2))
+        else:
+            width = (n - 4 - low) / 6.0
+            offset = low + int((g - 2 + rng.random()) * width)
+        pull[j] = first + min(max(offset, low), n - 1)
     return pull, placed
 
 
@@ -844,7 +894,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
                    observer: bool = True, sweep_records: int = 0, last_records: int = 0,
-                   seed_runs: int = 16) -> WhiteBoxResult:
+                   deep_records: int = 0, seed_runs: int = 16) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -866,8 +916,11 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     is the one revealed in the run's *last* round (the arm the run on D pulled at round T, its newest pull),
     read off the run on D and changed the same way: a record that no later decision reads, so only the
     release it enters can show a leak keyed to the horizon's end (round 15's ``exp3_lap_last_round_double``).
+    ``deep_records`` (session 14): that many more coupled replicates (a multiple of 4) whose changed record sits
+    16 or more records into one of the policy's long batches (:func:`deep_positions`: the batch's second to
+    fourth last records and a stratified draw over the rest), read off the run on D like the sweep replicates.
     ``seed_runs`` (session 14, lead): two more runs of that many replicates on D's first tapes with two
-    other seeds (children of the run's): their releases must differ wherever their statistics agree
+    other seeds (children of the run's): their noise must differ draw by draw
     (check 5e, :mod:`privbandit.audit.seed_dependence`); 0 skips it.
     ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
@@ -876,10 +929,11 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     horizon, n_arms, replicates, window, schedule_records = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4),
                  ("window", window, 1), ("schedule_records", schedule_records, 0)), alpha)
-    sweep_records, last_records = check_audit_arguments(
-        policy, (("sweep_records", sweep_records, 0), ("last_records", last_records, 0)), alpha)
+    sweep_records, last_records, deep_records = check_audit_arguments(
+        policy, (("sweep_records", sweep_records, 0), ("last_records", last_records, 0),
+                 ("deep_records", deep_records, 0)), alpha)
     for name, value in (("schedule_records", schedule_records), ("sweep_records", sweep_records),
-                        ("last_records", last_records)):
+                        ("last_records", last_records), ("deep_records", deep_records)):
         if value % 4:
             raise ValueError(f"{name} must be a multiple of 4 (every tape kind per group), got {value!r}")
     started = time.perf_counter()
@@ -899,7 +953,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     # noise-law test's level holds), and D' is a neighbour of D whatever position the noise led to. (Later
     # children of the seed: the other tapes and the runs' seed are unchanged by them.)
     probe_rngs = []
-    for count in (schedule_records, sweep_records, last_records):
+    for count in (schedule_records, sweep_records, last_records, deep_records):
         probe_rngs.append(np.random.default_rng(seq.spawn(1)[0]) if count else None)
         if count:
             ts = _mixed_tapes(n_arms, horizon, int(count), probe_rngs[-1])
@@ -907,7 +961,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
             arm = np.concatenate([arm, np.arange(int(count)) % n_arms])
             pull = np.concatenate([pull, np.zeros(int(count), np.int64)])
             replicates += int(count)
-    sched_rng, sweep_rng, _ = probe_rngs
+    sched_rng, sweep_rng, _, deep_rng = probe_rngs
     spend = _SpendCheck(policy, horizon, n_arms)
     out_d, exc_d = attempt(_run, policy, tape, horizon, run_seq, on_round=spend, planned=planned)
     if exc_d is not None:  # D raised: D' replays what D released before it, then must raise alike
@@ -925,20 +979,22 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         notes.append(f"schedule: {placed} of {schedule_records} replicates change a record on a release boundary of "
                      f"the policy's own schedule (read off the run on D); the others a log-uniform one")
     if sweep_records:
-        rows = np.arange(replicates - last_records - sweep_records, replicates - last_records)
-        events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
-        revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
-        pull[rows], placed = sweep_positions(events, revealed, sweep_rng)
-        pull[rows] = np.minimum(pull[rows], horizon - 1)
-        _far_end(tape, tape_prime, rows, arm, pull)
+        rows = np.arange(replicates - deep_records - last_records - sweep_records,
+                         replicates - deep_records - last_records)
+        placed = _place_in_batches(sweep_positions, sweep_rng, rows, tr_d, act_d, arm, pull, tape, tape_prime)
         notes.append(f"sweep: {sweep_records} replicates change the k-th record of a batch, k = 0..{min(SWEEP_OFFSETS, sweep_records // 4) - 1} "
                      f"({placed} in a batch of the policy's own schedule, the others in a dyadic block)")
     if last_records:
-        rows = np.arange(replicates - last_records, replicates)
+        rows = np.arange(replicates - deep_records - last_records, replicates - deep_records)
         arm[rows] = act_d[rows, -1]
         pull[rows] = (act_d[rows] == arm[rows, None]).sum(axis=1) - 1
         _far_end(tape, tape_prime, rows, arm, pull)
         notes.append(f"last: {last_records} replicates change the record revealed in the run's last round")
+    if deep_records:
+        rows = np.arange(replicates - deep_records, replicates)
+        placed = _place_in_batches(deep_positions, deep_rng, rows, tr_d, act_d, arm, pull, tape, tape_prime)
+        notes.append(f"deep: {deep_records} replicates change a record 16 or more into a batch ({placed} in a batch of "
+                     f"the policy's own schedule, the others in a dyadic block)")
     out_p, exc_p = attempt(_run, policy, tape_prime, horizon, run_seq, replay=tr_d.draws, planned=planned)
     if exc_p is not None:
         return raised_result(policy, horizon, n_arms, replicates, seed, alpha, None, exc_p, notes, started, spend)
@@ -958,6 +1014,19 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
                           n_rel, findings[:max_findings] if max_findings else findings, groups, notes,
                           time.perf_counter() - started, spend.rows)
+
+
+def _place_in_batches(positions, rng: np.random.Generator, rows: np.ndarray, tr_d: ReleaseTracer, act_d: np.ndarray,
+                      arm: np.ndarray, pull: np.ndarray, tape: np.ndarray, tape_prime: np.ndarray) -> int:
+    """Replicates ``rows``' changed records placed by ``positions(events, revealed, rng)`` (:func:`sweep_positions`,
+    :func:`deep_positions`) from their arm's release boundaries on the run on D, written into ``pull`` and moved to
+    the far end of [0, 1] on D'. Returns how many were placed in a batch of the policy's own schedule."""
+    events = release_boundaries(tr_d, act_d, arm)[rows[0]:rows[-1] + 1]
+    revealed = (act_d[rows] == arm[rows, None]).sum(axis=1)
+    pull[rows], placed = positions(events, revealed, rng)
+    pull[rows] = np.minimum(pull[rows], act_d.shape[1] - 1)
+    _far_end(tape, tape_prime, rows, arm, pull)
+    return placed
 
 
 def _far_end(tape: np.ndarray, tape_prime: np.ndarray, rows: np.ndarray, arm: np.ndarray, pull: np.ndarray) -> None:
