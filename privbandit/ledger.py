@@ -603,12 +603,7 @@ class Ledger:
                     if len(self._mu_cache) > 4096:  # e.g. interval releases: one eps per count
                         self._mu_cache.clear()
                     mu = self._mu_cache.setdefault(e, float(gdp_conversion.mu_from_pure_epsilon(e)))
-                # eps tanh(eps/2) as the array path below evaluates it: math.tanh and numpy's tanh
-                # differ in the last bit for ~1/3 of epsilons, which made realized epsilon depend on
-                # how the drains happened to group releases (i.e. on the query points)
-                pair = self._columns_cache.get(e)
-                tanh = float(self._distinct_columns(eps[:1])[1][0]) if pair is None else pair[1]
-                return {_S_EPS: e, _S_MU2: mu * mu, _S_EPS2: e * e, _S_TANH: tanh}
+                return {_S_EPS: e, _S_MU2: mu * mu, _S_EPS2: e * e, _S_TANH: e * math.tanh(e / 2.0)}
             # A drain holds releases of a few scales (one per call, a few per mechanism): the
             # conversions are evaluated on the distinct epsilons and gathered. They are elementwise
             # (numpy's and scipy's loops give each element the same bits wherever it sits in the

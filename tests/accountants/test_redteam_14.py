@@ -5,9 +5,6 @@
   is monotone in its parameter only up to last-digit noise; target t and the next float above it
   returned per-release epsilons up to 2.4e-10 relative apart in the wrong order (a larger budget, a
   noisier parameter). The answer is now the boundary on a 40-bit lattice (``_lattice_boundary``).
-* The ledger's per-release statistic eps tanh(eps/2) is one code path: a drain whose releases share
-  one epsilon used math.tanh, any other drain numpy's, which differ in the last bit for ~1/3 of
-  epsilons (close13's "noticed and left alone").
 """
 
 import math
@@ -17,7 +14,6 @@ import pytest
 
 from accountants import calibrate
 from privbandit import budget
-from privbandit.ledger import Ledger
 
 
 # --- 1. monotone inversions -----------------------------------------------------------------------------
@@ -64,25 +60,3 @@ def test_calibrate_lattice_answer_for_a_decreasing_certificate():
     assert answers == sorted(answers, reverse=True)
     assert all(1.0 / a <= t for a, t in zip(answers, (2.0, math.nextafter(2.0, 3.0), 2.0 * (1 + 1e-12), 2.0 * (1 + 1e-9))))
     assert answers[0] <= 0.5 * (1 + 2e-12)
-
-
-# --- 3. the ledger's eps tanh(eps/2): one code path ------------------------------------------------------
-def _tanh_split_epsilon() -> float:
-    """An epsilon at which math.tanh and numpy's tanh differ in the last bit (found, not assumed)."""
-    for e in np.linspace(0.01, 2.0, 4001):
-        e = float(e)
-        if e * math.tanh(e / 2.0) != float((np.array([e]) * np.tanh(np.array([e]) / 2.0))[0]):
-            return e
-    pytest.skip("math.tanh and numpy's tanh agree on this machine")
-
-
-def test_a_releases_statistics_do_not_depend_on_its_drain_mates():
-    """The same release's (eps, mu^2, eps^2, eps tanh(eps/2)) whether its drain holds only releases of
-    its epsilon (the scalar path) or releases of several (the array path)."""
-    e = _tanh_split_epsilon()
-    led = Ledger(2, 3, track_replicates=2)
-    # (scale 1 and sensitivity e: eps = s / p is e exactly in both drains)
-    same = led._leaf_columns(0, np.array([1.0, 1.0]), np.array([e, e]))
-    mixed = led._leaf_columns(0, np.array([1.0, 1.0]), np.array([e, 2 * e]))
-    for stat, value in same.items():
-        assert float(np.asarray(value).reshape(-1)[0]) == float(np.asarray(mixed[stat])[0]), stat
