@@ -16,6 +16,7 @@ from scipy import optimize
 
 from accountants._validate import shown
 from accountants import _validate
+from accountants.gdp_conversion import _index_up, _value
 
 
 class UnreachableTargetError(ValueError):
@@ -88,17 +89,56 @@ def calibrate(certificate: Callable[[float], float], target: float, lower: float
         except (ValueError, RuntimeError):  # no sign change found numerically, or brentq did not converge
             # in maxiter (a range of 600 decades): fall back to bisection, which keeps the invariant
             pass
-        for _ in range(200):
-            if abs(bad - good) <= xtol * max(1.0, abs(good)):
-                break
+        # Bisect down to the feasibility boundary itself (not a point within xtol of it), first in
+        # floats to a bracket a few lattice cells wide, then over the 40-bit lattice of
+        # gdp_conversion (9e-13 relative apart): see _lattice_boundary.
+        for _ in range(400):
             lo, hi = min(good, bad), max(good, bad)
+            if lo > 0 and hi <= lo * (1 + 2.0 ** -36):
+                break
             # a range over many decades (bounds 1e-300 .. 1e300): halve it in log scale first, or
             # 200 halvings stop at ~1e240 with a valid but uselessly loose parameter
-            mid = math.sqrt(lo) * math.sqrt(hi) if lo > 0 and hi > 1e3 * lo else 0.5 * (good + bad)
+            mid = math.sqrt(lo) * math.sqrt(hi) if lo > 0 and hi > 1e3 * lo else 0.5 * lo + 0.5 * hi
+            if not lo < mid < hi:  # adjacent floats
+                break
             if feasible(mid):
                 good = mid
             else:
                 bad = mid
+        if min(good, bad) > 0:
+            good = _lattice_boundary(feasible, good, bad, increasing)
     value = certificate(good)
     assert value <= target, "calibration invariant broken"  # defensive: feasible() checked it
     return Calibration(float(good), float(value), target)
+
+
+def _lattice_boundary(feasible: Callable[[float], bool], good: float, bad: float, increasing: bool) -> float:
+    """The last lattice point (gdp_conversion's, 40 significant bits) on ``good``'s side of the boundary
+    between feasible ``good`` and infeasible ``bad`` (both > 0), or ``good`` if none is feasible nearby.
+
+    Why a lattice: a certificate is monotone in its parameter only up to last-digit noise (a
+    Laplace release's certificate at delta 0.1 moved ~60 ulps the wrong way between neighbouring
+    epsilons), so the float boundary is not unique and bisection found different points of it for
+    neighbouring targets: target t and the next float above it returned per-release epsilons 2.4e-10
+    relative apart in the wrong order (a larger budget, a noisier parameter). Lattice points are
+    9e-13 relative apart, wider than that noise, so on the lattice the boundary is one point and the
+    answer is monotone in the target wherever the certificate is monotone at that resolution
+    (session 14, measured; not a theorem). Costs ~40 certificates more than brentq's xtol alone."""
+    step = -1 if increasing else 1  # toward the safe side
+    g = _index_up(good)
+    if _value(g) != good and increasing:
+        g -= 1  # the lattice point below good
+    b = _index_up(bad) if increasing else _index_up(bad) - (_value(_index_up(bad)) != bad)
+    for _ in range(64):  # good's lattice point should be feasible; rounding noise may need a step or two
+        if feasible(_value(g)):
+            break
+        g += step
+    else:
+        return good
+    while abs(b - g) > 1:
+        mid = (g + b) // 2
+        if feasible(_value(mid)):
+            g = mid
+        else:
+            b = mid
+    return _value(g)
