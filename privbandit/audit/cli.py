@@ -543,7 +543,8 @@ def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, 
                sweep: dict = WB_SWEEP, fast_forward: dict = FAST_FORWARD) -> tuple:
     """Session 13's three coupled white-box runs (exact checks only, no alpha spent; docs/audit.md "Session 13
     (s13/audit)"): (1) ``wide["arms"]`` arms (None when ``k`` is not smaller, or when one run on a 0.5 tape
-    makes no release on that many arms within 20,000 rounds); (2) changed records on every one of the first 16
+    makes no release on that many arms within 20,000 rounds; since session 14 with the noise-law test, at its own
+    alpha 1e-4); (2) changed records on every one of the first 16
     positions of the policy's own batches, at ``long_horizon``; (3) a window of ``fast_forward["window"]``
     rounds from max(``fast_forward["start"]``, the power of two above ``late_horizon``) behind an untraced
     prefix. Returns the three :class:`~privbandit.audit.whitebox.WhiteBoxResult` (or None)."""
@@ -554,9 +555,11 @@ def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, 
     if k < wide["arms"] and (not getattr(policy, "records_releases", True)
                              or release_round(policy, wide["arms"], releases=wide["arms"]) is not None):
         wide_horizon = probe_horizon(policy, wide["arms"])
+        # the noise law too (session 14, lead): a draw at a fraction of its declared scale only on arms >= 16
+        # (round 16's anytime_arm16_half_in_draw) is seen nowhere else; its own alpha (whitebox_audit's 1e-4)
         wb_wide = whitebox_audit(policy, wide_horizon, wide["arms"],
                                  max(wide["min_replicates"], wide["budget"] // wide_horizon),
-                                 seed=seed + 10, law=False, observer=False)
+                                 seed=seed + 10, law=True, observer=False)
     wb_sweep = whitebox_audit(policy, long_horizon, k, 4, seed=seed + 11, law=False, observer=False,
                               sweep_records=sweep["replicates"], last_records=sweep.get("last", 0),
                               deep_records=sweep.get("deep", 0))
