@@ -146,7 +146,9 @@ def certificate_unreproduced(schedule, rounds, deltas=CERT_DELTAS) -> tuple[int,
             if factory is None or not math.isfinite(cert.value):
                 continue
             if kinds is None:
-                kinds = [ev for ev in schedule.record_kinds(t)]
+                # (a schedule that is not a PrivacySchedule, e.g. a hand-built one: one kind, its events)
+                by_kind = getattr(schedule, "record_kinds", None)
+                kinds = list(by_kind(t)) if callable(by_kind) else [schedule.events(t)]
             if not kinds or cert.value >= _worst_kind(kinds, delta, [factory]) * (1.0 - REPRO_RTOL) - 1e-12:
                 continue  # (the named accountant alone already reaches it: no cheaper accountant can be needed)
             # below the named accountant: a finding only if below every reference accountant too (for a

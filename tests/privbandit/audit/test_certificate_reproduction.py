@@ -100,3 +100,18 @@ def test_own_delta_is_read_only_when_it_is_a_probability():
     assert _with_own_delta(P()) == CERT_DELTAS
     P.delta = math.nan
     assert _with_own_delta(P()) == CERT_DELTAS
+
+
+def test_a_schedule_without_record_kinds_is_reproduced_on_its_events():
+    class Bare:  # duck-typed: events and epsilon only
+        def __init__(self, inner):
+            self.inner = inner
+
+        def events(self, rounds):
+            return self.inner.events(rounds)
+
+        def epsilon(self, rounds, delta, accountants=None):
+            cert = self.inner.epsilon(rounds, delta, accountants)
+            return Certificate(0.5 * cert.value, cert.by, {cert.by: 0.5 * cert.value})
+    inner = PrivateUCB(epsilon=1.0).privacy_schedule(400, 2)
+    assert certificate_unreproduced(Bare(inner), [100, 400]) is not None
