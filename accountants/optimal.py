@@ -95,7 +95,8 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     with np.errstate(over="ignore"):  # j log q = -inf at eps0 ~ 1e308: a term of mass 0, as it should be
         log_binom = (special.gammaln(k + 1.0) - special.gammaln(j + 1.0) - special.gammaln(k - j + 1.0)
                      + (k - j) * log_p + j * log_q)
-    x = epsilon - (k - 2.0 * j) * epsilon0  # < 0 on the window
+    with np.errstate(over="ignore"):  # (k - 2j) eps0 past 1e308 (eps0 ~ 1e308): x = -inf, a factor of 1, or +inf, 0
+        x = epsilon - (k - 2.0 * j) * epsilon0  # < 0 on the window
     with np.errstate(divide="ignore"):
         log_factor = np.log(-np.expm1(np.minimum(x, 0.0)))
     parts = [log_sum_exp(log_binom + log_factor)] if len(j) else []

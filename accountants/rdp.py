@@ -67,9 +67,10 @@ class RDPAccountant(Accountant):
         return self._leaf_curve(leaf) is not None
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
-        x = self._leaf_curve(leaf) * count
         s = self._sum
-        t = s + x
+        with np.errstate(over="ignore"):  # a curve x count, or a sum, past 1e308 is inf: vacuous but valid (kept below)
+            x = self._leaf_curve(leaf) * count
+            t = s + x
         with np.errstate(invalid="ignore"):
             comp = np.where(np.abs(s) >= np.abs(x), (s - t) + x, (x - t) + s)
         # an infinite order (a Gaussian with mu past 1e154) stays infinite: inf - inf would make it NaN
