@@ -8,6 +8,7 @@ reconstruction.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -59,7 +60,11 @@ class IntervalMean(StreamMechanism):
         if interval is not None and epsilon is not None:
             raise ValueError("give at most one of interval and epsilon (epsilon sets interval = ceil(1/epsilon))")
         if epsilon is not None:
-            interval = math.ceil(1.0 / positive("epsilon", epsilon))
+            inverse = 1.0 / positive("epsilon", epsilon)
+            if not math.isfinite(inverse):  # (a subnormal epsilon: ceil(inf) was an OverflowError)
+                raise ValueError(f"epsilon must lie in [{1 / sys.float_info.max!r}, inf) (interval = ceil(1/epsilon) "
+                                 f"must be a finite whole number), got {epsilon!r}")
+            interval = math.ceil(inverse)
         self.interval = None if interval is None else whole("interval", interval, 1)
         shape = (self.replicates, self.streams)
         self.sum = np.zeros(shape)
