@@ -17,7 +17,7 @@ import copy
 from typing import ClassVar, Self
 
 from accountants import _validate
-from accountants.events import Event, LeafEvent
+from accountants.events import Event, LeafEvent, SelfComposed
 
 
 class UnsupportedEventError(ValueError):
@@ -37,6 +37,10 @@ class Accountant(abc.ABC):
         if not isinstance(event, Event):
             raise ValueError(f"event must be an accountants Event, got {type(event).__name__}")
         count = _validate.count("count", count)
+        # the bound every composed event keeps (a release's multiplicity below 2^1000, events.SelfComposed):
+        # accountants multiply a leaf's epsilon or mu^2 by it as a float, and compose(event, 10**400) was an
+        # OverflowError from five of them (session 15)
+        SelfComposed(event, count)
         grouped = event.grouped()
         for leaf in grouped:
             if not self._supports_leaf(leaf):

@@ -97,7 +97,10 @@ def _as_event(events: Event | Sequence[Event]) -> Event:
         return events
     if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
         raise ValueError(f"events must be an Event or a sequence of Events, got {shown(events)}")
-    items = tuple(events)
+    try:
+        items = tuple(events)
+    except TypeError:  # (a 0-d numpy array has __iter__ but is not iterable: "iteration over a 0-d array")
+        raise ValueError(f"events must be an Event or a sequence of Events, got {shown(events)}") from None
     for i, item in enumerate(items):
         if not isinstance(item, Event):
             raise ValueError(f"events[{i}] must be an Event (e.g. Laplace(scale=...)), got {shown(item)}")
