@@ -189,6 +189,15 @@ def unmasked(name: str, value: object) -> None:
                          "value.compressed()")
 
 
+def choice(name: str, value: object, choices) -> str:
+    """``value`` if it is one of the strings ``choices``, else a ValueError naming them. The one check of a
+    named option: ``value not in choices`` alone raised numpy's "truth value of an array ... is ambiguous"
+    for an array (naming no parameter) and read a list as unhashable (session 15)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {shown(value)}")
+    return value
+
+
 def count(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring a non-negative whole number."""
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):

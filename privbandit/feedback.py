@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants import _validate
 
 #: What an environment can offer before the choice and a policy can require.
 CAPABILITIES: frozenset[str] = frozenset({"contexts", "graph"})
@@ -33,9 +33,7 @@ RELATIONS: tuple[str, ...] = ("entry", "round")
 
 def check_relation(relation) -> str:
     """``relation`` if it is one of :data:`RELATIONS`, else ValueError naming the valid values."""
-    if not isinstance(relation, str) or relation not in RELATIONS:  # (an array is no relation either)
-        raise ValueError(f"relation must be one of {', '.join(map(repr, RELATIONS))}, got {shown(relation)}")
-    return relation
+    return _validate.choice("relation", relation, RELATIONS)  # (an array is no relation either)
 
 
 def check_capabilities(name: str, value) -> frozenset[str]:

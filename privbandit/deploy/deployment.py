@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import NOT_NUMBERS, shown
+from accountants._validate import NOT_NUMBERS, choice, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -399,10 +399,9 @@ class Deployment:
         if seed is None:
             seed = int(np.random.SeedSequence().entropy)
         seed = _whole("seed", seed, 0)
-        if on_exhausted not in ON_EXHAUSTED:
-            raise ValueError(f"on_exhausted must be one of {', '.join(ON_EXHAUSTED)}, got {shown(on_exhausted)}")
-        if synchronous not in _store.SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {', '.join(_store.SYNCHRONOUS)}, got {shown(synchronous)}")
+        # (``in`` alone: an array was numpy's "truth value ... is ambiguous", naming no parameter)
+        on_exhausted = choice("on_exhausted", on_exhausted, ON_EXHAUSTED)
+        synchronous = choice("synchronous", synchronous, _store.SYNCHRONOUS)
         if not isinstance(track_realized, bool):
             raise ValueError(f"track_realized must be True or False, got {shown(track_realized)}")
         if not isinstance(strict_rewards, bool):
@@ -412,8 +411,8 @@ class Deployment:
         p = plan(pol, n_arms, float(budget), float(delta), horizon)
         odo = Odometer(pol, p.horizon, n_arms, float(delta))
         if p.stop_round == 0:
-            raise ValueError(f"budget {budget:g} affords no policy round: one round certifies epsilon "
-                             f"{odo.epsilon(1):.6g} at delta {delta:g}")
+            raise ValueError(f"budget {float(budget):g} affords no policy round: one round certifies epsilon "
+                             f"{odo.epsilon(1):.6g} at delta {float(delta):g}")  # (a Fraction has no :g format)
         fresh = fresh_state(pol, n_arms, p.horizon, seed, track_realized)
         at_stop = odo.certificate(p.stop_round)
         config = {

@@ -45,6 +45,7 @@ from accountants import Certificate, _validate
 from accountants.events import NO_EVENT, Event
 from privbandit.mechanisms import FreshBatchMean, HybridMechanism
 from privbandit.mechanisms.posterior import GaussianPosteriorRelease
+from privbandit.feedback import check_relation
 from privbandit.policies.base import Policy, PureEpsilonPolicy, check_arms, note_rounds
 from privbandit.policies.dp_ucb import HybridSchedule, hybrid_error_bound
 from privbandit.policies.gaussian_ts import GaussianTS, GaussianTSSchedule
@@ -52,7 +53,7 @@ from privbandit.policies.graph import GraphPolicyRun
 from privbandit.policies.hu_hegde import LAZY_SHIFT, LazyDPTSSchedule, beta_draw
 from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
 
-RELATIONS = ("entry", "round")
+from privbandit.feedback import RELATIONS  # noqa: E402  (re-exported: the one list of relations)
 
 
 def streams_per_record(n_arms: int, relation: str = "entry", max_degree: int | None = None, graph=None) -> int:
@@ -61,8 +62,7 @@ def streams_per_record(n_arms: int, relation: str = "entry", max_degree: int | N
     ``graph`` (a closed adjacency or networkx graph) gives its own max degree; with neither it is the
     worst case n_arms - 1. ValueError names the parameter and its range.
     """
-    if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {RELATIONS}, got {shown(relation)}")
+    check_relation(relation)  # (``not in`` alone: an array was numpy's "truth value ... is ambiguous")
     if graph is not None:
         from privbandit.envs.graphs import check_adjacency, max_degree as degree_of
 

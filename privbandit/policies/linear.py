@@ -73,6 +73,12 @@ def _check_dim(dim) -> int:
 _MIN_BOUND, _MAX_BOUND = 1e-50, 1e50
 
 
+#: the largest context bound L over the ridge lambda: the inverse Gram matrix starts at I / lambda and its
+#: Sherman-Morrison update squares (A^-1 x) of norm up to L / lambda, so 1e150 keeps it below 1e300. A ridge of
+#: 1e-320 made I / lambda inf, 1e-160 overflowed the first update: RuntimeWarnings, then NaN indices (session 15).
+_MAX_BOUND_TO_RIDGE = 1e150
+
+
 def _check_bound(bound) -> float:
     """The context norm bound L in [1e-50, 1e50]: sensitivities use L^2 and L^4 (Shariff & Sheffet's
     L~^4), which must stay positive finite floats."""
@@ -86,9 +92,7 @@ def _check_bound(bound) -> float:
 
 
 def _check_choice(name: str, value, choices) -> str:
-    if not isinstance(value, str) or value not in choices:  # (an array here is not a choice either)
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {shown(value)}")
-    return value
+    return _validate.choice(name, value, choices)  # (an array here is not a choice either)
 
 
 def _contexts_of(offer) -> np.ndarray:
@@ -112,6 +116,10 @@ class LinearPolicy(Policy):
         self.model = _check_choice("model", model, _MODELS)
         self.dim = None if dim is None else _check_dim(dim)
         self.bound = _check_bound(bound)
+        if self.bound / self.regularization > _MAX_BOUND_TO_RIDGE:
+            raise ValueError(f"regularization must be at least bound / {_MAX_BOUND_TO_RIDGE:g} = "
+                             f"{self.bound / _MAX_BOUND_TO_RIDGE:g} (the inverse Gram matrix's rank-one updates square "
+                             f"bound / regularization), got {shown(regularization)}")
         self.contexts = _check_choice("contexts", contexts, _CONTEXT_MODES)
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
