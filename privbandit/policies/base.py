@@ -300,6 +300,29 @@ def note_rounds(ledger, t: int, observed: np.ndarray, positions: np.ndarray) -> 
     ledger.note_observed(np.asarray(observed, dtype=bool), np.asarray(positions), t)
 
 
+STRUCTURE_KEYS = ("max_degree", "graph", "contexts")
+"""The schedule keywords of a feedback structure (docs/feedback.md): the graph policies' ``privacy_schedule``'s
+(``GraphFeedback.structure()``) and the contextual environments' ``{"contexts": True}``."""
+
+
+def check_structure(structure: dict, n_arms: int, relation: str) -> None:
+    """ValueError unless ``structure`` holds only :data:`STRUCTURE_KEYS` with valid values (a max degree in
+    [0, n_arms - 1], an adjacency of n_arms nodes). Checked for every policy, also one whose schedule does not
+    read them (a K-armed policy is certified as on bandit feedback): ``budget.epsilon(..., structure=
+    {"max_degree": nan})`` or a mistyped ``{"max_degre": 3}`` was certified silently (session 15)."""
+    from privbandit.policies.graph_private import streams_per_record
+
+    unknown = sorted(set(structure) - set(STRUCTURE_KEYS), key=repr)
+    if unknown:
+        raise ValueError(f"structure takes the keywords {', '.join(STRUCTURE_KEYS)} (docs/feedback.md), got "
+                         f"{shown(unknown[0])}")
+    graph = {k: structure[k] for k in ("max_degree", "graph") if k in structure}
+    if graph:
+        streams_per_record(n_arms, relation, **graph)
+    if "contexts" in structure and not isinstance(structure["contexts"], bool):
+        raise ValueError(f"structure's contexts must be True or False, got {shown(structure['contexts'])}")
+
+
 def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | None = None,
                  relation: str = "entry") -> PrivacySchedule:
     """``policy``'s schedule for an environment with ``structure`` under ``relation``.
@@ -312,6 +335,7 @@ def schedule_for(policy: Policy, horizon: int, n_arms: int, structure: dict | No
     check_relation(relation)
     if not structure:
         return policy.privacy_schedule(horizon, n_arms)
+    check_structure(structure, n_arms, relation)
     takes_relation = "relation" in inspect.signature(policy.privacy_schedule).parameters
     if not takes_relation and not policy.private:  # no certificate under any relation
         return policy.privacy_schedule(horizon, n_arms)
