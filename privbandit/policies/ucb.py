@@ -99,6 +99,10 @@ class _KLUCBRun(_CountingRun):
         return np.where(mean >= 1.0 - 1e-9, 1.0, q)
 
 
+#: KL-UCB's largest exploration constant c (the paper's theory: c = 3)
+C_MAX = 1e250
+
+
 class KLUCB(Policy):
     """KL-UCB (Garivier & Cappé 2011, Alg. 1, Bernoulli kl). Non-private.
 
@@ -111,6 +115,9 @@ class KLUCB(Policy):
 
     def __init__(self, c: float = 0.0, iterations: int = 8):
         self.c = _validate.nonnegative("c", c)
+        if self.c > C_MAX:  # (Newton's step g / slope divides an index budget ~ 4 c by a slope >= 1e-9: c = 1e300
+            # overflowed it, a RuntimeWarning every round; past ~1e15 every index is already 1 - 1e-12)
+            raise ValueError(f"c must lie in [0, {C_MAX:g}], got {shown(c)}")
         try:  # a whole number (2.0 is fine; NaN, inf, True, None and strings are not)
             n = _validate.count("iterations", iterations)
         except ValueError:
