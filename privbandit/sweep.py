@@ -149,6 +149,12 @@ def _check_grid(n_policies: int, n_envs: int, replicates, n_arms: int) -> None:
     cells = n_policies * n_envs
     per_cell = _BYTES_PER_RESULT + 8 * max(int(replicates), 1) * (n_arms + 2)
     if cells * per_cell > physical:
+        if per_cell > physical:  # one cell alone: the replicates are the problem (10**400 replicates made the
+            # size below an OverflowError in its float division)
+            most = (physical - _BYTES_PER_RESULT) // (8 * (n_arms + 2))
+            raise ValueError(f"replicates must be a whole number in [1, {most}] on this machine ({physical / 2**30:.3g} "
+                             f"GiB; a cell's results hold 8 (K + 2) bytes per replicate, {n_arms} arms), "
+                             f"got {shown(replicates)}")
         raise ValueError(f"policies x envs = {n_policies} x {n_envs} = {cells} cells need about "
                          f"{cells * per_cell / 2**30:.3g} GiB for their results ({replicates} replicates, {n_arms} arms), "
                          f"more than this machine's {physical / 2**30:.3g} GiB: at most {physical // per_cell} cells")
