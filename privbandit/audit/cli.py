@@ -18,13 +18,12 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import time
 
 import numpy as np
 
 from privbandit.cli import parse_params as _parse_params
-from privbandit.cli_checks import positive, probability, require_extra, whole, writable_dir
+from privbandit.cli_checks import positive, probability, require_extra, staged_outputs, whole, writable_dir
 
 EXIT_CODES = {"CONSISTENT": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
 """Exit status per verdict (2 is bad input)."""
@@ -397,12 +396,7 @@ def run(args: argparse.Namespace) -> int:
                   + " <= ".join(f"{name} {value:.4g}" for name, value in bounds_ladder(res)))
         print()
         if args.out:
-            base = os.path.join(args.out, f"audit_{observe}")
-            with open(base + ".md", "w") as fh:
-                fh.write(res.table() + "\n")
-            with open(base + ".csv", "w") as fh:
-                fh.write(res.table("csv"))
-            res.plot(base + ".png")
+            _write_black_box(args.out, observe, res)
 
     # 3. Optional one-run canary audit: observes the trace when there is one (most power).
     one_run = one_run_error = None
@@ -532,8 +526,7 @@ def run(args: argparse.Namespace) -> int:
                           for r in results],
             "one_run": one_run.as_dict() if one_run is not None else None,
         }
-        with open(os.path.join(args.out, "summary.json"), "w") as fh:
-            json.dump(summary, fh, indent=2, default=str)
+        _write_summary(args.out, summary)
     if verdict == "INCONCLUSIVE" and args.allow_inconclusive and not errors:  # an error is not a lack of power
         return 0
     return EXIT_CODES[verdict]
@@ -830,11 +823,28 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
                        for r in ledgers],
             "black_box": [], "one_run": None,
         }
-        with open(os.path.join(args.out, "summary.json"), "w") as fh:
-            json.dump(summary, fh, indent=2, default=str)
+        _write_summary(args.out, summary)
     if verdict == "INCONCLUSIVE" and args.allow_inconclusive and not errors:
         return 0
     return EXIT_CODES[verdict]
+
+
+def _write_black_box(out: str, observe: str, res) -> None:
+    """A black-box audit's table (md, csv) and plot into ``--out``, staged like :func:`_write_summary`."""
+    with staged_outputs(out, "--out") as stage:
+        base = stage.path(f"audit_{observe}")
+        with open(base + ".md", "w") as fh:
+            fh.write(res.table() + "\n")
+        with open(base + ".csv", "w") as fh:
+            fh.write(res.table("csv"))
+        res.plot(base + ".png")
+
+
+def _write_summary(out: str, summary: dict) -> None:
+    """``summary.json`` into ``--out``, staged (``cli_checks.staged_outputs``, as every output of the command
+    line): a symlink planted at ``DIR/summary.json`` is replaced, never written through (session 15)."""
+    with staged_outputs(out, "--out") as stage, open(stage.path("summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=2, default=str)
 
 
 def power_statement(results) -> str:
