@@ -290,6 +290,10 @@ def resolve_key(key) -> bytes | None:
         return key_bytes(key)
     if _scoped_key.get() is not None:
         return _scoped_key.get()
+    if os.environ.get(KEY_ENV) and os.environ.get(KEY_FILE_ENV):
+        # (the first silently won: a store created under one of two different keys then opened only while the
+        # other variable was unset -- which one was meant is not ours to guess)
+        raise ValueError(f"the environment sets both {KEY_ENV} and {KEY_FILE_ENV}: set one (or pass key= / --key-file)")
     if os.environ.get(KEY_ENV):
         return key_bytes(os.environ[KEY_ENV], f"the environment variable {KEY_ENV}")
     if os.environ.get(KEY_FILE_ENV):
