@@ -45,6 +45,12 @@ def _read_rows(path, n_arms: int) -> list[list[float]]:
             raise ValueError(f"log {os.fspath(path)!r} is empty; expected a header of {n_arms} arm columns")
         if len(header) != n_arms:
             raise ValueError(f"log header has {len(header)} columns, the deployment has {n_arms} arms")
+        if _looks_like_rewards(header):
+            # (a log written without its header lost its first round silently: "0.5,0.2" was read as two column
+            # names; whole-number names such as "0,1" -- pandas' column labels of a reward table -- stay names)
+            raise ValueError(f"log {os.fspath(path)!r}: its first line {shown(','.join(header))} is a row of rewards, "
+                             f"not a header; the first line must name the {n_arms} arm columns (e.g. "
+                             f"{','.join(f'arm{k}' for k in range(min(n_arms, 3)))}{',...' if n_arms > 3 else ''})")
         rows = []
         for line, row in enumerate(reader, start=2):
             if not row:
@@ -65,6 +71,17 @@ def _read_rows(path, n_arms: int) -> list[list[float]]:
                 values.append(x)
             rows.append(values)
     return rows
+
+
+def _looks_like_rewards(header: list[str]) -> bool:
+    """Every cell a number and at least one of them not a whole number (nan, inf, 0.5): a data row."""
+    values = []
+    for cell in header:
+        try:
+            values.append(float(cell) if plain_number_text(cell.strip()) else None)
+        except ValueError:
+            return False
+    return None not in values and any(not (math.isfinite(x) and x.is_integer()) for x in values)
 
 
 def replay(deployment: Deployment, path: str | os.PathLike) -> dict[str, Any]:
