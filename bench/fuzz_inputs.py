@@ -1,0 +1,787 @@
+"""Session 15 (s15/fuzz): hostile inputs through every public entry point, each outcome classified.
+
+    PYTHONPATH=. python bench/fuzz_inputs.py [--seed 15] [--quick] [--only cli,api,data,deploy] [--show N]
+
+Deterministic for a seed (the hostile values are fixed lists; the seed picks the combinations of the
+random CLI argv and the random orders). Runs in a few minutes on one core. Each case ends as one of:
+
+* ``good`` -- a ValueError (the package's bad-input error; the deployment's StoreError is one) whose
+  message names the parameter (or, on the command line, one line ``privbandit: error: ...``, exit 2);
+* ``ok`` -- accepted, where the value is a valid one (``edge`` values: 0, -0.0, 10**400, True, ...);
+* ``clipped`` -- the documented coercion: a reward outside [0, 1] clipped into it;
+* findings: ``traceback`` (an exception other than ValueError escaped, or the command line said
+  "internal error"), ``unnamed`` (a ValueError that names no parameter), ``accepted`` (a value that is
+  nonsense -- nan, a string, a complex, an object -- went through silently), ``warning`` (a
+  RuntimeWarning escaped), ``hang`` (no answer within the case's time limit).
+
+The summary prints cases and findings per entry point; ``--show N`` prints the first N findings of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import decimal
+import fractions
+import inspect
+import io
+import math
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang")
+EXPECTED: tuple = ()  # documented refusal types besides ValueError, filled in by main()
+
+
+class Hang(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+class Fuzzer:
+    def __init__(self, seed: int, limit: float = 20.0):
+        self.rng = random.Random(seed)
+        self.limit = limit
+        self.results: list[tuple[str, str, str, str]] = []  # (entry, label, outcome, detail)
+        signal.signal(signal.SIGALRM, _alarm)
+
+    # -- one Python call --------------------------------------------------------------------------
+    def call(self, entry: str, label: str, fn, *, bad: bool, names=(), clipped=False):
+        """Run ``fn()``; ``bad``: the input is nonsense and must be refused; ``names``: words one of which
+        the refusal must contain (the parameter)."""
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+        detail = ""
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn()
+            outcome = "accepted" if bad else ("clipped" if clipped else "ok")
+            runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+            if runtime:
+                outcome, detail = "warning", str(runtime[0].message)[:200]
+        except Hang:
+            outcome, detail = "hang", f"> {self.limit:g} s"
+        except (ValueError, *EXPECTED) as exc:  # (the deployment's StoreError: its documented refusal)
+            text = str(exc).lower()
+            if names and not any(n.lower() in text for n in names):
+                outcome = "unnamed"
+            else:
+                outcome = "good"
+            detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+        except Exception as exc:  # noqa: BLE001 -- the finding
+            outcome, detail = "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        self.results.append((entry, label, outcome, detail))
+        return outcome
+
+    # -- one command line -------------------------------------------------------------------------
+    def cli(self, entry: str, argv: list[str], *, bad: bool):
+        from privbandit.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+        detail = ""
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                rc = main(argv)
+            text = err.getvalue().strip()
+            runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+            if "internal error" in text or "Traceback" in text:
+                outcome, detail = "traceback", text[:300]
+            elif runtime:
+                outcome, detail = "warning", str(runtime[0].message)[:200]
+            elif rc == 0:
+                outcome = "accepted" if bad else "ok"
+                detail = out.getvalue()[:120]
+            elif rc in (1, 3) and not text.startswith("privbandit: error"):
+                outcome, detail = ("accepted" if bad else "ok"), f"exit {rc}"
+            elif text.startswith("privbandit:") and len(text.splitlines()) == 1:
+                outcome, detail = "good", text[:200]
+            else:
+                outcome, detail = "traceback", f"exit {rc}: {text[:300]}"
+        except Hang:
+            outcome, detail = "hang", f"> {self.limit:g} s"
+        except BaseException as exc:  # noqa: BLE001 -- escaped main(): the finding
+            outcome, detail = "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        self.results.append((entry, " ".join(argv)[:200], outcome, detail))
+        return outcome
+
+
+# --- hostile values ------------------------------------------------------------------------------
+class Weird:
+    def __repr__(self):
+        return "<Weird>"
+
+
+#: Python values that are nonsense for every numeric parameter
+BAD_NUMBERS = [math.nan, -math.inf, "1", "", b"1", 1 + 0j, Weird(), [1.0], {"a": 1}, np.array([1.0, 2.0]),
+               decimal.Decimal("nan"), np.float64("nan"), np.datetime64("2020-01-01"), np.timedelta64(3, "D"),
+               np.str_("1"), np.complex128(1), slice(1)]
+#: values valid for some parameters: accepted or refused, never a traceback
+EDGE_NUMBERS = [math.inf, -0.0, 0, -1, 1e-320, 10**400, -(10**400), True, False, None, 1.5, 2**63, 2**64,
+                fractions.Fraction(1, 3), decimal.Decimal("0.5"), np.float16(65504), np.int8(-1), np.uint64(2**64 - 1),
+                np.float32(1e-45), np.array(1.0), np.bool_(True), 1e308]
+#: command-line number texts (all refused by a number option, except where they are valid)
+CLI_BAD = ["nan", "inf", "-inf", "1e400", "9" * 5000, "", "abc", "1_0", "0x10", "\u0663", "--", "1e-400", "1,5", " "]
+#: options taking a whole number of any size (a seed; a count used only when another option asks for it)
+WHOLE_ANY = ("--seed", "--one-run-runs")
+#: paths refused for a user but writable by root (the read-only directory): expected to pass as root
+ROOT = ("ro",) if os.geteuid() == 0 else ()
+CLI_EDGE = ["-0", "0", "-1", "1.5", "1e5", "1e30", "2", " 5", "1e-320", "5e-324"]
+
+
+def _real(v) -> bool:
+    """Whether ``v`` is a real number the package takes (not a bool, a Decimal, a datetime or a timedelta)."""
+    return isinstance(v, (int, float, np.floating, np.integer, fractions.Fraction)) and not isinstance(
+        v, (bool, np.bool_, np.timedelta64, np.datetime64)) and not (isinstance(v, int) and abs(v) > 1e308)
+
+
+def _integral_sequence(v) -> bool:
+    """A list or array of whole numbers (floats equal to whole numbers included: read as whole numbers)."""
+    if not isinstance(v, (list, np.ndarray)) or np.asarray(v).dtype.kind not in "iuf":
+        return False
+    a = np.asarray(v, dtype=float)
+    return isinstance(v, (list, np.ndarray)) and a.ndim == 1 and a.size > 0 and bool(np.all(a == np.round(a)))
+
+
+def _name(v) -> str:
+    r = repr(v)
+    return r if len(r) < 40 else r[:37] + "..."
+
+
+# --- 1. the command line -------------------------------------------------------------------------
+def fuzz_cli(fz: Fuzzer, tmp: Path, quick: bool) -> None:
+    base = {
+        "run": ["run", "ucb1", "--horizon", "20", "--replicates", "1", "--quiet"],
+        "budget": ["budget", "private_ucb", "--horizon", "100"],
+        "invert": ["invert", "dp_ucb_int", "--epsilon", "1", "--horizon", "100", "--solve-for", "v",
+                   "--bounds", "1.01", "1.99"],
+        "certify": ["certify", "--releases", "10"],
+        "experiment": ["experiment", "tossou2016-2arm", "--horizon", "10", "--replicates", "1"],
+        "audit": ["audit", "dp_ucb", "--tier", "smoke", "--horizon", "10"],
+    }
+    numbers = {
+        "run": ["--horizon", "--replicates", "--seed", "--epsilon", "--delta", "--arms"],
+        "budget": ["--horizon", "--n-arms", "--delta", "--epsilon", "--max-degree"],
+        "invert": ["--horizon", "--n-arms", "--epsilon", "--delta", "--mu", "--bounds", "--max-degree"],
+        "certify": ["--epsilon", "--releases", "--delta"],
+        "experiment": ["--horizon", "--replicates", "--seed"],
+        "audit": ["--arms", "--horizon", "--seconds", "--seed", "--alpha", "--delta", "--one-run", "--one-run-runs"],
+    }
+    heavy = {"experiment", "audit"}  # (one case is seconds: only the refusals are driven)
+    for cmd, opts in numbers.items():
+        for opt in opts:
+            for text in CLI_BAD + ([] if cmd in heavy else CLI_EDGE):
+                argv = [a for a in base[cmd]]
+                if opt in argv:
+                    i = argv.index(opt)
+                    argv[i + 1] = text
+                    if opt == "--bounds":
+                        argv[i + 2] = text
+                else:
+                    argv += [opt, text] + (["2"] if opt == "--bounds" else [])
+                if opt == "--mu" and cmd == "invert":
+                    argv = [a for a in argv]
+                    j = argv.index("--epsilon")
+                    del argv[j:j + 2]
+                fz.cli(f"cli {cmd}", argv, bad=text in CLI_BAD and not (text == "1e400" and opt in WHOLE_ANY))
+    # --param values, names and policies
+    for cmd in ("run", "budget"):
+        for item in ["epsilon=nan", "epsilon=inf", "epsilon=-0", "epsilon=1e400", "epsilon=" + "9" * 400, "epsilon=",
+                     "epsilon=abc", "=1", "1x=2", "epsilon", "exact=maybe", "gamma=nan", "gamma=-1", "gamma=1e400"]:
+            argv = base[cmd] + ["--param", item]
+            argv[1] = "private_ucb"
+            fz.cli(f"cli {cmd}", argv, bad=True)
+        for pol in ["", "nope", "UCB1", "private-ucb", "lin_ucb", "ucb_n", "\x00", "a" * 5000]:
+            argv = list(base[cmd])
+            argv[1] = pol
+            fz.cli(f"cli {cmd}", argv, bad=pol not in ("UCB1", "private-ucb", "ucb_n", "lin_ucb"))
+    # output paths: directories, symlinks, unreadable, missing parents
+    d = tmp / "cli"
+    d.mkdir()
+    (d / "adir.csv").mkdir()
+    (d / "ro").mkdir()
+    os.chmod(d / "ro", 0o500)
+    victim = d / "victim.txt"
+    victim.write_text("precious\n")
+    (d / "link.csv").symlink_to(victim)
+    (d / "dangling.csv").symlink_to(d / "nowhere" / "x.csv")
+    paths = {"adir": d / "adir.csv", "ro": d / "ro" / "x.csv", "missing": d / "nope" / "x.csv", "empty": "",
+             "badsuffix": d / "x.txt", "link": d / "link.csv", "dangling": d / "dangling.csv", "nul": "a\x00b.csv"}
+    for name, path in paths.items():
+        fz.cli("cli run --save", base["run"] + ["--save", str(path)], bad=name not in ("link", "dangling") + ROOT)
+        if name in ("link",):
+            fz.results[-1] = fz.results[-1][:2] + (("accepted", "wrote through the symlink")
+                                                   if victim.read_text() != "precious\n" else fz.results[-1][2:])
+            victim.write_text("precious\n")
+            os.remove(path) if not os.path.islink(path) else None
+            if not os.path.lexists(path):
+                path.symlink_to(victim)
+    # the audit's --out: a symlink planted in the directory must be replaced, never written through
+    out = d / "auditout"
+    out.mkdir()
+    for name in ("summary.json", "audit_arms.md", "audit_arms.csv"):
+        (out / name).symlink_to(victim)
+    if not quick:
+        fz.cli("cli audit --out", ["audit", "dp_ucb", "--tier", "smoke", "--horizon", "10", "--seconds", "5",
+                                   "--allow-inconclusive", "--out", str(out)], bad=False)
+        if victim.read_text() != "precious\n":
+            fz.results[-1] = ("cli audit --out", fz.results[-1][1], "accepted", "wrote through a symlink in --out")
+            victim.write_text("precious\n")
+    for name, path in {"file": victim, "ro": d / "ro" / "sub", "empty": "", "nul": "a\x00b"}.items():
+        fz.cli("cli audit --out", base["audit"] + ["--out", str(path)], bad=name not in ROOT)
+        fz.cli("cli experiment --out", base["experiment"] + ["--out", str(path)], bad=name not in ROOT)
+    # random argv: tokens of every subcommand shuffled
+    tokens = sorted({t for argv in base.values() for t in argv} | set(CLI_BAD) | {"--param", "deploy", "init", "-h"})
+    for _ in range(60 if quick else 300):
+        argv = [fz.rng.choice(sorted(base))] + [fz.rng.choice(tokens) for _ in range(fz.rng.randint(0, 8))]
+        if argv[0] in heavy or "-h" in argv:
+            continue
+        fz.cli("cli random", [base[argv[0]][0]] + argv[1:], bad=False)
+
+
+# --- 2. deployment: command line and Python API --------------------------------------------------
+def fuzz_deploy(fz: Fuzzer, tmp: Path, quick: bool) -> None:
+    from privbandit.deploy import Deployment
+
+    d = tmp / "deploy"
+    d.mkdir()
+    os.environ.pop("PRIVBANDIT_DEPLOY_KEY", None)
+    os.environ.pop("PRIVBANDIT_DEPLOY_KEY_FILE", None)
+    good = d / "good.db"
+    fz.cli("cli deploy", ["deploy", "init", str(good), "--policy", "dp_ucb", "--n-arms", "2", "--budget", "5",
+                          "--delta", "1e-6", "--seed", "1"], bad=False)
+    init = ["deploy", "init", None, "--policy", "dp_ucb", "--n-arms", "2", "--budget", "5", "--delta", "1e-6"]
+    for opt in ("--n-arms", "--budget", "--delta", "--seed", "--horizon"):
+        for text in CLI_BAD + CLI_EDGE:
+            argv = list(init)
+            argv[2] = str(d / f"s{len(fz.results)}.db")
+            if opt in argv:
+                argv[argv.index(opt) + 1] = text
+            else:
+                argv += [opt, text]
+            fz.cli("cli deploy init", argv, bad=text in CLI_BAD and not (text == "1e400" and opt in WHOLE_ANY))
+    for text in CLI_BAD + CLI_EDGE:
+        fz.cli("cli deploy update", ["deploy", "update", str(good), "--decision", text, "--reward", "0.5"], bad=True)
+        fz.cli("cli deploy update", ["deploy", "update", str(good), "--decision", "1", "--reward", text],
+               bad=text in CLI_BAD)
+        fz.cli("cli deploy status", ["deploy", "status", str(good), "--last", text],
+               bad=(text in CLI_BAD and text != "1e400") or text.startswith("-") and text != "-0")
+    # stores that are not what they claim
+    fakes = {}
+    fakes["dir"] = d / "adir.db"
+    fakes["dir"].mkdir()
+    fakes["missing"] = d / "nope" / "x.db"
+    fakes["empty"] = d / "empty.db"
+    fakes["empty"].write_bytes(b"")
+    fakes["json"] = d / "json.db"
+    fakes["json"].write_text('{"policy": "dp_ucb"')
+    fakes["yaml"] = d / "y.yaml"
+    fakes["yaml"].write_text("policy: [dp_ucb\n")
+    raw = good.read_bytes()
+    for cut in (100, 4096, len(raw) // 2, len(raw) - 1):
+        fakes[f"truncated{cut}"] = d / f"t{cut}.db"
+        fakes[f"truncated{cut}"].write_bytes(raw[:cut])
+    for at in (20, 100, 5000, len(raw) - 200):
+        b = bytearray(raw)
+        for i in range(at, min(at + 16, len(b))):
+            b[i] ^= 0xFF
+        fakes[f"flipped{at}"] = d / f"f{at}.db"
+        fakes[f"flipped{at}"].write_bytes(bytes(b))
+    other = d / "other.db"  # another sqlite database
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE meta (key TEXT, value TEXT)")
+    con.execute("INSERT INTO meta VALUES ('version', '999')")
+    con.commit()
+    con.close()
+    fakes["other"] = other
+    newer = d / "newer.db"
+    shutil.copy(good, newer)
+    con = sqlite3.connect(newer)
+    names = [r[0] for r in con.execute("SELECT key FROM meta")]
+    for key in names:
+        if "version" in key or "schema" in key:
+            con.execute("UPDATE meta SET value = '99' WHERE key = ?", (key,))
+    con.execute("PRAGMA user_version = 99")
+    con.commit()
+    con.close()
+    fakes["newer"] = newer
+    fakes["link"] = d / "link.db"
+    fakes["link"].symlink_to(good)
+    fakes["dangling"] = d / "dangling.db"
+    fakes["dangling"].symlink_to(d / "gone.db")
+    fakes["unreadable"] = d / "unreadable.db"
+    shutil.copy(good, fakes["unreadable"])
+    os.chmod(fakes["unreadable"], 0)
+    def content(path):
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return list(con.iterdump()), con.execute("PRAGMA application_id").fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return None
+
+    reference = content(good)
+    for name, path in fakes.items():
+        # a flipped or cut byte in a page's free space or past the last page changes nothing SQLite reads:
+        # accepting that store is right (its digests and counters are all checked on open)
+        ok = name in ("link",) or (name == "unreadable" and os.geteuid() == 0) \
+            or (name.startswith(("truncated", "flipped")) and content(path) == reference)
+        for sub in (["select"], ["status"], ["audit"], ["update", "--decision", "1", "--reward", "0.5"]):
+            fz.cli(f"cli deploy {sub[0]} (store)", ["deploy", sub[0], str(path)] + sub[1:], bad=not ok)
+        fz.call("deploy open", name, lambda p=path: Deployment.open(p).close(), bad=not ok, names=("store", str(path)))
+        fz.results[-1] = fz.results[-1][:3] + (fz.results[-1][3] + ("" if not ok else " (content intact)"),)
+        fz.cli("cli deploy init (path)", init[:2] + [str(path)] + init[3:], bad=name not in ("dangling",))
+    # Python API: create / open / select / update / status with hostile arguments
+    kwargs = dict(policy="dp_ucb", n_arms=2, budget=5.0, delta=1e-6, seed=1)
+    for param in ("n_arms", "budget", "delta", "seed", "horizon", "params", "on_exhausted", "synchronous",
+                  "track_realized", "strict_rewards", "policy", "key"):
+        for v in BAD_NUMBERS + EDGE_NUMBERS:
+            p = d / f"api{len(fz.results)}.db"
+            bad = any(v is b for b in BAD_NUMBERS) and not (param == "params" and isinstance(v, dict)) \
+                and not (param == "key" and isinstance(v, bytes))
+            fz.call("deploy create", f"{param}={_name(v)}",
+                    lambda p=p, param=param, v=v: Deployment.create(p, **(kwargs | {param: v})).close(),
+                    bad=bad, names=(param,) + ((tuple(v) if isinstance(v, dict) else ())))
+    for v in BAD_NUMBERS + EDGE_NUMBERS + [str(good) + "\x00", 3, b"/tmp/x.db", Path("")]:
+        fz.call("deploy create", f"path={_name(v)}", lambda v=v: Deployment.create(v, **kwargs).close(),
+                bad=not isinstance(v, (str, bytes)) or "\x00" in str(v), names=("path", "store"))
+        exists = isinstance(v, (str, bytes, os.PathLike)) and "\x00" not in str(v) and os.path.isfile(v)
+        fz.call("deploy open", f"path={_name(v)}", lambda v=v: Deployment.open(v).close(), bad=not exists,
+                names=("path", "store", "exist"))
+    dep = Deployment.open(good)
+    first = dep.select()
+    for v in BAD_NUMBERS + EDGE_NUMBERS + [first.decision + 10**6]:
+        fz.call("deploy update", f"decision={_name(v)}", lambda v=v: dep.update(v, 0.5),
+                bad=not (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v == first.decision),
+                names=("decision",))
+    for v in BAD_NUMBERS + EDGE_NUMBERS:
+        d2 = dep.select()
+        ok_reward = _real(v) and math.isfinite(float(v))
+        clipped = ok_reward and not 0 <= float(v) <= 1
+        fz.call("deploy update", f"reward={_name(v)}", lambda v=v, d2=d2: dep.update(d2.decision, v),
+                bad=not ok_reward, names=("reward",), clipped=clipped)
+        fz.call("deploy status", f"last={_name(v)}", lambda v=v: dep.status(last=v),
+                bad=not (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0),
+                names=("last",))
+    dep.close()
+    # two processes on one store, each 30 select/update pairs, interleaved, then the audit
+    twin = d / "twin.db"
+    Deployment.create(twin, **kwargs).close()
+    code = ("import sys\nfrom privbandit.deploy import Deployment\n"
+            "with Deployment.open(sys.argv[1]) as dep:\n"
+            "    for i in range(int(sys.argv[2])):\n"
+            "        x = dep.select(); dep.update(x.decision, (i % 3) / 2)\n")
+    n = 10 if quick else 30
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def two_processes():
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(twin), str(n)], env=env,
+                                  stderr=subprocess.PIPE) for _ in range(2)]
+        errs = [p.communicate(timeout=120)[1].decode() for p in procs]
+        if any(p.returncode for p in procs):
+            raise RuntimeError("a process failed: " + " | ".join(e.strip().splitlines()[-1] for e in errs if e.strip()))
+        from privbandit.audit.deployment import deployment_audit
+
+        res = deployment_audit(str(twin))
+        with Deployment.open(twin) as dep2:
+            st = dep2.status()
+        if res.verdict != "CONSISTENT" or st["decisions"] != 2 * n if "decisions" in st else False:
+            raise RuntimeError(f"two writers: audit {res.verdict}, status {st}")
+
+    fz.limit, limit = 240.0, fz.limit
+    fz.call("deploy concurrent", "two processes", two_processes, bad=False)
+    fz.limit = limit
+
+
+# --- 3. the Python API ---------------------------------------------------------------------------
+def fuzz_api(fz: Fuzzer, quick: bool) -> None:
+    from privbandit import budget, simulate, sweep
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import REGISTRY, make_policy
+    from privbandit.envs.graph import GraphFeedback
+    from privbandit.contextual import LinearContextual
+
+    def env_for(policy, k=2):
+        if "contexts" in policy.requires:
+            return LinearContextual(dim=5, n_arms=k)
+        if "graph" in policy.requires:
+            return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
+        return Bernoulli([0.3, 0.6][:k])
+
+    values = BAD_NUMBERS + EDGE_NUMBERS
+    for name, cls in sorted(REGISTRY.items()):
+        for param in inspect.signature(cls).parameters:
+            for v in values:
+                bad = any(v is b for b in BAD_NUMBERS)
+
+                def build(name=name, param=param, v=v):
+                    pol = make_policy(name, **{param: v})
+                    # an accepted value must also run and be certified without a traceback
+                    simulate(pol, env_for(pol), 12, 2, seed=0, progress=False)
+                    if pol.private:
+                        budget.epsilon(pol, 100, 1e-6, 2)
+
+                fz.call(f"policy {name}", f"{param}={_name(v)}", build, bad=bad, names=(param,))
+    pol = make_policy("dp_ucb", epsilon=1.0)
+    env = Bernoulli([0.3, 0.6])
+    sim = dict(horizon=12, replicates=2, seed=0)
+    for param in ("horizon", "replicates", "seed", "delta", "checkpoints", "ledger", "strict_rewards", "keep_arms",
+                  "progress", "max_tracked_bytes", "realized_points", "ledger_replicates", "relation"):
+        for v in values:
+            bad = any(v is b for b in BAD_NUMBERS) and not (param == "seed" and isinstance(v, (bytes, str))) \
+                and not (param == "checkpoints" and _integral_sequence(v))
+            fz.call("simulate", f"{param}={_name(v)}",
+                    lambda param=param, v=v: simulate(pol, env, **(sim | {"progress": False} | {param: v})),
+                    bad=bad, names=(param,))
+    for v in values:
+        fz.call("simulate", f"policy={_name(v)}", lambda v=v: simulate(v, env, 12, 2), bad=True, names=("policy",))
+        fz.call("simulate", f"env={_name(v)}", lambda v=v: simulate(pol, v, 12, 2), bad=True, names=("env",))
+        fz.call("sweep", f"horizon={_name(v)}", lambda v=v: sweep([pol], [env], v, 2),
+                bad=not (_real(v) and float(v).is_integer() and 2 <= v <= 10**6), names=("horizon",))
+    for fname, fn, params in [
+        ("budget.epsilon", budget.epsilon, dict(policy=pol, horizon=100, delta=1e-6, n_arms=2)),
+        ("budget.delta", budget.delta, dict(policy=pol, horizon=100, epsilon=1.0, n_arms=2)),
+        ("budget.mu", budget.mu, dict(policy=make_policy("gaussian_ts", c=4.0), horizon=100, n_arms=2)),
+        ("budget.curve", budget.curve, dict(policy=pol, horizons=[10, 100], delta=1e-6, n_arms=2)),
+        ("budget.affordable_horizon", budget.affordable_horizon, dict(policy=pol, target=5.0, n_arms=2, delta=1e-6,
+                                                                      max_horizon=10**4)),
+        ("budget.invert", budget.invert, dict(policy="dp_ucb_int", target=1.0, horizon=100, solve_for="v",
+                                              bounds=(1.01, 1.99), delta=1e-6, n_arms=2)),
+        ("budget.ts_frontier", budget.ts_frontier, dict(target=5.0, horizon=100, n_arms=2, bs=[0, 4])),
+    ]:
+        for param in params:
+            for v in values:
+                if param in ("policy",) and isinstance(v, str):
+                    continue
+                bad = any(v is b for b in BAD_NUMBERS) and not (param in ("bs", "horizons") and _integral_sequence(v))
+                fz.call(fname, f"{param}={_name(v)}", lambda fn=fn, params=params, param=param, v=v: fn(**(params | {param: v})),
+                        bad=bad, names=(param, param.rstrip("s")))
+    for param in ("structure", "relation", "accountants"):
+        for v in values + [{"max_degree": math.nan}, {"max_degree": -1}, {"nope": 1}, "round", "nope"]:
+            fz.call("budget.epsilon", f"{param}={_name(v)}",
+                    lambda param=param, v=v: budget.epsilon(pol, 100, 1e-6, 2, **{param: v}),
+                    bad=any(v is b for b in BAD_NUMBERS) or isinstance(v, dict) or v == "nope", names=(param, "max_degree", "nope"))
+    # experiments
+    from privbandit.experiments import run_experiment
+
+    for param, base in (("horizon", 10), ("replicates", 1), ("seed", 0)):
+        for v in values if not quick else BAD_NUMBERS:
+            if _real(v) and v > 100 and math.isfinite(v) and v < 10**6:
+                continue  # (valid, and minutes to run: 65,504 rounds of nine policies)
+            fz.call("experiments.run_experiment", f"{param}={_name(v)}",
+                    lambda param=param, v=v: run_experiment("tossou2016-2arm", **({"horizon": 10, "replicates": 1,
+                                                                                     "seed": 0} | {param: v})),
+                    bad=any(v is b for b in BAD_NUMBERS) and not (param == "seed" and isinstance(v, (str, bytes))),
+                    names=(param,))
+    for v in ["", "nope", None, 3, "TOSSOU2016-2arm"]:
+        fz.call("experiments.run_experiment", f"name={_name(v)}", lambda v=v: run_experiment(v, 10, 1), bad=True,
+                names=("experiment", "name"))
+
+
+def fuzz_accountants(fz: Fuzzer) -> None:
+    import accountants as A
+    from accountants.best import default_accountants
+
+    values = BAD_NUMBERS + EDGE_NUMBERS
+    events = {"Laplace": ("scale", "sensitivity"), "Gaussian": ("sigma", "sensitivity"), "PureDP": ("epsilon",),
+              "ApproxDP": ("epsilon", "delta"), "GDP": ("mu",), "DiscreteGaussian": ("sigma", "sensitivity", "grid"),
+              "DiscreteLaplace": ("scale", "sensitivity", "grid"), "ZCDP": ("rho",)}
+    base = {"scale": 1.0, "sensitivity": 1.0, "sigma": 1.0, "epsilon": 1.0, "delta": 1e-6, "mu": 1.0, "grid": 2**-20,
+            "rho": 0.5}
+    for cls, params in events.items():
+        for param in params:
+            for v in values:
+                def build(cls=cls, params=params, param=param, v=v):
+                    ev = getattr(A, cls)(**({p: base[p] for p in params} | {param: v}))
+                    A.best_epsilon(ev * 3, 1e-6)
+                fz.call(f"accountants.{cls}", f"{param}={_name(v)}", build, bad=any(v is b for b in BAD_NUMBERS),
+                        names=(param,))
+    ev = A.Laplace(scale=1.0)
+    for v in values:
+        fz.call("accountants compose", f"count={_name(v)}", lambda v=v: A.best_epsilon(ev * v, 1e-6),
+                bad=any(v is b for b in BAD_NUMBERS), names=("count", "times", "integer", "whole"))
+        for factory in default_accountants():
+            nm = getattr(factory, "name", str(factory))
+
+            def method(factory=factory, v=v, which="epsilon"):
+                acc = factory()
+                acc.compose(ev, 3)
+                return acc.epsilon(v) if which == "epsilon" else acc.delta(v)
+
+            fz.call(f"accountant {nm}", f"epsilon(delta={_name(v)})", method, bad=any(v is b for b in BAD_NUMBERS),
+                    names=("delta",))
+            fz.call(f"accountant {nm}", f"delta(epsilon={_name(v)})", lambda m=method: m(which="delta"),
+                    bad=any(v is b for b in BAD_NUMBERS), names=("epsilon",))
+            fz.call(f"accountant {nm}", f"compose(count={_name(v)})", lambda factory=factory, v=v: factory().compose(ev, v),
+                    bad=any(v is b for b in BAD_NUMBERS), names=("count",))
+        fz.call("accountants.best_epsilon", f"delta={_name(v)}", lambda v=v: A.best_epsilon(ev * 3, v),
+                bad=any(v is b for b in BAD_NUMBERS), names=("delta",))
+        fz.call("accountants.best_epsilon", f"events={_name(v)}", lambda v=v: A.best_epsilon(v, 1e-6),
+                bad=True, names=("event",))
+        fz.call("accountants.best_delta", f"epsilon={_name(v)}", lambda v=v: A.best_delta(ev * 3, v),
+                bad=any(v is b for b in BAD_NUMBERS), names=("epsilon",))
+        fz.call("accountants.calibrate", f"target={_name(v)}",
+                lambda v=v: A.calibrate(lambda s: 1 / s, v, 0.1, 10, increasing=False),
+                bad=any(v is b for b in BAD_NUMBERS), names=("target",))
+
+
+def fuzz_mechanisms(fz: Fuzzer) -> None:
+    from privbandit.ledger import Ledger
+    from privbandit import mechanisms as M
+
+    values = BAD_NUMBERS + EDGE_NUMBERS
+    ctors = {
+        "TreeMechanism": dict(replicates=2, streams=2, epsilon=1.0, horizon=16),
+        "HybridMechanism": dict(replicates=2, streams=2, epsilon=1.0),
+        "LogarithmicMechanism": dict(replicates=2, streams=2, epsilon=1.0),
+        "SplitMechanism": dict(replicates=2, streams=2, epsilon=1.0),
+        "FreshBatchMean": dict(replicates=2, streams=2, epsilon=1.0),
+        "IntervalMean": dict(replicates=2, streams=2, v=1.5, epsilon=1.0),
+    }
+    for cls, params in ctors.items():
+        for param in list(params) + ["name", "exact"]:
+            for v in values:
+                def build(cls=cls, params=params, param=param, v=v):
+                    getattr(M, cls)(**(params | {param: v}), rng=np.random.default_rng(0),
+                                    ledger=Ledger.unrecorded(2, 2))
+                fz.call(f"mechanism {cls}", f"{param}={_name(v)}", build,
+                        bad=any(v is b for b in BAD_NUMBERS) and not (param == "name" and isinstance(v, str)),
+                        names=(param,))
+    for v in values:
+        fz.call("mechanism NoiseSampler", f"exact={_name(v)}",
+                lambda v=v: M.NoiseSampler(np.random.default_rng(0), exact=v), bad=not isinstance(v, bool)
+                and not isinstance(v, np.bool_), names=("exact",))
+        fz.call("mechanism NoiseSampler", f"rng={_name(v)}", lambda v=v: M.NoiseSampler(v), bad=True, names=("rng",))
+
+
+# --- 4. data: rewards, contexts, graphs ----------------------------------------------------------
+def fuzz_data(fz: Fuzzer) -> None:
+    from privbandit import simulate
+    from privbandit.envs import (Bernoulli, ClippedGaussian, GraphFeedback, RewardTable, RewardTape,
+                                 TruncatedExponential, ErdosRenyi, DisjointCliques, OneMemoryAdversary)
+    from privbandit.envs.graphs import check_adjacency
+    from privbandit.contextual import LinearContextual, LoggedData, replay
+    from privbandit.policies import make_policy
+
+    arrays = {
+        "nan": np.array([0.5, np.nan]), "inf": np.array([0.5, np.inf]), "complex": np.array([0.5, 0.2 + 1j]),
+        "object": np.array([0.5, Weird()], dtype=object), "objnum": np.array([0.5, 0.2], dtype=object),
+        "bools": np.array([True, False]), "strings": np.array(["0.5", "0.2"]), "empty": np.array([]),
+        "2d": np.array([[0.5, 0.2]]), "one": np.array([0.5]), "neg": np.array([-0.5, 0.2]), "big": np.array([1.5, 0.2]),
+        "list_mixed": [0.5, "a"], "ragged": [[0.5], [0.2, 0.3]], "scalar": 0.5, "none": None, "dict": {0: 0.5},
+        "float16": np.array([0.5, 0.2], dtype=np.float16), "masked": np.ma.masked_array([0.5, 0.2], mask=[0, 1]),
+        "datetime": np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "huge_int": [10**400, 0],
+        "generator": (x for x in [0.5, 0.2]), "tuple": (0.5, 0.2), "3arms": [0.1, 0.5, 0.9],
+    }
+    ok_means = {"objnum", "float16", "tuple", "3arms"}  # (+ ClippedGaussian's locs may lie outside [0, 1]: clipped draws)
+    for label, a in arrays.items():
+        for cls in (Bernoulli, TruncatedExponential, ClippedGaussian):
+            fz.call(f"env {cls.__name__}", f"means={label}",
+                    lambda cls=cls, a=a: simulate(make_policy("ucb1"), cls(a), 6, 2, seed=0, progress=False),
+                    bad=label not in ok_means and not (cls is TruncatedExponential and label == "big")
+                    and not (cls is ClippedGaussian and label in ("neg", "big")),
+                    names=("means", "rates", "locs", "arm"))
+    tables = {
+        "nan": np.full((10, 2), np.nan), "inf": np.full((10, 2), np.inf), "complex": np.ones((10, 2)) * 1j,
+        "object": np.array([[0.5, Weird()]] * 10, dtype=object), "bools": np.ones((10, 2), bool),
+        "1d": np.ones(10), "3d": np.ones((10, 2, 1)), "empty": np.ones((0, 2)), "one_arm": np.ones((10, 1)),
+        "short": np.ones((3, 2)), "strings": np.full((10, 2), "0.5"), "neg": -np.ones((10, 2)),
+        "big": 5 * np.ones((10, 2)), "ok": np.full((10, 2), 0.5),
+    }
+    for label, t in tables.items():
+        for cls in (RewardTable, OneMemoryAdversary):
+            fz.call(f"env {cls.__name__}", f"table={label}",
+                    lambda cls=cls, t=t: simulate(make_policy("exp3"), cls(t), 6, 2, seed=0, progress=False),
+                    bad=label not in ("ok", "neg", "big", "short"), names=("table", "reward", "rounds"),
+                    clipped=label in ("neg", "big"))
+        fz.call("env RewardTape", f"tape={label}",
+                lambda t=t: simulate(make_policy("dp_ucb"), RewardTape(np.asarray(t).T if np.ndim(t) == 2 else t),
+                                     6, 2, seed=0, progress=False),
+                bad=label not in ("ok", "neg", "big", "short"), names=("tape", "reward", "pulls"),
+                clipped=label in ("neg", "big"))
+        fz.call("simulate strict_rewards", f"table={label}",
+                lambda t=t: simulate(make_policy("exp3"), RewardTable(t), 6, 2, seed=0, progress=False,
+                                     strict_rewards=True),
+                bad=label not in ("ok", "short"), names=("table", "reward", "rounds"))
+    # graphs
+    import networkx as nx
+
+    graphs = {
+        "self_loops": np.ones((3, 3), bool), "no_self": ~np.eye(3, dtype=bool), "isolated": np.eye(3, dtype=bool),
+        "asym": np.triu(np.ones((3, 3), bool)), "nonsquare": np.ones((3, 2), bool), "float": np.eye(3) * 0.5,
+        "nan": np.full((3, 3), np.nan), "wrong_n": np.eye(4, dtype=bool), "ints2": np.eye(3, dtype=int) * 2,
+        "nx_path": nx.path_graph(3), "nx_labels": nx.relabel_nodes(nx.path_graph(3), {0: "a", 1: "b", 2: "c"}),
+        "nx_digraph": nx.DiGraph([(0, 1), (1, 2)]), "nx_multi": nx.MultiGraph([(0, 1), (0, 1), (1, 2)]),
+        "nx_selfloop": nx.Graph([(0, 0), (0, 1), (1, 2)]), "nx_floatlabels": nx.Graph([(0.0, 1.5), (1.5, 2.0)]),
+        "nx_isolated": nx.empty_graph(3), "nx_wrong_n": nx.path_graph(5), "nx_weighted_neg": nx.Graph([(0, 1, {"weight": -1}), (1, 2, {"weight": 1})]),
+        "edges_list": [(0, 1), (1, 2)], "string": "0-1", "none": None, "object": np.array([[Weird()] * 3] * 3, dtype=object),
+        "nx_labels_shuffled": nx.Graph([(2, 0), (0, 1)]),
+    }
+    # (a multigraph's parallel edges are one edge: check_adjacency reads networkx edges as pairs, documented)
+    ok_graphs = {"self_loops", "no_self", "isolated", "nx_path", "nx_isolated", "nx_selfloop", "nx_multi",
+                 "nx_labels_shuffled"}
+    for label, g in graphs.items():
+        fz.call("env GraphFeedback", f"graph={label}",
+                lambda g=g: simulate(make_policy("ucb_n"), GraphFeedback(Bernoulli([0.2, 0.5, 0.8]), g), 6, 2,
+                                     seed=0, progress=False),
+                bad=label not in ok_graphs, names=("graph", "adjacency", "node", "arm"))
+        fz.call("graphs.check_adjacency", label, lambda g=g: check_adjacency(g, 3), bad=label not in ok_graphs,
+                names=("graph", "adjacency", "node"))
+    for cls, params in ((ErdosRenyi, dict(n=3, p=0.5)), (DisjointCliques, dict(n=4, size=2))):
+        for param in params:
+            for v in BAD_NUMBERS + EDGE_NUMBERS:
+                fz.call(f"graphs.{cls.__name__}", f"{param}={_name(v)}",
+                        lambda cls=cls, params=params, param=param, v=v: cls(**(params | {param: v})),
+                        bad=any(v is b for b in BAD_NUMBERS), names=(param,))
+    # contexts of the wrong dimension / kind
+    for param, v in [("dim", 0), ("dim", math.nan), ("dim", 10**9), ("n_arms", 1), ("noise", math.nan), ("noise", -1),
+                     ("model", "nope"), ("theta", np.full(5, np.nan)), ("theta", np.ones(3)), ("theta", "x"),
+                     ("theta_seed", -1), ("theta_seed", math.nan)]:
+        fz.call("env LinearContextual", f"{param}={_name(v)}",
+                lambda param=param, v=v: LinearContextual(**(dict(dim=5, n_arms=2) | {param: v})), bad=True,
+                names=(param,))
+    env5 = LinearContextual(dim=5, n_arms=2)
+    for pol, kw in (("private_lin_ucb", dict(dim=3)), ("lin_ucb", dict(dim=7)), ("joint_dp_lin_ucb", dict(dim=2))):
+        fz.call("simulate contexts", f"{pol} dim mismatch",
+                lambda pol=pol, kw=kw: simulate(make_policy(pol, **kw), env5, 6, 2, seed=0, progress=False),
+                bad=True, names=("dim", "context"))
+    ctx = np.random.default_rng(0).random((20, 5))
+    acts = np.zeros(20, int)
+    rew = np.full(20, 0.5)
+    prop = np.full(20, 0.5)
+    cases = {"nan_rewards": dict(rewards=np.full(20, np.nan)), "complex_ctx": dict(contexts=ctx * 1j),
+             "ctx_1d": dict(contexts=ctx[:, 0]), "bad_action": dict(actions=np.full(20, 5)),
+             "float_action": dict(actions=np.full(20, 0.5)), "zero_prop": dict(propensities=np.zeros(20)),
+             "short_rewards": dict(rewards=rew[:3]), "bool_rewards": dict(rewards=np.ones(20, bool)),
+             "object_rewards": dict(rewards=np.array([0.5] * 19 + [Weird()], dtype=object)),
+             "n_arms_nan": dict(n_arms=math.nan), "nan_ctx": dict(contexts=np.full((20, 5), np.nan))}
+    for label, over in cases.items():
+        fz.call("contextual LoggedData", label,
+                lambda over=over: replay(make_policy("lin_ucb"), LoggedData(**(dict(contexts=ctx, actions=acts, rewards=rew,
+                                                                                   propensities=prop, n_arms=2) | over))),
+                bad=label != "bool_rewards", names=tuple(over) + ("reward", "context", "action", "propensit"))
+        # (bool rewards of a logged data set are read as 0 / 1: real_array(bools=True), documented -- click logs)
+
+
+def fuzz_files(fz: Fuzzer, tmp: Path) -> None:
+    """Files that are not what they claim, through the entry points that read files: a logged data set
+    (``contextual.load_log``) and a deployment's replay log (``privbandit deploy replay``)."""
+    from privbandit.contextual import load_log
+
+    d = tmp / "files"
+    d.mkdir()
+    good = "x0,x1,action,reward,propensity\n" + "".join(f"0.{i},0.5,{i % 2},0.5,0.5\n" for i in range(10))
+    files = {
+        "good.csv": good, "truncated.csv": good[:len(good) // 2 + 3], "empty.csv": "", "header_only.csv": good.splitlines()[0],
+        "json.csv": '{"action": [0, 1]', "yaml.csv": "action: [0, 1\n", "binary.csv": "\x00\x01\x02",
+        "nan.csv": good.replace("0.5,0.5\n", "nan,0.5\n", 1), "text.csv": good.replace("0.5,0.5\n", "a,0.5\n", 1),
+        "ragged.csv": good + "1,2\n", "bad.parquet": "not parquet", "dir.csv": None, "missing/x.csv": None,
+    }
+    for name, text in files.items():
+        path = d / name
+        if name == "dir.csv":
+            path.mkdir()
+        elif text is not None:
+            path.write_text(text)
+        fz.call("contextual load_log", name, lambda p=path: load_log(p), bad=name != "good.csv",
+                names=("path", "log", "csv", "parquet", "column", "reward", "action", str(path)))
+    from privbandit.deploy import Deployment
+
+    store = d / "store.db"
+    Deployment.create(store, "dp_ucb", n_arms=2, budget=5.0, delta=1e-6, seed=1).close()
+    tables = {"good.csv": "arm0,arm1\n0.5,0.2\n0.1,0.9\n", "truncated.csv": "arm0,arm1\n0.5,0.2\n0.1,",
+              "json.csv": '{"a": 1}', "wide.csv": "a,b\n0.5,0.2,0.3\n", "nan.csv": "a,b\nnan,0.2\n", "empty.csv": "",
+              "dir.csv": None, "binary.csv": "a,b\n\x00\xff,1", "no_header.csv": "0.5,0.2\n0.1,0.9\n",
+              "nan_header.csv": "nan,0.2\n"}
+    for name, text in tables.items():
+        path = d / ("r_" + name)
+        if text is None:
+            path.mkdir()
+        else:
+            path.write_text(text, errors="surrogateescape")
+        fz.cli("cli deploy replay", ["deploy", "replay", str(store), str(path)], bad=name != "good.csv")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from privbandit.cli_checks import whole
+
+    ap.add_argument("--seed", type=whole(0), default=15)
+    ap.add_argument("--quick", action="store_true", help="fewer random command lines, no audit run")
+    ap.add_argument("--only", default="cli,deploy,api,acc,mech,data,files")
+    ap.add_argument("--show", type=whole(0), default=5, help="findings printed per entry point")
+    args = ap.parse_args(argv)
+    global EXPECTED
+    from privbandit.deploy import StoreError
+
+    EXPECTED = (StoreError,)
+    fz = Fuzzer(args.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="privbandit-fuzz-"))
+    here = os.getcwd()
+    os.chdir(tmp)  # (relative store names such as "1" are created here, not in the caller's directory)
+    started = time.perf_counter()
+    parts = {"cli": lambda: fuzz_cli(fz, tmp, args.quick), "deploy": lambda: fuzz_deploy(fz, tmp, args.quick),
+             "api": lambda: fuzz_api(fz, args.quick), "acc": lambda: fuzz_accountants(fz),
+             "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp)}
+    try:
+        for part in args.only.split(","):
+            t0 = time.perf_counter()
+            n0 = len(fz.results)
+            try:
+                parts[part]()
+            except Exception:  # noqa: BLE001 -- a bug of the fuzzer itself: reported, the other parts still run
+                import traceback
+
+                traceback.print_exc()
+                fz.results.append((f"fuzzer {part}", "crashed", "traceback", "the fuzzer itself raised"))
+            print(f"[{part}: {len(fz.results) - n0} cases, {time.perf_counter() - t0:.0f} s]", file=sys.stderr)
+    finally:
+        os.chdir(here)
+        for root, dirs, _ in os.walk(tmp):
+            for x in dirs:
+                os.chmod(os.path.join(root, x), 0o700)
+        shutil.rmtree(tmp, ignore_errors=True)
+    per = defaultdict(Counter)
+    for entry, _, outcome, _ in fz.results:
+        per[entry][outcome] += 1
+    total = Counter(o for _, _, o, _ in fz.results)
+    print(f"{len(fz.results)} cases in {time.perf_counter() - started:.0f} s (seed {args.seed}): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
+    print(f"{'entry point':<40} {'cases':>6} {'findings':>9}  outcomes")
+    for entry in sorted(per):
+        c = per[entry]
+        print(f"{entry:<40} {sum(c.values()):>6} {sum(c[f] for f in FINDINGS):>9}  "
+              + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    shown = Counter()
+    print("\nfindings:")
+    for entry, label, outcome, detail in fz.results:
+        if outcome in FINDINGS and shown[entry] < args.show:
+            shown[entry] += 1
+            print(f"  [{outcome}] {entry} :: {label} :: {detail}")
+    return 1 if any(total[f] for f in FINDINGS) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
