@@ -207,8 +207,8 @@ class Exp3FloorDroppedLate(EXP3):
     c = ln(1 + K (1 - gamma) / gamma) is the likelihood-ratio bound the floor gamma / K gives; with the floor
     gamma / (8 K) a choice's ratio is bounded only by c' = ln(1 + K (1 - gamma/8) / (gamma/8)). K = 2, T = 200
     (gamma = 0.0635): c = 3.42, c' = 5.53; the worst record (round 1) is in the 99 choices of rounds 2..100 (the
-    growing steps 1, 2.72, then c) and the 100 of rounds 101..200 (c'). By the library's own theorem with the
-    floor the code uses: 887.7 at delta 1e-5 (RDP; pure 887.7) vs claimed 676.9 (ratio 1.31). (The claim is no
+    growing steps 1, 2.72, then c) and the 100 of rounds 101..200 (c'). True (the library's own theorem with the
+    floor the code uses): 887.7 at delta 1e-5 (RDP; pure 887.7) vs claimed 676.9 (ratio 1.31). (The claim is no
     longer proven; no lower bound is computed here.)"""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -229,7 +229,7 @@ class Exp3TauGainUnaveraged(EXP3Tau):
     """EXP3-tau whose batch gain is the batch's reward *sum* (up to tau) instead of sum / tau ("tau cancels in the
     normalised weights"): a changed reward moves the batch gain by 1, not 1/tau, so the first choice after its
     batch is exp(1)-DP where the certificate's first step is s_1 = 1/tau (K = 2, T = 200: tau = 6, 34 batches,
-    gamma = 0.154, cap c = 2.48). By the library's theorem with s_1 = 1: 80.47 at delta 1e-5 (RDP; pure the same)
+    gamma = 0.154, cap c = 2.48). True (the library's theorem with s_1 = 1): 80.47 at delta 1e-5 (RDP; pure the same)
     vs claimed 75.21 (33 choices; the cap is reached at the second choice instead of the fifth)."""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -316,15 +316,21 @@ class DPTSSaturatedAfterEightOnes(DPTS):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        ones = np.zeros(replicates * n_arms, dtype=np.int64)
-
-        def saturated(v, f, rr):
-            before = ones[f].copy()  # (f may be a full slice: ones[f] is then a view)
-            ones[f] = before + (v == 1.0)
-            return np.where(before >= SATURATE_AFTER, 1.0, v)
-
-        _validated_then_mapped(run.split, saturated)
+        _validated_then_mapped(run.split, _saturating(replicates * n_arms))
         return run
+
+
+def _saturating(streams: int):
+    """The map ``(v, f, rr) -> value entered`` of ``dp_ts_saturated_after_eight_ones`` over ``streams`` flat
+    streams: v, or 1 once the stream has seen SATURATE_AFTER rewards of exactly 1 before this one."""
+    ones = np.zeros(streams, dtype=np.int64)
+
+    def saturated(v, f, rr):
+        before = ones[f].copy()  # (f may be a full slice: ones[f] is then a view)
+        ones[f] = before + (v == 1.0)
+        return np.where(before >= SATURATE_AFTER, 1.0, v)
+
+    return saturated
 
 
 class _FlushReusesBinary(NoiseSampler):
