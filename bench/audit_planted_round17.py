@@ -13,7 +13,9 @@ policy). Aimed at the families earlier rounds hit least and at what docs/audit.m
 * **Private EXP3** releasing a running sum; **DP-TS**'s split mechanism (one bug in sixteen rounds): rewards
   saturated after an arm's eighth reward of exactly 1, and the flush re-using the block's last noise draw (noise
   right in law, one draw shared by *two mechanisms* of a stream -- check 5d pairs releases of one mechanism);
-* **DP-UCB**'s hybrid noise from a memo table keyed by a hash of (round, call, entry);
+* **DP-UCB**'s hybrid noise from a memo table keyed by a hash of (round, call, entry); DP-EXP3-Lap's noise tied
+  between arm 2j's (k-3)-th and arm 2j+1's k-th release (check 5d's stated limit: pairs at an offset across
+  streams);
 * **graph feedback**: a side observation of exactly 0 not counted (a data-dependent posterior count), and noise
   halved in rounds whose graph has a hub of degree >= 4;
 * the **contextual** policies: a context norm computed as |sum z| (the clip keyed to the coordinates' signs),
@@ -40,8 +42,8 @@ import sys
 import numpy as np
 
 from privbandit.mechanisms.sampling import NoiseSampler
-from privbandit.policies import (DPTS, DPUCB, EXP3, DPUCBBound, EXP3Tau, JointDPLinUCB, LazyDPTS, PrivateEXP3,
-                                 PrivateLinTS, PrivateLinUCB, PrivateTS)
+from privbandit.policies import (DPTS, DPUCB, EXP3, DPEXP3Lap, DPUCBBound, EXP3Tau, JointDPLinUCB, LazyDPTS,
+                                 PrivateEXP3, PrivateLinTS, PrivateLinUCB, PrivateTS)
 from privbandit.policies.base import note_rounds
 from privbandit.policies.graph_private import GaussianTSN, LazyDPTSN
 
@@ -589,8 +591,9 @@ class PrivateTSNoiseUniformClipped(PrivateTS):
     CDF of a uniform clipped to [1e-6, 1 - 1e-6] ("keep log away from 0"): the noise never exceeds 13.1 scales,
     and takes +-13.1 scales with probability 1e-6 each. An output at statistic + 13.1 b has probability 1e-6 on
     one neighbour and 0 on the other (whose atom sits at statistic - 1 + 13.1 b): each release is (eps_i,
-    1e-6)-DP, not eps_i-DP. True: no finite pure eps and no finite mu; at delta the record's releases (gap batch
-    + up to 8 tree nodes) add ~9e-6 of delta; claimed eps = 1 pure (mu from it). Aimed at docs/audit.md's Limit
+    1e-6)-DP, not eps_i-DP. True: no finite pure eps and no finite mu; at delta a record's releases (one gap
+    batch, or up to 8 tree nodes) add up to ~8e-6 of delta; claimed 0.25 pure (the schedule: each record is in
+    one kind, eps / (2K) per record, K = 2; mu from it). Aimed at docs/audit.md's Limit
     "a truncation far out (beyond about ln(n) scales for n residuals in a group) is indistinguishable"."""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
@@ -643,6 +646,73 @@ class DPUCBBoundLeaderLogHalf(DPUCBBound):
         return run
 
 
+# --- DP-EXP3-Lap: noise tied across two arms at a lag ---------------------------------------------------
+CROSS_LAG = 3
+"""Arm 2j+1's k-th release takes arm 2j's (k - 3)-th uniform shifted by 1/2 (``exp3_lap_cross_arm_lag3``)."""
+
+RING = 64
+"""The uniforms kept per (replicate, arm): positions p mod 64, with the position stored beside them."""
+
+
+class _CrossArmLagged(NoiseSampler):
+    """Float-mode Laplace releases by the inverse CDF of uniforms, told ``_bug_where`` = (rows, arms, positions):
+    arm 2j+1's release at position k >= CROSS_LAG takes (u + 1/2) mod 1 for u the uniform of arm 2j's release at
+    position k - CROSS_LAG (when the ring still holds it; a fresh uniform otherwise). Each draw alone is exactly
+    Laplace; the pair is one draw."""
+
+    _bug_where = None
+    _bug_ring = None
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        where = self._bug_where
+        statistic = np.asarray(statistic, dtype=float)
+        if self.exact or where is None or where[0].size != statistic.size:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        rows, arms, pos = where
+        u_ring, p_ring = self._bug_ring
+        u = self.rng.random(statistic.size)
+        partner = arms - 1
+        odd = (arms % 2 == 1) & (pos >= CROSS_LAG)
+        want = pos - CROSS_LAG
+        slot = want % RING
+        have = odd & (p_ring[rows, np.maximum(partner, 0), slot] == want)
+        u = np.where(have, (u_ring[rows, np.maximum(partner, 0), slot] + 0.5) % 1.0, u)
+        u_ring[rows, arms, pos % RING] = u
+        p_ring[rows, arms, pos % RING] = pos
+        u = np.clip(u, 2.0 ** -60, 1.0 - 2.0 ** -53)  # (the inverse CDF's two ends; u = 0 has probability 2^-53)
+        z = -np.sign(u - 0.5) * np.log1p(-2.0 * np.abs(u - 0.5))
+        return statistic + z.reshape(statistic.shape) * np.asarray(scale, dtype=float) * self._noise_scale_factor
+
+
+class Exp3LapCrossArmLag3(DPEXP3Lap):
+    """DP-EXP3-Lap whose k-th release on arm 2j+1 takes its Laplace noise from the uniform of arm 2j's (k-3)-th
+    release shifted by 1/2 mod 1 ("a per-pair pool of recent uniforms, antithetic"): every release is exactly
+    Lap(1/eps) on its own, and no two releases with the same index on two streams, or consecutive on one stream,
+    are related -- the pair tied is (arm 2j, k - 3) with (arm 2j + 1, k). Given both releases, the second's noise
+    is a fixed function of the first's: the pair pins the two rewards to a curve. True: no finite eps (the supports
+    of the pair under neighbouring rewards of arm 2j+1 are disjoint curves); claimed 1 (pure). Aimed at check 5d's
+    stated limit: "a dependence between the k-th release on one stream and the (k + 3)-th on another ... is seen
+    only through its marginal effect"."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.noise.sampler
+        sampler.__class__ = _CrossArmLagged
+        sampler._bug_ring = (np.zeros((replicates, n_arms, RING)), np.full((replicates, n_arms, RING), -1, dtype=np.int64))
+        update = run.update
+
+        def telling(t, arms, rewards):
+            rows, arms_a = run.core.rows, np.asarray(arms, dtype=np.int64)
+            sampler._bug_where = (rows, arms_a, run.pulls[rows, arms_a].copy())
+            try:
+                update(t, arms, rewards)
+            finally:
+                sampler._bug_where = None
+
+        run.update = telling
+        return run
+
+
 ROUND17_BUGS = {
     "exp3_floor_dropped_late": Exp3FloorDroppedLate,
     "exp3_tau_gain_unaveraged": Exp3TauGainUnaveraged,
@@ -657,6 +727,7 @@ ROUND17_BUGS = {
     "lin_ucb_level_five_sixty": LinUCBLevelFiveSixty,
     "private_ts_noise_uniform_clipped": PrivateTSNoiseUniformClipped,
     "dp_ucb_bound_leader_log_half": DPUCBBoundLeaderLogHalf,
+    "exp3_lap_cross_arm_lag3": Exp3LapCrossArmLag3,
 }
 """Round 17 (session 15, s15/blind): written blind (docs/audit.md, "Round 17")."""
 

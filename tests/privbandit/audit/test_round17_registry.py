@@ -177,6 +177,28 @@ def test_clipped_uniform_laplace_atoms_and_law():
     assert sampler._sum_release(np.zeros(2), 2.0) == pytest.approx([-2.0 * top, 2.0 * top])  # the atoms
 
 
+def test_cross_arm_lag3_ties_one_pair_and_is_laplace_per_draw():
+    run = r17.Exp3LapCrossArmLag3().start(2, 1, 200, np.random.default_rng(8))
+    for t in range(1, 61):  # at most 60 releases an arm: the ring (64) still holds them all
+        arms = run.select(t)
+        run.update(t, arms, np.array([0.5]))
+    u, p = run.noise.sampler._bug_ring
+    n0, n1 = run.pulls[0]
+    tied = [k for k in range(r17.CROSS_LAG, n1) if k - 3 < n0]
+    assert len(tied) >= 10
+    for k in tied:  # arm 1's k-th uniform is arm 0's (k - 3)-th turned by 1/2
+        assert u[0, 1, k % r17.RING] == pytest.approx((u[0, 0, (k - 3) % r17.RING] + 0.5) % 1.0, abs=1e-15)
+    sampler = r17._CrossArmLagged(np.random.default_rng(3))
+    sampler._bug_ring = (np.zeros((1, 2, r17.RING)), np.full((1, 2, r17.RING), -1, dtype=np.int64))
+    z = []
+    for k in range(2000):  # alternating arms at equal positions: arm 1 from k >= 3 always tied
+        for arm in (0, 1):
+            sampler._bug_where = (np.array([0]), np.array([arm]), np.array([k]))
+            z.append(sampler._sum_release(np.zeros(1), 1.0)[0])
+    z = np.array(z)
+    assert stats.kstest(z[1::2], stats.laplace.cdf).pvalue > 1e-3 and stats.kstest(z[0::2], stats.laplace.cdf).pvalue > 1e-3
+
+
 def test_hash_rounding_is_a_fixed_map_into_zero_one():
     v = np.random.default_rng(1).random(20_000)
     a, b = r17._hash_rounded(v), r17._hash_rounded(v.copy())
