@@ -69,6 +69,21 @@ LIN_LEVEL = 5
 """Vector-tree nodes of level 5 (32 records: an arm's 32nd, 96th, 160th record completes one)."""
 
 
+def _telling(owner, name: str, sampler, attr: str, value) -> None:
+    """``owner.<name>`` (an instance-level patch) with ``sampler.<attr>`` set to ``value(*args)`` for the call and
+    back to its class default after it: how the bugs tell a sampler what is being released."""
+    call, default = getattr(owner, name), getattr(type(sampler), attr)
+
+    def told(*args):
+        setattr(sampler, attr, value(*args))
+        try:
+            return call(*args)
+        finally:
+            setattr(sampler, attr, default)
+
+    setattr(owner, name, told)
+
+
 # =============================== controls (correct but unusual) ===============================
 class PrivateExp3RewardReleased(PrivateEXP3):
     """Control: Private EXP3 releasing the *reward* r + Lap(1/eps) and learning the loss 1 - (r + Lap(1/eps))
@@ -377,39 +392,29 @@ class DPTSFlushReusesBlockNoise(DPTS):
         sampler = split.sampler
         sampler.__class__ = _FlushReusesBinary
         sampler._bug_last = (np.zeros((replicates, n_arms)), np.zeros((replicates, n_arms), dtype=bool))
-        flush, binary = split._flush, split._binary_release
-
-        def told(kind, call):
-            def wrapped(f, rr, kk, *rest):
-                sampler._bug_ctx = (kind, np.asarray(rr), np.asarray(kk))
-                try:
-                    return call(f, rr, kk, *rest)
-                finally:
-                    sampler._bug_ctx = None
-            return wrapped
-
-        split._flush = told("flush", flush)
-        split._binary_release = told("binary", binary)
+        for kind, name in (("flush", "_flush"), ("binary", "_binary_release")):
+            _telling(split, name, sampler, "_bug_ctx",
+                     lambda f, rr, kk, *rest, kind=kind: (kind, np.asarray(rr), np.asarray(kk)))
         return run
 
 
 # --- DP-UCB: a noise memo keyed by a hash -----------------------------------------------------------
 class _HashMemoLaplace(NoiseSampler):
     """Laplace noise read from a table of MEMO_SIZE standard Laplace draws (drawn once from the run's generator),
-    entry i of call c in round t at index hash((t, c, i)) mod MEMO_SIZE (``_bug_round`` / ``_bug_call`` set by
-    the run): right in law per draw, but two releases whose keys collide carry the same noise."""
+    entry i of call c in round t at index hash((t, c, i)) mod MEMO_SIZE (``_bug_round`` = (t, [calls so far]) set
+    by the run): right in law per draw, but two releases whose keys collide carry the same noise."""
 
     _bug_table = None
     _bug_round = None
-    _bug_call = 0
 
     def _sum_release(self, statistic, scale, on_grid=True):
-        t = self._bug_round
-        if self.exact or t is None:
+        told = self._bug_round
+        if self.exact or told is None:
             return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        t, calls = told
         statistic = np.asarray(statistic, dtype=float)
-        call = self._bug_call
-        self._bug_call = call + 1
+        call = calls[0]
+        calls[0] = call + 1
         keys = np.fromiter((hash((t, call, i)) % MEMO_SIZE for i in range(statistic.size)), dtype=np.int64,
                            count=statistic.size)
         z = self._bug_table[keys].reshape(statistic.shape)
@@ -430,16 +435,7 @@ class DPUCBNoiseMemoHash(DPUCB):
         sampler = run.hybrid.sampler
         sampler.__class__ = _HashMemoLaplace
         sampler._bug_table = rng.laplace(0.0, 1.0, MEMO_SIZE)
-        update = run.update
-
-        def memo_update(t, arms, rewards):
-            sampler._bug_round, sampler._bug_call = int(t), 0
-            try:
-                update(t, arms, rewards)
-            finally:
-                sampler._bug_round = None
-
-        run.update = memo_update
+        _telling(run, "update", sampler, "_bug_round", lambda t, arms, rewards: (int(t), [0]))
         return run
 
 
@@ -480,17 +476,11 @@ class LazyNHubRoundHalf(LazyDPTSN):
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
-        sampler, learn = run.batches.sampler, run.learn
-
-        def learn_hub(t, observed, values):
+        def hub_factor(t, observed, values):
             degree = np.asarray(run.graph, dtype=bool).sum(axis=1) - 1
-            sampler._noise_scale_factor = 0.5 if degree.max(initial=0) >= HUB_DEGREE else 1.0
-            try:
-                learn(t, observed, values)
-            finally:
-                sampler._noise_scale_factor = 1.0
+            return 0.5 if degree.max(initial=0) >= HUB_DEGREE else 1.0
 
-        run.learn = learn_hub
+        _telling(run, "learn", run.batches.sampler, "_noise_scale_factor", hub_factor)
         return run
 
 
@@ -631,18 +621,8 @@ class DPUCBBoundLeaderLogHalf(DPUCBBound):
         hybrid = run.hybrid
         sampler = hybrid.sampler
         sampler.__class__ = _LeaderHalf
-        log_release = hybrid._log_release
-
-        def told(f, rr, kk, *rest):
-            rr, kk = np.asarray(rr), np.asarray(kk)
-            leader = np.asarray(hybrid.count)[rr].argmax(axis=1)
-            sampler._bug_half = kk == leader
-            try:
-                return log_release(f, rr, kk, *rest)
-            finally:
-                sampler._bug_half = None
-
-        hybrid._log_release = told
+        _telling(hybrid, "_log_release", sampler, "_bug_half",
+                 lambda f, rr, kk, *rest: np.asarray(kk) == np.asarray(hybrid.count)[np.asarray(rr)].argmax(axis=1))
         return run
 
 
@@ -699,17 +679,11 @@ class Exp3LapCrossArmLag3(DPEXP3Lap):
         sampler = run.noise.sampler
         sampler.__class__ = _CrossArmLagged
         sampler._bug_ring = (np.zeros((replicates, n_arms, RING)), np.full((replicates, n_arms, RING), -1, dtype=np.int64))
-        update = run.update
-
-        def telling(t, arms, rewards):
+        def where(t, arms, rewards):
             rows, arms_a = run.core.rows, np.asarray(arms, dtype=np.int64)
-            sampler._bug_where = (rows, arms_a, run.pulls[rows, arms_a].copy())
-            try:
-                update(t, arms, rewards)
-            finally:
-                sampler._bug_where = None
+            return rows, arms_a, run.pulls[rows, arms_a].copy()
 
-        run.update = telling
+        _telling(run, "update", sampler, "_bug_where", where)
         return run
 
 

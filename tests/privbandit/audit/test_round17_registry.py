@@ -113,41 +113,39 @@ def test_dp_ts_saturation_after_eight_ones():
     assert other[0] == 0.0
 
 
-def test_dp_ts_flush_reuses_the_last_binary_draw():
-    run = r17.DPTSFlushReusesBlockNoise().start(2, 1, 200, np.random.default_rng(4))
-    sampler, seen = run.split.sampler, []
-    release = sampler._sum_release
+def _standard_noise(sampler, tag=lambda: None) -> list:
+    """Every ``_sum_release`` of ``sampler`` from now on, as (tag(), its noise / scale, flattened)."""
+    release, seen = sampler._sum_release, []
 
     def recording(statistic, scale, on_grid=True):
         out = release(statistic, scale, on_grid)
-        kind = sampler._bug_ctx[0]
-        seen.append((kind, float((np.ravel(out)[0] - np.ravel(statistic)[0]) / np.ravel(np.asarray(scale, float))[0])))
+        seen.append((tag(), np.ravel((np.asarray(out) - statistic) / np.asarray(scale, dtype=float))))
         return out
 
     sampler._sum_release = recording
+    return seen
+
+
+def test_dp_ts_flush_reuses_the_last_binary_draw():
+    run = r17.DPTSFlushReusesBlockNoise().start(2, 1, 200, np.random.default_rng(4))
+    sampler = run.split.sampler
+    seen = _standard_noise(sampler, lambda: sampler._bug_ctx[0])
     for t in range(1, 16):
         run.update(t, np.array([0]), np.array([0.5]))
     flushes = [i for i, (kind, _) in enumerate(seen) if kind == "flush"]
     assert len(flushes) == 4  # counts 1, 3, 7, 15
     for i in flushes[1:]:  # every flush after the first takes the previous binary node's standard draw
-        assert seen[i - 1][0] == "binary" and seen[i][1] == pytest.approx(seen[i - 1][1], rel=1e-12)
+        assert seen[i - 1][0] == "binary" and seen[i][1][0] == pytest.approx(seen[i - 1][1][0], rel=1e-12)
 
 
 def test_dp_ucb_memo_repeats_noise():
     run = r17.DPUCBNoiseMemoHash().start(2, 8, 200, np.random.default_rng(6))
-    sampler, noise = run.hybrid.sampler, []
-    release = sampler._sum_release
-
-    def recording(statistic, scale, on_grid=True):
-        out = release(statistic, scale, on_grid)
-        noise.append((np.asarray(out) - statistic) / np.asarray(scale, dtype=float))
-        return out
-
-    sampler._sum_release = recording
+    sampler = run.hybrid.sampler
+    noise = _standard_noise(sampler)
     for t in range(1, 201):
         arms = run.select(t)
         run.update(t, arms, np.full(8, 0.5))
-    z = np.concatenate([np.ravel(n) for n in noise])
+    z = np.concatenate([n for _, n in noise])
     assert np.isin(np.round(z, 9), np.round(sampler._bug_table, 9)).all()  # every value read from the memo
     assert z.size - np.unique(np.round(z, 12)).size > 10  # and many read twice (collisions)
 
