@@ -99,6 +99,10 @@ rounds with ``single_arms`` arms, the *last* one paying 1 (a code path taken onl
 a deployment's shape -- is driven by no other run of the audit, and most of this run's releases are on
 arm 15: past the white-box runs' 8 arms). The two share the test's budget FAR_LAW_ALPHA."""
 
+SEED_RUNS = 16
+"""Session 15: check 5e (noise that ignores the run's seed) also in the contextual main run and the graph
+feedback run, with this many replicates per seed (the K-armed runs' ``whitebox_audit(seed_runs=16)``)."""
+
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
 alpha 1e-4 power ~1 against a factor-2 scale error (its distance 1/8 vs a critical value ~0.05)."""
@@ -347,7 +351,8 @@ def run(args: argparse.Namespace) -> int:
         # the smoke tier tests the command: a short run with few replicates
         size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8,
                                                              shape_replicates=8)
-        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed)
+        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed,
+                                        seed_runs=SEED_RUNS)
         # the worst transcript for a round's record: revealed to every arm, then its streams starved
         wb_starve = graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
                                          size["starve_replicates"], seed=args.seed + 3, starve=True)
@@ -687,6 +692,20 @@ def contextual_reach_runs(policy, k: int, seed: int, size: dict = CONTEXTUAL_REA
     return out
 
 
+def contextual_long_run(policy, horizon: int, k: int, replicates: int, seed: int):
+    """The contextual long, thin run (``horizon`` = ten times the white-box horizon, 2,000 rounds by default):
+    the exact checks and, since session 15, the noise law (checks 5-5d) at its own family-wise alpha 1e-4. It is
+    the only contextual run whose streams hold 512 records or more (K = 2: ~1,000 a stream), so the only one
+    that completes vector-tree nodes of level >= 8; the main run (T = 200) tests the law up to level ~6. A draw
+    made small inside the sampler at deep levels only (round 16's ``lin_ts_deep_nodes_quarter``: the handed and
+    reported scales right, so ``noise_report`` is silent) shifts the law of the long run's octave-9 and -10
+    groups alone (docs/audit.md "Session 15 (s15/reach)"). Costs the tests on ~1.3 x 10^6 traced values, ~3 s
+    CPU at d = 5 (the run itself was already traced for the exact checks)."""
+    from privbandit.audit.contextual import contextual_whitebox_audit
+
+    return contextual_whitebox_audit(policy, horizon, k, replicates, seed=seed, law=True)
+
+
 def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, started: float) -> int:
     """``privbandit audit`` for a contextual policy (``requires = {"contexts"}``): the ledger audits on
     a :class:`~privbandit.contextual.LinearContextual` environment, and the coupled white-box audit on
@@ -731,14 +750,15 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
 
     # 2. Coupled white-box audit on contextual tapes, and its long, thin run (exact checks only).
     reps = int(min(CONTEXTUAL["max_replicates"], max(32, tier["wb_budget"] // horizon)))
-    wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed)
+    wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed, seed_runs=SEED_RUNS)
     _print_audit("## White-box audit (coupled runs on contextual tapes, every vector-tree node traced)\n", wb, notes=True)
     print(wb.table())
     print()
     long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * horizon))
-    wb_long = contextual_whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
-    _print_audit(f"## White-box audit, long run (exact checks only, T={long_horizon})\n", wb_long)
+    wb_long = contextual_long_run(policy, long_horizon, k, long["replicates"], args.seed + 1)
+    _print_audit(f"## White-box audit, long run (the exact checks and, at its own alpha {wb_long.alpha:g}, the noise "
+                 f"law, T={long_horizon})\n", wb_long)
     # session 12: far contexts, [16 L, 2^40 L], for a policy that clips them -- a run of its own, so that a policy
     # that raises on them (an unclipped Gram matrix) loses none of the witnesses of the runs above
     wb_far = None

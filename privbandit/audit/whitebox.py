@@ -485,19 +485,12 @@ def _seed_check(policy: Policy, tapes: np.ndarray, horizon: int, run_seq, planne
     """Check 5e: two runs on ``tapes`` with two children of the run's seed (module
     :mod:`privbandit.audit.seed_dependence`). A run that raises leaves the check out (a note): the coupled
     runs report the exception."""
-    from privbandit.audit.seed_dependence import seed_finding
+    from privbandit.audit.seed_dependence import seed_check
 
     if tapes.shape[0] < 1:
         return None
-    seeds = run_seq.spawn(2)
-    runs = []
-    for s in seeds:
-        out, exc = attempt(_run, policy, tapes, horizon, s, planned=planned, recorded=False)
-        if exc is not None:
-            notes.append("seed check skipped: a run with another seed raised")
-            return None
-        runs.append(out[1].draws)
-    return seed_finding(runs[0], runs[1], "two children of the run's seed")
+    return seed_check(lambda s: _run(policy, tapes, horizon, s, planned=planned, recorded=False)[1].draws,
+                      run_seq, notes)
 
 
 def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np.ndarray:
