@@ -406,7 +406,7 @@ def deep_positions(events: list[np.ndarray], revealed: np.ndarray, rng: np.rando
 
 
 def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_round=None, planned: bool = False,
-         traced_from: int = 1, recorded: bool = True):
+         traced_from: int = 1, recorded: bool = True, rounds: np.ndarray | None = None):
     """One traced run of ``policy`` on per-replicate tapes (R, K, pulls); ``on_round(t, ledger)`` is
     called after every update. Returns (actions (R, T), tracer).
 
@@ -423,8 +423,15 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
     through ``update_block`` as the engine does, so that path is audited too (round by round it is
     never taken); a stretch ends before every round in ``on_round.rounds`` (where it checks), and
     ``on_round`` is called after its last round. Rounds inside a stretch count the reports made
-    before the stretch as made before them (``marks``): conservative for the footprint check."""
+    before the stretch as made before them (``marks``): conservative for the footprint check.
+
+    ``rounds`` (session 15, :func:`~privbandit.audit.fast_forward.clock_jump_audit`): the increasing round numbers
+    the policy is told, one per played round (``horizon`` of them; the policy starts with horizon ``rounds[-1]``):
+    a clock that jumps. Everything else -- actions, marks, ``traced_from``, ``on_round`` -- counts played rounds
+    1 .. ``horizon``. Round by round only."""
     R, K, _ = tapes.shape
+    if rounds is not None and (planned or len(rounds) != horizon):
+        raise ValueError("rounds: one round number per played round (horizon of them), round by round only")
     ledger = Ledger(R, K, tight=True, capacity=max(1, horizon)) if recorded else Ledger.unrecorded(R, K)
     stops = sorted(int(t) for t in getattr(on_round, "rounds", ()))
     clock = Clock()
@@ -437,7 +444,9 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         clock.tracer = tracer
         if traced_from == 1:
             stack.enter_context(tracer)
-        run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=ledger)
+        run = policy.start(K, R, horizon if rounds is None else int(rounds[-1]), np.random.default_rng(seed),
+                           ledger=ledger)
+        told = (lambda t: t) if rounds is None else (lambda t: int(rounds[t - 1]))
         plan = run.plan if planned else None
         pulls = np.zeros((R, K), dtype=np.int64)
         rows = np.arange(R)
@@ -455,11 +464,11 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
                 limit = min([horizon] + [u for u in stops if u >= t]) - t + 1
                 block = plan(t, limit)
             if block is None:
-                arms = np.asarray(run.select(t)).astype(np.int64)
+                arms = np.asarray(run.select(told(t))).astype(np.int64)
                 j = pulls[rows, arms]
                 pulls[rows, arms] += 1
                 tracer.marks[t] = len(tracer.reports)
-                run.update(t, arms, tapes[rows, arms, j])
+                run.update(told(t), arms, tapes[rows, arms, j])
                 actions[:, t - 1] = arms
                 if on_round is not None:
                     on_round(t, ledger)

@@ -14,10 +14,12 @@ import numpy as np
 
 from privbandit.audit.cli import contextual_long_run
 from privbandit.audit.contextual import contextual_whitebox_audit
+from privbandit.audit.fast_forward import clock_jump_audit, fast_forward_audit, jump_rounds
 from privbandit.audit.graph import graph_whitebox_audit
 from privbandit.audit.whitebox import whitebox_audit
 from privbandit.mechanisms.sampling import NoiseSampler
 from privbandit.mechanisms.vector_tree import VectorTreeMechanism
+from privbandit.policies import DPUCB, PrivateUCB
 from privbandit.policies.graph_private import DPUCBN
 from privbandit.policies.linear import JointDPLinUCB, PrivateLinUCB
 
@@ -127,3 +129,73 @@ def test_graph_seed_check():
     res = graph_whitebox_audit(bug, 60, 2, 16, seed=0, seed_runs=8)
     assert res.verdict == "VIOLATION" and res.checks == ["seed"], res.findings
     assert graph_whitebox_audit(clean, 60, 2, 16, seed=0, seed_runs=8).verdict == "CONSISTENT"
+
+
+# --- a round clock that jumps far out ---------------------------------------------------------------------------
+class DPUCBSixteenBitWrap(DPUCB):
+    """DP-UCB whose hybrid mechanism takes the round's items twice over in the first four rounds of every block of
+    2^16 rounds past the first (t >= 2^16, t mod 2^16 < 4: "a 16-bit round counter wrapped, the new epoch's first
+    rounds are merged twice"),
+    still declared at sensitivity 1. Rounds 65,536 .. 65,539 are the first such rounds: past every coupled run
+    (the fast-forward window ends at 2^15 + 512), and no threshold -- the rounds after are exact again."""
+
+    name = "t_dp_ucb_sixteen_bit_wrap"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        update, hybrid, state = run.update, run.hybrid, {"t": 0}
+
+        def insert(v, f, rr, kk):  # the validated entries (after the [0, 1] check)
+            wrapped = state["t"] >= 65536 and state["t"] % 65536 < 4
+            return type(hybrid)._insert(hybrid, v * 2.0 if wrapped else v, f, rr, kk)
+
+        def updating(t, arms, rewards):
+            state["t"] = int(t)
+            update(t, arms, rewards)
+
+        hybrid._insert = insert
+        run.update = updating
+        return run
+
+
+class UCBRefusesJumps(PrivateUCB):
+    """Private-UCB that insists on consecutive rounds (a policy is not promised a jumping clock)."""
+
+    name = "t_ucb_refuses_jumps"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        select, last = run.select, {"t": 0}
+
+        def selecting(t):
+            if t != last["t"] + 1:
+                raise ValueError(f"round {t} after round {last['t']}")
+            last["t"] = t
+            return select(t)
+
+        run.select = selecting
+        return run
+
+
+SMALL_JUMP = dict(prefix=256, window=16)
+
+
+def test_jump_rounds():
+    rounds = jump_rounds(256, 16)
+    assert rounds.size == 256 + 4 * 16 and np.all(np.diff(rounds) > 0)
+    assert rounds[255] == 256 and rounds[256] == 2**16 - 8 and rounds[-1] == 2**31 + 7
+
+
+def test_clock_jump_refutes_a_wrapping_round_counter():
+    bug, clean = DPUCBSixteenBitWrap(), DPUCB()
+    # the fast-forward window (2^15 .. 2^15 + 511) holds no round with t mod 2^16 < 4
+    assert fast_forward_audit(bug, 2**15, 512, 2, 16, seed=12).verdict == "CONSISTENT"
+    res = clock_jump_audit(bug, 2, 16, seed=13, **SMALL_JUMP)
+    assert res.verdict == "VIOLATION" and "sensitivity" in res.checks, res.findings
+    assert clock_jump_audit(clean, 2, 16, seed=13, **SMALL_JUMP).verdict == "CONSISTENT"
+
+
+def test_clock_jump_refused_is_skipped_not_reported():
+    res = clock_jump_audit(UCBRefusesJumps(), 2, 8, seed=0, **SMALL_JUMP)
+    assert res.verdict == "INCONCLUSIVE" and res.error is None and not res.findings
+    assert any("outside its contract" in n for n in res.notes)
