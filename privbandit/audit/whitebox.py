@@ -812,16 +812,52 @@ def _codes(names: np.ndarray, ids: dict) -> np.ndarray:
     return np.repeat(at, np.diff(np.append(starts, n)))
 
 
+def _lex_key(a: np.ndarray) -> np.ndarray | None:
+    """One int64 per row of the int matrix ``a`` (n, c) whose numeric order is the rows' lexicographic order
+    (column 0 primary) and which is equal exactly for equal rows -- the columns packed in mixed radix, each less
+    its minimum -- or None when the product of the columns' ranges reaches 2^62 (session 15: one stable argsort
+    of this key replaces ``np.lexsort``'s c passes; on the contextual runs' ~10^6 traced values, several times
+    faster, with the same permutation, both sorts being stable)."""
+    n, c = a.shape
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    low, high = a.min(axis=0), a.max(axis=0)
+    spans = [int(h) - int(lo) + 1 for lo, h in zip(low.tolist(), high.tolist())]
+    if math.prod(spans) >= 2 ** 62:
+        return None
+    key = np.zeros(n, dtype=np.int64)
+    for col, span in enumerate(spans):
+        key *= span
+        key += a[:, col] - low[col]
+    return key
+
+
+def _lex_order(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable lexicographic order of the rows of the int matrix ``a`` (column 0 primary; ``np.lexsort`` of
+    the columns reversed) and, in that order, whether each row differs from the one before (True for the
+    first)."""
+    n = a.shape[0]
+    key = _lex_key(a)
+    new = np.ones(n, dtype=bool)
+    if key is None:
+        order = np.lexsort(a.T[::-1])
+        sa = a[order]
+        new[1:] = np.any(sa[1:] != sa[:-1], axis=1)
+    else:
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        new[1:] = sk[1:] != sk[:-1]
+    return order, new
+
+
 def _row_inverse(a: np.ndarray) -> np.ndarray:
     """For an int matrix (n, c), an id per row, equal ids for equal rows (``np.unique(a, axis=0,
-    return_inverse=True)``'s ids, by a lexsort: much faster than its row-wise sort on millions of rows)."""
+    return_inverse=True)``'s ids, by a lexicographic sort: much faster than its row-wise sort on millions of
+    rows)."""
     n = a.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort(a.T[::-1])
-    sa = a[order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = np.any(sa[1:] != sa[:-1], axis=1)
+    order, new = _lex_order(a)
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.cumsum(new) - 1
     return inv
@@ -833,15 +869,12 @@ def _keyed(rel: dict, mech_ids: dict) -> np.ndarray:
     entry = rel["entry"] if "entry" in rel and len(rel["entry"]) == len(rel["rep"]) else np.zeros(len(rel["rep"]))
     base = np.stack([rel["rep"], rel["st"], mech, rel["lo"], rel["hi"], rel["node"], entry],
                     axis=1).astype(np.int64)
-    # lexsort sorts by its last key first: pass the columns reversed so rep is the primary key
-    order = np.lexsort(base.T[::-1]) if base.size else np.zeros(0, dtype=np.int64)
+    # rep the primary key
     occ = np.zeros(base.shape[0], dtype=np.int64)
     if base.shape[0]:
-        sb = base[order]
-        new = np.ones(sb.shape[0], dtype=bool)
-        new[1:] = np.any(sb[1:] != sb[:-1], axis=1)
-        start = np.maximum.accumulate(np.where(new, np.arange(sb.shape[0]), 0))
-        occ[order] = np.arange(sb.shape[0]) - start
+        order, new = _lex_order(base)
+        start = np.maximum.accumulate(np.where(new, np.arange(base.shape[0]), 0))
+        occ[order] = np.arange(base.shape[0]) - start
     return np.concatenate([base, occ[:, None]], axis=1)
 
 
