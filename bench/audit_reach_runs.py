@@ -10,13 +10,15 @@ controls``' cost (~4-7 s CPU per row instead of ~25-30 s), with the added CPU se
 Session 14: the batch-positions run also changes records 16 or more into a long batch (``WB_SWEEP["deep"]``), and
 the contextual policies (and contextual controls) run their own reach runs
 (``privbandit.audit.cli.contextual_reach_runs``: leaf positions and late rounds, edge contexts, a higher
-dimension); round 15's controls are included. Session 15: the clock-jump run (``CLOCK_JUMP``, its own column);
-round 16's controls (and, with ``--round16-bugs``, its policy bugs); ``--with-law`` also runs the contextual long
-run (now law-tested) and check 5e in the contextual main run and the graph feedback run. ``--with-law``: also the command's white-box runs that test the noise
+dimension); round 15's controls are included. ``--with-law``: also the command's white-box runs that test the noise
 law (the main coupled run and the 8-arm run; a graph policy's feedback-graph, starving, star and redrawn runs; a
 contextual policy's main run), with the command's sizes and seeds -- where check 5d's session-14 pairings act --
 so that a control's verdict can move through nothing this scan does not run (the ledger, far and black-box audits
 are unchanged by session 14).
+
+Session 15: the clock-jump run (``CLOCK_JUMP``, its own column); round 16's controls (and, with ``--round16-bugs``,
+its policy bugs); ``--only`` names cases; ``--with-law`` also runs the contextual long run (now law-tested) and check
+5e in the contextual main run and the graph feedback run, as the command does.
 
     python bench/audit_reach_runs.py                  # every K-armed control
     python bench/audit_reach_runs.py --round14-bugs   # and round 14's K-armed bugs
@@ -149,7 +151,8 @@ def main() -> None:
             law = (" law runs: " + ("; ".join(f"{lab} {res.verdict} {res.checks} {res.error or ''}" for lab, res in found)
                                     if found else "no finding") + f" ({time.process_time() - cpu:.1f} s CPU)")
         print(f"| {name} | {kind} | {r['verdict']}{law} | {runs.get('33 arms', '-')} | {runs.get('batch positions', '-')} | "
-              f"{runs.get('fast-forward', '-')} | {runs.get('clock jump', '-')} | {r.get('cpu', '-')} | {r.get('wall', '-')} |",
+              f"{runs.get('fast-forward', '-')} | {runs.get('clock jump', '-')} | {r.get('cpu', '-')} | "
+              f"{r.get('wall', '-')} |",
               flush=True)
 
 

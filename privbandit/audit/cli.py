@@ -529,8 +529,8 @@ def run(args: argparse.Namespace) -> int:
                 "verdict": r.verdict, "arms": r.n_arms, "horizon": r.horizon, "replicates": r.replicates,
                 "releases": r.releases, "findings": [dataclasses.asdict(f) for f in r.findings], "seconds": r.seconds}
                 for name, r in (("more_arms", wb_many), ("late", wb_late), ("wide_arms", wb_wide),
-                                ("batch_positions", wb_sweep), ("fast_forward", wb_ff), ("clock_jump", wb_jump), *((f"{shape}_graph", r)
-                                                                           for shape, r in wb_shapes.items()))},
+                                ("batch_positions", wb_sweep), ("fast_forward", wb_ff), ("clock_jump", wb_jump),
+                                *((f"{shape}_graph", r) for shape, r in wb_shapes.items()))},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
             "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,

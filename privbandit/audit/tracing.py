@@ -247,7 +247,8 @@ class ReleaseTracer:
         # per 10^6 released values; the same arrays)
         counts = np.array([r.elems.size for _, r, _ in per_report], dtype=np.int64)
         for k, values in (("draw", [r.draw for _, r, _ in per_report]), ("seq", [seq for seq, _, _ in per_report]),
-                          ("exact", [d.exact for _, _, d in per_report]), ("vector", [d.vector for _, _, d in per_report]),
+                          ("exact", [d.exact for _, _, d in per_report]),
+                          ("vector", [d.vector for _, _, d in per_report]),
                           ("width", [r.width for _, r, _ in per_report])):
             out[k] = np.repeat(np.array(values), counts)
         for k, values in (("drawn_family", [d.family for _, _, d in per_report]),
