@@ -16,6 +16,10 @@ contextual policy's main run), with the command's sizes and seeds -- where check
 so that a control's verdict can move through nothing this scan does not run (the ledger, far and black-box audits
 are unchanged by session 14).
 
+Session 15: the clock-jump run (``CLOCK_JUMP``, its own column); round 16's controls (and, with ``--round16-bugs``,
+its policy bugs); ``--only`` names cases; ``--with-law`` also runs the contextual long run (now law-tested) and check
+5e in the contextual main run and the graph feedback run, as the command does.
+
     python bench/audit_reach_runs.py                  # every K-armed control
     python bench/audit_reach_runs.py --round14-bugs   # and round 14's K-armed bugs
 """
@@ -35,6 +39,7 @@ from audit_planted_round12 import CONTROLS12  # noqa: E402
 from audit_planted_round13 import CONTROLS13  # noqa: E402
 from audit_planted_round14 import CONTROLS14, ROUND14_BUGS  # noqa: E402
 from audit_planted_round15 import CONTROLS15  # noqa: E402
+from audit_planted_round16 import CONTROLS16, ROUND16_BUGS  # noqa: E402
 
 from privbandit.audit.cli import WB_LATE, WB_LONG, contextual_reach_runs, reach_runs  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
@@ -64,7 +69,7 @@ def reach_row(name: str, seed: int, k: int = 2) -> dict:
     cpu, wall = time.process_time(), time.perf_counter()
     runs = reach_runs(policy, k, long_horizon, late_horizon, seed)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    labels = ("33 arms", "batch positions", "fast-forward")
+    labels = ("33 arms", "batch positions", "fast-forward", "clock jump")
     verdicts = [("skipped" if r is None else r.verdict + (f" {r.checks}" if r.checks else "")
                  + (f" (ERROR: {r.error})" if r.error else "")) for r in runs]
     bad = any(r is not None and (r.verdict == "VIOLATION" or r.error) for r in runs)
@@ -77,7 +82,7 @@ def reach_row(name: str, seed: int, k: int = 2) -> dict:
 def law_runs(name: str, seed: int, k: int = 2) -> list:
     """(label, result) of the command's noise-law white-box runs on ``name`` (``privbandit.audit.cli.run``'s sizes:
     the ``ci`` tier's white-box budget)."""
-    from privbandit.audit.cli import GRAPH, TIERS, WB_MANY_ARMS, WB_RELEASES
+    from privbandit.audit.cli import GRAPH, SEED_RUNS, TIERS, WB_MANY_ARMS, WB_RELEASES
     from privbandit.audit.whitebox import release_profile, whitebox_audit
 
     policy = make_policy(name)
@@ -86,8 +91,14 @@ def law_runs(name: str, seed: int, k: int = 2) -> list:
         from privbandit.audit.cli import CONTEXTUAL
         from privbandit.audit.contextual import contextual_whitebox_audit
 
+        from privbandit.audit.cli import WB_LONG, contextual_long_run
+
         reps = int(min(CONTEXTUAL["max_replicates"], max(32, budget // CONTEXTUAL["horizon"])))
-        return [("contextual", contextual_whitebox_audit(policy, CONTEXTUAL["horizon"], k, reps, seed=seed))]
+        long_horizon = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * CONTEXTUAL["horizon"]))
+        # session 15: the main run's check 5e and the long run's noise law, as the command runs them
+        return [("contextual", contextual_whitebox_audit(policy, CONTEXTUAL["horizon"], k, reps, seed=seed,
+                                                         seed_runs=SEED_RUNS)),
+                ("contextual long", contextual_long_run(policy, long_horizon, k, WB_LONG["replicates"], seed + 1))]
     wb_horizon = probe_horizon(policy, k)
     first, per_rep = release_profile(policy, k, wb_horizon)
     wb_reps = budget // wb_horizon
@@ -101,7 +112,8 @@ def law_runs(name: str, seed: int, k: int = 2) -> list:
         from privbandit.audit.graph import graph_whitebox_audit
 
         size = GRAPH
-        out.append(("graph", graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=seed)))
+        out.append(("graph", graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=seed,
+                                                  seed_runs=SEED_RUNS)))
         out.append(("starving graph", graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
                                                            size["starve_replicates"], seed=seed + 3, starve=True)))
         for i, shape in enumerate(("star", "redrawn")):
@@ -114,19 +126,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=whole(0), default=0, help="the command's --seed, a whole number >= 0 (default 0)")
     ap.add_argument("--round14-bugs", action="store_true", help="also round 14's K-armed bugs")
+    ap.add_argument("--round16-bugs", action="store_true", help="also round 16's policy bugs")
     ap.add_argument("--with-law", action="store_true", help="also the command's noise-law white-box runs (check 5d)")
     ap.add_argument("--skip", nargs="*", default=(), help="cases (registered names) not to run")
+    ap.add_argument("--only", nargs="*", default=None, help="only these cases (registered names)")
     opts = ap.parse_args()
     cases = [(name, "control") for name, cls in private_policies().items() if default_constructible(cls)]
-    variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14, **CONTROLS15}
-    bugs = ROUND14_BUGS if opts.round14_bugs else {}
+    variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14, **CONTROLS15, **CONTROLS16}
+    bugs = {**(ROUND14_BUGS if opts.round14_bugs else {}), **(ROUND16_BUGS if opts.round16_bugs else {})}
     for key, cls in {**variants, **bugs}.items():
         REGISTRY[cls.name] = cls
         cases.append((cls.name, "control" if key in variants else "bug"))
-    print("| case | kind | verdict | 33 arms | batch positions | fast-forward | CPU s | wall s |")
-    print("|---|---|---|---|---|---|---:|---:|")
+    print("| case | kind | verdict | 33 arms | batch positions | fast-forward | clock jump | CPU s | wall s |")
+    print("|---|---|---|---|---|---|---|---:|---:|")
     for name, kind in cases:
-        if name in opts.skip:
+        if name in opts.skip or (opts.only is not None and name not in opts.only):
             continue
         r = reach_row(name, opts.seed)
         runs = r.get("runs", {})
@@ -137,7 +151,9 @@ def main() -> None:
             law = (" law runs: " + ("; ".join(f"{lab} {res.verdict} {res.checks} {res.error or ''}" for lab, res in found)
                                     if found else "no finding") + f" ({time.process_time() - cpu:.1f} s CPU)")
         print(f"| {name} | {kind} | {r['verdict']}{law} | {runs.get('33 arms', '-')} | {runs.get('batch positions', '-')} | "
-              f"{runs.get('fast-forward', '-')} | {r.get('cpu', '-')} | {r.get('wall', '-')} |", flush=True)
+              f"{runs.get('fast-forward', '-')} | {runs.get('clock jump', '-')} | {r.get('cpu', '-')} | "
+              f"{r.get('wall', '-')} |",
+              flush=True)
 
 
 if __name__ == "__main__":

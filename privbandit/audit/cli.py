@@ -83,6 +83,13 @@ FAST_FORWARD = dict(start=2**15, window=512, replicates=16)
 run's horizon), behind an untraced prefix (:mod:`privbandit.audit.fast_forward`); its ``replicates`` change
 the records of that many consecutive rounds."""
 
+CLOCK_JUMP = dict(prefix=2**12, window=256, replicates=32)
+"""Session 15: the clock-jump run (:func:`~privbandit.audit.fast_forward.clock_jump_audit`): ``prefix`` real rounds
+untraced, then windows of ``window`` rounds told as the rounds around 2^16, 2^20, 2^24 and 2^31, holding the
+changed records of ``replicates`` coupled replicates (8 a window); exact checks only, no alpha. Reaches code
+keyed to the round number far past the fast-forward window (2^15) at ~0.5-2 s CPU a policy; the 2^20 window
+measured in session 14 (a faithful prefix of 2^20 rounds) would cost ~80-110 s."""
+
 FAR = dict(horizon=2**17, replicates=8, single=2**13, single_arms=16)
 """The far ledger run (round 12): the cheap ledger audit (mu and pure epsilon, realized <= certified) on
 2^17 = 131,072 rounds, on a *starving* environment -- arm 0 pays 1 every round, every other arm 0 -- so
@@ -97,6 +104,10 @@ replicate there, hence 8 replicates); and ``single``: the same traced test on on
 rounds with ``single_arms`` arms, the *last* one paying 1 (a code path taken only with one replicate --
 a deployment's shape -- is driven by no other run of the audit, and most of this run's releases are on
 arm 15: past the white-box runs' 8 arms). The two share the test's budget FAR_LAW_ALPHA."""
+
+SEED_RUNS = 16
+"""Session 15: check 5e (noise that ignores the run's seed) also in the contextual main run and the graph
+feedback run, with this many replicates per seed (the K-armed runs' ``whitebox_audit(seed_runs=16)``)."""
 
 WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
@@ -287,14 +298,15 @@ def run(args: argparse.Namespace) -> int:
                                  late_records=True)
     # 1b''. Session 13: arm indices up to 32, every position inside the policy's batches, a coupled window
     # past the late run (behind an untraced prefix); exact checks only, no alpha spent
-    wb_wide = wb_sweep = wb_ff = None
+    wb_wide = wb_sweep = wb_ff = wb_jump = None
     reach_began = time.perf_counter()
     if args.tier != "smoke":
-        wb_wide, wb_sweep, wb_ff = reach_runs(policy, k, long_horizon, late_horizon, args.seed)
+        wb_wide, wb_sweep, wb_ff, wb_jump = reach_runs(policy, k, long_horizon, late_horizon, args.seed)
     reach_seconds = time.perf_counter() - reach_began
     for label, res in (("more arms", wb_many), ("late run, exact checks only", wb_late),
                        ("many arms, exact checks only", wb_wide), ("every position in a batch, exact checks only", wb_sweep),
-                       ("a window far into the run behind an untraced prefix, exact checks only", wb_ff)):
+                       ("a window far into the run behind an untraced prefix, exact checks only", wb_ff),
+                       ("windows far out on a jumping round clock, exact checks only", wb_jump)):
         if res is None:
             continue
         _print_audit(f"## White-box audit, {label} (K={res.n_arms}, T={res.horizon})\n", res)
@@ -346,7 +358,8 @@ def run(args: argparse.Namespace) -> int:
         # the smoke tier tests the command: a short run with few replicates
         size = GRAPH if args.tier != "smoke" else dict(GRAPH, horizon=60, replicates=16, starve_replicates=8,
                                                              shape_replicates=8)
-        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed)
+        wb_graph = graph_whitebox_audit(policy, size["horizon"], k, size["replicates"], seed=args.seed,
+                                        seed_runs=SEED_RUNS)
         # the worst transcript for a round's record: revealed to every arm, then its streams starved
         wb_starve = graph_whitebox_audit(policy, size["horizon"], max(k, size["starve_arms"]),
                                          size["starve_replicates"], seed=args.seed + 3, starve=True)
@@ -423,6 +436,7 @@ def run(args: argparse.Namespace) -> int:
                             ("white-box (planned)", wb_plan), ("white-box (more arms)", wb_many),
                             ("white-box (late)", wb_late), ("white-box (33 arms)", wb_wide),
                             ("white-box (batch positions)", wb_sweep), ("white-box (fast-forward)", wb_ff),
+                            ("white-box (clock jump)", wb_jump),
                             ("white-box (graph)", wb_graph),
                             ("white-box (starving graph)", wb_starve),
                             *((f"white-box ({shape} graph)", r) for shape, r in wb_shapes.items()),
@@ -437,7 +451,7 @@ def run(args: argparse.Namespace) -> int:
             or (wb_plan is not None and wb_plan.verdict == "VIOLATION") \
             or (wb_graph is not None and "VIOLATION" in (wb_graph.verdict, wb_starve.verdict)) \
             or any(r is not None and r.verdict == "VIOLATION"
-                   for r in (wb_many, wb_late, wb_wide, wb_sweep, wb_ff, *wb_shapes.values())):
+                   for r in (wb_many, wb_late, wb_wide, wb_sweep, wb_ff, wb_jump, *wb_shapes.values())):
         verdict = "VIOLATION"
     elif errors:  # the policy raised where nothing refuted it: outputs went unseen (privbandit/audit/raised.py)
         verdict = "INCONCLUSIVE"
@@ -461,6 +475,8 @@ def run(args: argparse.Namespace) -> int:
                   + ([f"white-box (batch positions) {c}" for c in wb_sweep.checks] if wb_sweep is not None else [])
                   + ([f"white-box (fast-forward, T={wb_ff.horizon}) {c}" for c in wb_ff.checks]
                      if wb_ff is not None else [])
+                  + ([f"white-box (clock jump, T={wb_jump.horizon}) {c}" for c in wb_jump.checks]
+                     if wb_jump is not None else [])
                   + [f"black-box {r.observation}" for r in results if r.verdict == "VIOLATION"]
                   + (["one-run"] if one_run is not None and one_run.verdict == "VIOLATION" else []))
     blind = ""
@@ -507,8 +523,8 @@ def run(args: argparse.Namespace) -> int:
                 "verdict": r.verdict, "arms": r.n_arms, "horizon": r.horizon, "replicates": r.replicates,
                 "releases": r.releases, "findings": [dataclasses.asdict(f) for f in r.findings], "seconds": r.seconds}
                 for name, r in (("more_arms", wb_many), ("late", wb_late), ("wide_arms", wb_wide),
-                                ("batch_positions", wb_sweep), ("fast_forward", wb_ff), *((f"{shape}_graph", r)
-                                                                           for shape, r in wb_shapes.items()))},
+                                ("batch_positions", wb_sweep), ("fast_forward", wb_ff), ("clock_jump", wb_jump),
+                                *((f"{shape}_graph", r) for shape, r in wb_shapes.items()))},
             "ledger": [{"tight": r.tight, "passed": r.passed, "violations": [v.describe() for v in r.violations]}
                        for r in (tight, cheap)],
             "ledger_far": None if far is None else {"horizon": FAR["horizon"], "passed": far.passed,
@@ -533,15 +549,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, *, wide: dict = WB_WIDE,
-               sweep: dict = WB_SWEEP, fast_forward: dict = FAST_FORWARD) -> tuple:
+               sweep: dict = WB_SWEEP, fast_forward: dict = FAST_FORWARD, clock_jump: dict | None = CLOCK_JUMP) -> tuple:
     """Session 13's three coupled white-box runs (exact checks only, no alpha spent; docs/audit.md "Session 13
     (s13/audit)"): (1) ``wide["arms"]`` arms (None when ``k`` is not smaller, or when one run on a 0.5 tape
     makes no release on that many arms within 20,000 rounds; since session 14 with the noise-law test, at its own
     alpha 1e-4); (2) changed records on every one of the first 16
     positions of the policy's own batches, at ``long_horizon``; (3) a window of ``fast_forward["window"]``
     rounds from max(``fast_forward["start"]``, the power of two above ``late_horizon``) behind an untraced
-    prefix. Returns the three :class:`~privbandit.audit.whitebox.WhiteBoxResult` (or None)."""
-    from privbandit.audit.fast_forward import fast_forward_audit
+    prefix; and since session 15 (4) windows far out on a jumping round clock (``clock_jump``,
+    :func:`~privbandit.audit.fast_forward.clock_jump_audit`; None: not run). Returns the four
+    :class:`~privbandit.audit.whitebox.WhiteBoxResult` (or None)."""
+    from privbandit.audit.fast_forward import clock_jump_audit, fast_forward_audit
     from privbandit.audit.whitebox import probe_horizon, release_round, whitebox_audit
 
     wb_wide = None
@@ -558,7 +576,9 @@ def reach_runs(policy, k: int, long_horizon: int, late_horizon: int, seed: int, 
                               deep_records=sweep.get("deep", 0))
     start = max(fast_forward["start"], 1 << int(late_horizon).bit_length())
     wb_ff = fast_forward_audit(policy, start, fast_forward["window"], k, fast_forward["replicates"], seed=seed + 12)
-    return wb_wide, wb_sweep, wb_ff
+    wb_jump = None if clock_jump is None else clock_jump_audit(
+        policy, k, clock_jump["replicates"], prefix=clock_jump["prefix"], window=clock_jump["window"], seed=seed + 13)
+    return wb_wide, wb_sweep, wb_ff, wb_jump
 
 
 def raised_errors(results) -> list[str]:
@@ -680,6 +700,20 @@ def contextual_reach_runs(policy, k: int, seed: int, size: dict = CONTEXTUAL_REA
     return out
 
 
+def contextual_long_run(policy, horizon: int, k: int, replicates: int, seed: int):
+    """The contextual long, thin run (``horizon`` = ten times the white-box horizon, 2,000 rounds by default):
+    the exact checks and, since session 15, the noise law (checks 5-5d) at its own family-wise alpha 1e-4. It is
+    the only contextual run whose streams hold 512 records or more (K = 2: ~1,000 a stream), so the only one
+    that completes vector-tree nodes of level >= 8; the main run (T = 200) tests the law up to level ~6. A draw
+    made small inside the sampler at deep levels only (round 16's ``lin_ts_deep_nodes_quarter``: the handed and
+    reported scales right, so ``noise_report`` is silent) shifts the law of the long run's octave-9 and -10
+    groups alone (docs/audit.md "Session 15 (s15/reach)"). Costs the tests on ~1.3 x 10^6 traced values, ~3 s
+    CPU at d = 5 (the run itself was already traced for the exact checks)."""
+    from privbandit.audit.contextual import contextual_whitebox_audit
+
+    return contextual_whitebox_audit(policy, horizon, k, replicates, seed=seed, law=True)
+
+
 def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, started: float) -> int:
     """``privbandit audit`` for a contextual policy (``requires = {"contexts"}``): the ledger audits on
     a :class:`~privbandit.contextual.LinearContextual` environment, and the coupled white-box audit on
@@ -724,14 +758,15 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
 
     # 2. Coupled white-box audit on contextual tapes, and its long, thin run (exact checks only).
     reps = int(min(CONTEXTUAL["max_replicates"], max(32, tier["wb_budget"] // horizon)))
-    wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed)
+    wb = contextual_whitebox_audit(policy, horizon, k, reps, seed=args.seed, seed_runs=SEED_RUNS)
     _print_audit("## White-box audit (coupled runs on contextual tapes, every vector-tree node traced)\n", wb, notes=True)
     print(wb.table())
     print()
     long = WB_LONG if args.tier != "smoke" else dict(factor=2, minimum=0, cap=WB_LONG["cap"], replicates=8)
     long_horizon = min(long["cap"], max(long["minimum"], long["factor"] * horizon))
-    wb_long = contextual_whitebox_audit(policy, long_horizon, k, long["replicates"], seed=args.seed + 1, law=False)
-    _print_audit(f"## White-box audit, long run (exact checks only, T={long_horizon})\n", wb_long)
+    wb_long = contextual_long_run(policy, long_horizon, k, long["replicates"], args.seed + 1)
+    _print_audit(f"## White-box audit, long run (the exact checks and, at its own alpha {wb_long.alpha:g}, the noise "
+                 f"law, T={long_horizon})\n", wb_long)
     # session 12: far contexts, [16 L, 2^40 L], for a policy that clips them -- a run of its own, so that a policy
     # that raises on them (an unclipped Gram matrix) loses none of the witnesses of the runs above
     wb_far = None

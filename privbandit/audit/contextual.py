@@ -254,7 +254,8 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
                               alpha: float = 1e-4, law: bool = True, relation: str | None = None,
                               rounds: np.ndarray | None = None, max_findings: int = 5,
                               far: bool = False, boundary: bool = False,
-                              targets: tuple[np.ndarray, np.ndarray] | None = None) -> WhiteBoxResult:
+                              targets: tuple[np.ndarray, np.ndarray] | None = None,
+                              seed_runs: int = 0) -> WhiteBoxResult:
     """Coupled-run white-box audit of a contextual policy (module docstring). ``relation``: the
     neighbours to audit (default :func:`audit_relation`, the widest the policy certifies; a relation it
     does not certify is refused). ``law=False`` keeps the exact checks only (the long, thin run).
@@ -265,7 +266,10 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     record is placed by the run on D, like the K-armed sweep's (its tapes do not depend on where the change
     will be): the record #position of that stream (a negative position counts from the stream's end: -1 its
     last record), or, for stream -1, the record of the run's last round; a shared model's records are all in
-    stream 0, so only the position counts. A stream too short for its position gives its last record."""
+    stream 0, so only the position counts. A stream too short for its position gives its last record.
+    ``seed_runs`` (session 15): check 5e (:mod:`privbandit.audit.seed_dependence`) -- two more runs of that many
+    replicates on D's first tapes with two children of the run's seed, their noise compared draw by draw
+    (0: not run; the command's main contextual run uses 16)."""
     horizon, n_arms, replicates = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_contextual(policy):
@@ -329,6 +333,13 @@ def contextual_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, rep
     findings, groups, n_rel = _coupled_checks(
         policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend, notes,
         own_round=h if relation == "round" else None, streams_d=streams_d, describe=describe)
+    if seed_runs:
+        from privbandit.audit.seed_dependence import seed_check
+
+        n = min(int(seed_runs), replicates)
+        seeded = seed_check(lambda s: _run(policy, ctx[:n], rew[:n], s)[1].draws, run_seq, notes)
+        if seeded is not None:
+            findings.append(seeded)
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,

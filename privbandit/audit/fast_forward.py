@@ -125,3 +125,100 @@ def fast_forward_audit(policy: Policy, start: int, window: int, n_arms: int = 2,
         notes.append("no traced release in the window was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, K, R, seed, 1e-4, n_rel, findings, groups, notes,
                           time.perf_counter() - began, [])
+
+
+CLOCK_JUMPS = (16, 20, 24, 31)
+"""Session 15: the powers of two the clock-jump run straddles (:func:`clock_jump_audit`): a window of rounds
+centred on 2^16, 2^20, 2^24 and 2^31 (a 16-bit counter's wrap, a threshold past the fast-forward window, a
+signed 32-bit round counter's last rounds)."""
+
+
+def jump_rounds(prefix: int, window: int, jumps=CLOCK_JUMPS) -> np.ndarray:
+    """The round numbers a clock-jump run tells the policy: 1 .. ``prefix``, then ``window`` consecutive rounds
+    centred on 2^m for each m of ``jumps`` (increasing, each window after the last)."""
+    parts = [np.arange(1, prefix + 1, dtype=np.int64)]
+    for m in jumps:
+        first = (1 << int(m)) - window // 2
+        if first <= parts[-1][-1]:
+            raise ValueError(f"jumps: the window at 2^{m} starts at round {first}, not after round {parts[-1][-1]}")
+        parts.append(first + np.arange(window, dtype=np.int64))
+    return np.concatenate(parts)
+
+
+def clock_jump_audit(policy: Policy, n_arms: int = 2, replicates: int = 32, *, prefix: int = 2**12,
+                     window: int = 256, jumps=CLOCK_JUMPS, seed: int = 0) -> WhiteBoxResult:
+    """The exact white-box checks on coupled windows far out on the round clock, without the rounds between
+    (session 15; docs/audit.md "Session 15 (s15/reach)"). The policy plays ``prefix`` real rounds 1 .. prefix
+    untraced (the same on D and D'), then its clock *jumps*: it is told the rounds of a window of ``window``
+    rounds centred on 2^m for each m of ``jumps`` (:func:`jump_rounds`), traced; it is started with the last of
+    them as its horizon. Each window holds the changed records of ``replicates`` / len(jumps) replicates: the
+    four rounds around its power of two (2^m - 2 .. 2^m + 1) and the rest uniform over the window.
+
+    What it reaches, and what not: every code path keyed to the *round number* t -- a threshold (t > 2^16), a
+    counter that wraps (t mod 2^16), a 32-bit round -- at a cost of ``prefix`` untraced and ~4 x ``window``
+    traced rounds per side instead of 2^31 rounds. The state the jump carries is a real one (the policy's own
+    after ``prefix`` rounds), but a young one: its streams hold ~prefix / K records, as at round ``prefix``,
+    not as at round 2^m. So a code path keyed to a *stream's count* past ~2^15 (a tree level >= 16, a count
+    crossing 2^16) is not reached here (the far noise law reaches scales to 2^17 records; nothing coupled does).
+    A policy is not promised a clock that jumps: one that refuses it (raises at the first jumped round, on D
+    and D' alike: nothing differs before it) is skipped with a note, not reported. Checks as
+    :func:`fast_forward_audit` (exact, no alpha, no ``footprint_position``); rounds in the findings count the
+    rounds *played* (1 .. prefix + len(jumps) x window), the notes map them to the rounds told."""
+    prefix, window, n_arms, replicates = check_audit_arguments(
+        policy, (("prefix", prefix, 1), ("window", window, 8), ("n_arms", n_arms, 2),
+                 ("replicates", replicates, len(jumps))), 1e-4)
+    rounds = jump_rounds(prefix, window, jumps)
+    began = time.perf_counter()
+    played = rounds.size
+    tape_seq, run_seq, place_seq = np.random.SeedSequence(seed).spawn(3)
+    rng = np.random.default_rng(tape_seq)
+    R, K = replicates, n_arms
+    tape = _BernoulliTape(rng.random((R, K)), int(rng.integers(2**63)), played)
+    # each replicate's changed position (1-based, among the rounds played): per window, the four rounds around
+    # its power of two, then uniform draws over the window
+    place = np.random.default_rng(place_seq)
+    which = np.arange(R) % len(jumps)
+    slot = np.arange(R) // len(jumps)
+    centre = np.array([-2, -1, 0, 1])
+    offset = np.where(slot < centre.size, window // 2 + centre[np.minimum(slot, centre.size - 1)],
+                      place.integers(0, window, R))
+    changed = prefix + which * window + offset + 1
+    notes = [f"clock jump: rounds 1..{prefix} played untraced (identical on D and D'), then the clock told "
+             + ", ".join(f"{rounds[prefix + i * window]}..{rounds[prefix + (i + 1) * window - 1]}"
+                         for i in range(len(jumps)))
+             + f" (played rounds {prefix + 1}..{played}, traced); replicate j changes the record revealed in played "
+             f"round {prefix} + 1 + (j mod {len(jumps)}) x {window} + offset; the state is the one {prefix} real "
+             "rounds reach (streams of ~prefix / K records): round-keyed code far out, not count-keyed"]
+    out_d, exc_d = attempt(_run, policy, tape, played, run_seq, traced_from=prefix + 1, recorded=False, rounds=rounds)
+    if exc_d is not None and exc_d.raised.round == prefix + 1:
+        notes.append(f"the policy raised at the clock's first jump (told round {rounds[prefix]} after "
+                     f"{rounds[prefix - 1]}): a jumping clock is outside its contract; nothing checked "
+                     f"({exc_d.raised.describe()})")
+        return WhiteBoxResult(repr(policy), int(rounds[-1]), K, R, seed, 1e-4, 0, [], [], notes,
+                              time.perf_counter() - began, [])
+    if exc_d is not None:
+        tr = exc_d.tracer
+        _, exc_p = attempt(_run, policy, tape, played, run_seq, replay=tr.draws if tr is not None else None,
+                           traced_from=prefix + 1, recorded=False, rounds=rounds)
+        return raised_result(policy, int(rounds[-1]), K, R, seed, 1e-4, exc_d, exc_p, notes, began, _NoSpend())
+    act_d, tr_d = out_d
+    rows = np.arange(R)
+    arm = act_d[rows, changed - 1]
+    pull = np.array([int(np.count_nonzero(act_d[r, :changed[r] - 1] == arm[r])) for r in rows], dtype=np.int64)
+    tape_prime = _BernoulliTape(tape.p, int(tape.seed), played, flip=(arm, pull))
+    out_p, exc_p = attempt(_run, policy, tape_prime, played, run_seq, replay=tr_d.draws, traced_from=prefix + 1,
+                           recorded=False, rounds=rounds)
+    if exc_p is not None:
+        return raised_result(policy, int(rounds[-1]), K, R, seed, 1e-4, None, exc_p, notes, began, _NoSpend())
+    act_p, tr_p = out_p
+
+    def describe(r: int) -> str:
+        return (f"arm {arm[r]} pull #{pull[r]}, revealed in played round {changed[r]} (told round "
+                f"{rounds[changed[r] - 1]}): 0 vs 1")
+
+    findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, K, 1e-4, False, _NoSpend(),
+                                              notes, positions=False, describe=describe)
+    if not n_rel:
+        notes.append("no traced release in the windows was paired with a ledger report: nothing to check")
+    return WhiteBoxResult(repr(policy), int(rounds[-1]), K, R, seed, 1e-4, n_rel, findings, groups, notes,
+                          time.perf_counter() - began, [])

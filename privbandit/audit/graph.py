@@ -319,7 +319,7 @@ def starving_tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Ge
 
 def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: int = 128, *, seed: int = 0,
                          alpha: float = 1e-4, law: bool = True, max_findings: int = 5,
-                         starve: bool = False, shape: str = "path") -> WhiteBoxResult:
+                         starve: bool = False, shape: str = "path", seed_runs: int = 0) -> WhiteBoxResult:
     """Coupled-run white-box audit of a graph-feedback policy with side observations (module docstring).
 
     ``starve=True``: the worst transcript for a round's record instead -- the complete graph for the first
@@ -333,7 +333,12 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
     ``shape`` (round 11, :func:`graph_sequence`): the feedback graph of the ordinary run -- "path" (the
     default), "star" (a hub of degree K - 1) or "redrawn" (a degree->=3 graph relabelled every round).
     Hub rounds and changing neighbourhoods reach code that the path never runs (a buffer of side
-    observations, a cached neighbourhood); every check is the same."""
+    observations, a cached neighbourhood); every check is the same.
+
+    ``seed_runs`` (session 15): check 5e (:mod:`privbandit.audit.seed_dependence`) on this graph -- two more runs
+    of that many replicates on D's first tapes with two children of the run's seed, their noise compared draw by
+    draw (0: not run; the command's feedback-graph run uses 16). The K-armed run on the edgeless graph runs it
+    too, but a noise path taken only for side observations is not taken there."""
     horizon, n_arms, replicates = check_audit_arguments(
         policy, (("horizon", horizon, 2), ("n_arms", n_arms, 2), ("replicates", replicates, 4)), alpha)
     if not is_graph_policy(policy):
@@ -375,6 +380,13 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
              f"replicates)" + ("; one round's whole vector (odd replicates)" if round_relation else "")]
     findings, groups, n_rel = _coupled_checks(policy, act_d, act_p, tr_d, tr_p, arm, pull, n_arms, alpha, law, spend,
                                               notes, describe=describe, records=records)
+    if seed_runs:  # check 5e with side observations (session 15; privbandit/audit/seed_dependence.py)
+        from privbandit.audit.seed_dependence import seed_check
+
+        n = min(int(seed_runs), replicates)
+        seeded = seed_check(lambda s: _run(policy, graph, rew[:n], s)[2].draws, run_seq, notes)
+        if seeded is not None:
+            findings.append(seeded)
     if round_relation and n_rel:
         rel_d, rel_p = tr_d.released(), tr_p.released()
         diverged = np.any(act_d != act_p, axis=1)

@@ -144,10 +144,17 @@ def _dkw(w: np.ndarray) -> float:
 def _sorted_groups(group: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows sorted by (``group``, ``order``): the permutation, whether each sorted row starts a new group,
     and its 0-based position within its group."""
-    perm = np.lexsort(np.concatenate([group, order], axis=1).T[::-1])
-    g = group[perm]
+    from privbandit.audit.whitebox import _lex_key, _lex_order  # (whitebox imports this module)
+
+    perm, _ = _lex_order(np.concatenate([group, order], axis=1))
     new = np.ones(len(perm), dtype=bool)
-    new[1:] = np.any(g[1:] != g[:-1], axis=1)
+    key = _lex_key(group)
+    if key is None:
+        g = group[perm]
+        new[1:] = np.any(g[1:] != g[:-1], axis=1)
+    else:
+        g = key[perm]
+        new[1:] = g[1:] != g[:-1]
     start = np.maximum.accumulate(np.where(new, np.arange(len(perm)), 0))
     return perm, new, np.arange(len(perm)) - start
 

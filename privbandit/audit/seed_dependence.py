@@ -62,4 +62,21 @@ def seed_finding(draws_a, draws_b, seeds: str):
     return None
 
 
-__all__ = ["MIN_FRACTION", "MIN_SAME", "seed_coincidences", "seed_finding"]
+def seed_check(traced_run, run_seq, notes: list[str]):
+    """Check 5e on any coupled audit's run (K-armed, contextual, graph): ``traced_run(seed)`` runs the policy on the
+    audit's first tapes with that seed and returns its tracer's draws (it raises the audit's ``PolicyRaised`` when
+    the policy raised); two children of ``run_seq`` (the run's own seed sequence) are used. A run that raises leaves
+    the check out (a note in ``notes``): the coupled runs report the exception. Returns a Finding or None."""
+    from privbandit.audit.whitebox import attempt
+
+    draws = []
+    for s in run_seq.spawn(2):
+        out, exc = attempt(traced_run, s)
+        if exc is not None:
+            notes.append("seed check skipped: a run with another seed raised")
+            return None
+        draws.append(out)
+    return seed_finding(draws[0], draws[1], "two children of the run's seed")
+
+
+__all__ = ["MIN_FRACTION", "MIN_SAME", "seed_check", "seed_coincidences", "seed_finding"]

@@ -92,17 +92,18 @@ def test_the_wide_run_reaches_arms_past_twenty():
     """reach_runs' 33-arm run (its sizes, a shorter far window for speed) refutes the high-arm bug; the
     clean twin is CONSISTENT with releases on every arm."""
     small_ff = dict(FAST_FORWARD, start=256, window=32)
-    wide, _, _ = reach_runs(HighArmsTripled(), 2, 200, 400, 0, fast_forward=small_ff)
+    wide, _, _, _ = reach_runs(HighArmsTripled(), 2, 200, 400, 0, fast_forward=small_ff, clock_jump=None)
     assert wide is not None and wide.n_arms == WB_WIDE["arms"] > 20
     assert _sensitivity(wide), wide.summary()
-    clean, sweep, ff = reach_runs(DPEXP3Lap(), 2, 200, 400, 0, fast_forward=small_ff)
+    clean, sweep, ff, _ = reach_runs(DPEXP3Lap(), 2, 200, 400, 0, fast_forward=small_ff, clock_jump=None)
     for res in (clean, sweep, ff):
         assert res.verdict == "CONSISTENT", res.summary()
 
 
 def test_no_wide_run_when_the_audit_already_has_the_arms():
     small_ff = dict(FAST_FORWARD, start=256, window=32)
-    wide, sweep, ff = reach_runs(DPEXP3Lap(), WB_WIDE["arms"], 100, 200, 0, fast_forward=small_ff)
+    wide, sweep, ff, _ = reach_runs(DPEXP3Lap(), WB_WIDE["arms"], 100, 200, 0, fast_forward=small_ff,
+                                   clock_jump=None)
     assert wide is None and sweep.n_arms == ff.n_arms == WB_WIDE["arms"]
 
 

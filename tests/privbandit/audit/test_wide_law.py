@@ -48,7 +48,7 @@ def _wide(policy):
 
 
 def test_the_wide_run_sees_a_shrunk_draw_on_high_arms_only_through_the_law():
-    wide, _, _ = reach_runs(UCBHighArmsShrunk(), 2, 200, 200, 0)  # the command's reach runs
+    wide, _, _, _ = reach_runs(UCBHighArmsShrunk(), 2, 200, 200, 0, clock_jump=None)  # the command's reach runs
     assert "noise_law" in {f.check for f in wide.findings}
     horizon = probe_horizon(UCBHighArmsShrunk(), WB_WIDE["arms"])
     exact_only = whitebox_audit(UCBHighArmsShrunk(), horizon, WB_WIDE["arms"], 66, seed=10, law=False, observer=False)
