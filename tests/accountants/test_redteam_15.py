@@ -1,0 +1,77 @@
+"""Session 15 (s15/acc): "a certificate is never below the truth, at any delta and any count".
+
+* The fast PLD's Chernoff tail bound at the extremes: ``w = ts * atoms`` overflowed for tiny variances
+  (GDP mu 5e-324 x 10^12 releases: "overflow encountered in multiply", an exception under ``-W error``),
+  and a nan exponent read as a bound of 1 through ``min(0.0, nan)`` -- valid only by accident. Now
+  explicit: non-finite exponents give no bound, the bound is 0 only where no atom combination reaches
+  the threshold, and it is at least the least subnormal elsewhere.
+"""
+
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import stats
+
+from accountants import GDP, PLDAccountant, best_delta
+from accountants.fastpld import ComposedPLD
+
+from _exact import gdp_delta
+
+
+# --- 2. the Chernoff tail bound at the extremes -----------------------------------------------------
+@pytest.mark.parametrize("mu", [5e-324, 1e-300, 1e-12])
+def test_pld_tail_bound_quiet_and_valid_at_tiny_variances(mu):
+    """GDP mu x 10^12 releases (composed mu = 10^6 mu): no RuntimeWarning (5e-324 overflowed), every
+    delta a valid bound of the exact GDP value and at most 1; best_delta takes exact GDP."""
+    n = 10**12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        acc = PLDAccountant()
+        acc.compose(GDP(mu), n)
+        for eps in (1e-6, 0.1, 1.0):
+            d = acc.delta(eps)
+            assert _gdp_truth(mu * 10**6, eps) <= d <= 1.0
+            assert best_delta(GDP(mu) * n, eps).value >= _gdp_truth(mu * 10**6, eps)
+
+
+def _gdp_truth(mu, eps):
+    """Exact GDP delta; where eps / mu > 1e8 it is below Phi(-1e8) ~ e^(-5e15), under every positive float
+    (mpmath's ncdf overflows there), so 0 stands for it and a bound must only be non-negative."""
+    return gdp_delta(mu, eps) if eps / mu < 1e8 else mpmath.mpf(0)
+
+
+def _bernoulli_parts(p, n):
+    return [((0, np.array([1.0 - p, p]), 0.0), n)]
+
+
+def test_chernoff_upper_survives_overflowing_exponents():
+    """t* = (a - mean) / var overflows ts (var ~ 1e-300, a ~ 1e9): inf x atom 0 = nan, inf - inf = nan.
+    Before: those read as a bound of 1 through min(0.0, nan) (and warned); now no warning and a real bound."""
+    p, n = 1e-300, 10**9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = ComposedPLD._chernoff_upper(_bernoulli_parts(p, n), 10**8, n * p, n * p * (1 - p))
+    assert 0.0 < bound < 1e-300  # the truth, P(Bin(1e9, 1e-300) >= 1e8), is ~1e-(3e10): below every float
+
+
+@pytest.mark.parametrize("p, n, a", [(1e-300, 10**12, 24), (1e-12, 10**12, 30), (0.01, 1000, 40)])
+def test_chernoff_upper_is_a_bound_and_not_vacuous(p, n, a):
+    """P(Bin(n, p) >= a) exactly (scipy) is below the bound; the bound is not 1 where the tail is tiny
+    (before: 1.0 at p = 1e-300, the Gaussian t* ~ 1e289 only; the binomial optimum is near log t*)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = ComposedPLD._chernoff_upper(_bernoulli_parts(p, n), a, n * p, n * p * (1 - p))
+    truth = stats.binom.sf(a - 1, n, p)
+    assert truth <= bound
+    assert bound < 1e-6
+
+
+def test_chernoff_upper_zero_only_where_truly_zero():
+    """Exactly 0 above the largest reachable sum (n x the highest atom carrying mass); positive at it."""
+    parts = _bernoulli_parts(0.5, 7) + [((-2, np.array([0.25, 0.0, 0.75, 0.0]), 0.0), 3)]  # atoms -2 and 0
+    reach = 7 * 1 + 3 * 0
+    assert ComposedPLD._chernoff_upper(parts, reach + 1, 3.5 - 1.5, 2.0) == 0.0
+    assert ComposedPLD._chernoff_upper(parts, reach, 3.5 - 1.5, 2.0) >= 0.5 ** 7 * 0.75 ** 3
