@@ -27,7 +27,7 @@ import numpy as np
 
 from accountants._validate import shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
-from accountants.calibrate import UnreachableTargetError
+from accountants.calibrate import UnreachableTargetError, _lattice_boundary
 from privbandit.policies import Policy, make_policy, policy_class
 from privbandit.policies.base import HORIZON_MAX as _policy_horizon_max
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
@@ -345,8 +345,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
 
     which is Ou et al.'s T / (mu^2 (b + 1)) where their accounting charges every round, and smaller
     because pre-pull rounds release nothing. An epsilon target is first converted to the largest mu
-    that certifies it (rounded down). Every point is re-evaluated through the schedule and nudged up
-    by ulps if rounding made it overshoot.
+    that certifies it (rounded down). Every point is the least lattice c whose certificate, re-evaluated
+    through the schedule, meets the target (:func:`_least_feasible_c`; session 15).
     """
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
@@ -389,16 +389,35 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)
             return s.mu(horizon) if delta is None else s.epsilon(horizon, delta).value
 
+        if n:  # (no release: any c certifies 0; 1.0 as before)
+            c = _least_feasible_c(lambda c_value: certify(c_value) <= target, c, target, b)
         cert = certify(c)
-        while cert > target:  # rounding in the conversion: move to the safe side
-            c *= 1 + 1e-14
-            if c > C_RANGE[1]:
-                raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
-                                             f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
-            cert = certify(c)
         out.append(Inversion(GaussianTS(b=b, c=c), "c", c, cert, float(target),
                              "mu" if delta is None else f"epsilon at delta={delta:g}"))
     return out
+
+
+def _least_feasible_c(feasible: Callable[[float], bool], c0: float, target: float, b: int) -> float:
+    """The least variance factor with ``feasible(c)`` among GaussianTS's floor ``C_RANGE[0]`` and the
+    40-bit lattice points of ``gdp_conversion`` above it (9e-13 relative apart), from the closed form ``c0``.
+
+    Session 15: the closed form was nudged up by (1 + 1e-14) steps until it verified, so a neighbouring
+    target could land one nudge higher (a larger budget, a noisier c: 5 of 560 mu ladders, ~1e-14
+    relative). The least feasible lattice point is a function of the target alone, monotone wherever the
+    certificate is monotone in c at lattice resolution (as ``calibrate``'s answers: measured, not a
+    theorem), and at most one cell (9e-13 relative) noisier than the float boundary."""
+    if feasible(C_RANGE[0]):  # a huge target: the least noise allowed
+        return C_RANGE[0]
+    good, step = c0, 2.0 ** -40  # a feasible c at or above the closed form (rounding may need a step)
+    while not feasible(good):
+        if good >= C_RANGE[1]:
+            raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
+                                         f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
+        good, step = min(C_RANGE[1], good * (1.0 + step)), min(2.0 * step, 1.0)
+    bad, step = good, 2.0 ** -40  # an infeasible c below it (C_RANGE[0] at the latest: checked above)
+    while feasible(bad):
+        bad, step = max(C_RANGE[0], bad * (1.0 - step)), min(2.0 * step, 0.5)
+    return _lattice_boundary(feasible, good, bad, False)
 
 
 def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delta: float | None = None,

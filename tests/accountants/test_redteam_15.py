@@ -5,6 +5,8 @@
   and a nan exponent read as a bound of 1 through ``min(0.0, nan)`` -- valid only by accident. Now
   explicit: non-finite exponents give no bound, the bound is 0 only where no atom combination reaches
   the threshold, and it is at least the least subnormal elsewhere.
+* ``budget.ts_frontier`` answers the least feasible lattice c: the (1 + 1e-14) nudges made it
+  non-monotone in the target (a larger budget, a noisier c) in 5 of 560 mu ladders.
 """
 
 import math
@@ -17,6 +19,7 @@ from scipy import stats
 
 from accountants import GDP, PLDAccountant, best_delta
 from accountants.fastpld import ComposedPLD
+from privbandit import budget
 
 from _exact import gdp_delta
 
@@ -75,3 +78,24 @@ def test_chernoff_upper_zero_only_where_truly_zero():
     reach = 7 * 1 + 3 * 0
     assert ComposedPLD._chernoff_upper(parts, reach + 1, 3.5 - 1.5, 2.0) == 0.0
     assert ComposedPLD._chernoff_upper(parts, reach, 3.5 - 1.5, 2.0) >= 0.5 ** 7 * 0.75 ** 3
+
+
+# --- 4. ts_frontier monotone in the target -------------------------------------------------------------
+@pytest.mark.parametrize("n_arms, horizon, b, target", [
+    (2, 2, 0, 10.0),           # before: 0x1.47ae147ae147bp-8 at t, ...ae14b2p-8 at nextafter(t)
+    (1000, 10**4, 5, 0.1),     # before: 0x1.4585555555554p+16 at t, ...558cp+16 at nextafter(t)
+    (2, 10**9, 250_000_000, 10.0),
+])
+def test_ts_frontier_c_never_grows_with_the_target(n_arms, horizon, b, target):
+    ladder = (target, math.nextafter(target, math.inf), target * (1 + 1e-12), target * (1 + 1e-9))
+    cs = []
+    for t in ladder:
+        inv = budget.ts_frontier(t, horizon, n_arms, [b])[0]
+        assert inv.certificate <= t
+        assert budget.mu("gaussian_ts", horizon, n_arms, b=b, c=inv.value) <= t
+        cs.append(inv.value)
+    assert cs == sorted(cs, reverse=True), [c.hex() for c in cs]
+    # within a lattice cell or two of the closed form c = n / (mu^2 (max(b, 1) + 1)), never below it
+    n = horizon - n_arms * b if b else horizon - 1
+    exact = n / (mpmath.mpf(target) ** 2 * (max(b, 1) + 1))
+    assert exact <= cs[0] <= exact * (1 + 4e-12)
