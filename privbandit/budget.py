@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -100,7 +101,9 @@ def _arms(n_arms) -> int:
 
 
 def _delta(delta) -> float:
-    return _validate.probability("delta", delta)
+    """0 (pure DP: the accountants' exact ``pure_epsilon``, inf with any release that is not pure; session
+    15) or a normal float in (0, 1)."""
+    return _validate.delta_or_zero("delta", delta)
 
 
 def _flag(name: str, value) -> bool:
@@ -355,7 +358,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         mu_target = target
     else:
         delta = _delta(delta)  # (kept as given, a Fraction delta was a TypeError in the label's :g)
-        mu_target = gdp_conversion.mu_for_epsilon_delta(target, delta)
+        # delta = 0 (pure DP): a Gaussian release has no finite epsilon there; only no release at all meets it
+        mu_target = 0.0 if delta == 0.0 else gdp_conversion.mu_for_epsilon_delta(target, delta)
     if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
         # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
         raise ValueError(f"bs must be a sequence of whole numbers, got {shown(bs)}")
@@ -380,6 +384,10 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             denominator = math.inf
         # c below GaussianTS's range (a huge target) is met by the least valid c, the least noise allowed
         c = (max(n / denominator, C_RANGE[0]) if denominator > 0 else math.inf) if n else 1.0
+        if not c <= C_RANGE[1] and delta == 0.0:
+            raise UnreachableTargetError(f"an epsilon target at delta = 0 (pure DP) is unreachable with {n:.6g} Gaussian "
+                                         f"releases (horizon {horizon:.6g}, b = {b}): a Gaussian release has no finite "
+                                         f"epsilon at delta 0; give delta in [{sys.float_info.min:.17g}, 1) or a mu target")
         if not c <= C_RANGE[1]:
             raise UnreachableTargetError(f"target mu {mu_target:g} over {n:.6g} releases (horizon {horizon:.6g}) needs a variance factor c "
                                          f"beyond GaussianTS's range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] "

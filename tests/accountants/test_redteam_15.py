@@ -99,3 +99,80 @@ def test_ts_frontier_c_never_grows_with_the_target(n_arms, horizon, b, target):
     n = horizon - n_arms * b if b else horizon - 1
     exact = n / (mpmath.mpf(target) ** 2 * (max(b, 1) + 1))
     assert exact <= cs[0] <= exact * (1 + 4e-12)
+
+
+# --- 3. delta = 0 -------------------------------------------------------------------------------------
+from fractions import Fraction  # noqa: E402
+
+from accountants import (AdvancedCompositionAccountant, ApproxDP, Gaussian, GDPAccountant,  # noqa: E402
+                         KOVHeterogeneousAccountant, Laplace, OptimalHomogeneousAccountant, PureAccountant, PureDP,
+                         RDPAccountant, UnreachableTargetError, ZCDP, best_epsilon)
+from accountants.events import Composed  # noqa: E402
+
+from _exact import rr_log_delta  # noqa: E402
+
+SEVEN = (PureAccountant, AdvancedCompositionAccountant, KOVHeterogeneousAccountant, OptimalHomogeneousAccountant,
+         RDPAccountant, GDPAccountant, PLDAccountant)
+
+
+@pytest.mark.parametrize("event, exact", [
+    (PureDP(0.1) * 1000, Fraction(0.1) * 1000),
+    (Laplace(3.0, 0.7) * 50, Fraction(0.7) / Fraction(3.0) * 50),
+    (Composed((Laplace(1.0, 3.0) * 100, PureDP(0.2) * 10, ApproxDP(0.5, 0.0) * 3)),
+     Fraction(3.0) * 100 + Fraction(0.2) * 10 + Fraction(0.5) * 3),
+], ids=["pure", "laplace", "mix"])
+def test_delta_zero_answers_the_exact_pure_sum_in_every_accountant(event, exact):
+    """dp-accounting answers delta = 0 (RDP: inf unless every order is 0; PLD: the largest finite loss);
+    ours answer sum eps_i -- never below the exact sum, within 1e-12 of it -- in every accountant that
+    supports the events, and best_epsilon with them. Before: "delta must lie in (0, 1), got 0.0"."""
+    answered = 0
+    for factory in SEVEN:
+        acc = factory()
+        if not acc.supports(event):
+            continue
+        acc.compose(event)
+        eps = acc.epsilon(0.0)
+        assert exact <= Fraction(eps) <= exact * (1 + Fraction(1, 10**12)), factory.__name__
+        answered += 1
+    assert answered >= 4  # (optimal needs identical releases; rdp and gdp no ApproxDP)
+    assert exact <= Fraction(best_epsilon(event, 0).value) <= exact * (1 + Fraction(1, 10**12))
+
+
+def test_delta_zero_is_tight_for_pure_releases():
+    """No smaller epsilon has delta 0: 1000 x eps0 = 0.1 at eps just below 100 has exact delta > 0 (KOV Thm 3.3)."""
+    assert rr_log_delta(1000, 0.1, 100.0 * (1 - 1e-9)) > -math.inf
+    assert best_epsilon(PureDP(0.1) * 1000, 0.0).value >= 100.0
+
+
+@pytest.mark.parametrize("event", [Gaussian(1.0, 5.0) * 3, ApproxDP(0.5, 1e-8) * 10, GDP(0.3), ZCDP(0.01),
+                                   Composed((PureDP(0.1) * 5, Gaussian(1.0, 50.0)))])
+def test_delta_zero_is_inf_with_a_release_that_is_not_pure(event):
+    for factory in SEVEN:
+        acc = factory()
+        if acc.supports(event):
+            assert acc.compose(event).epsilon(0.0) == math.inf, factory.__name__
+    assert best_epsilon(event, 0.0).value == math.inf
+
+
+@pytest.mark.parametrize("bad", [5e-324, -1e-300, 1.0, float("nan")])
+def test_delta_zero_or_a_normal_float_else_a_clear_error(bad):
+    for factory in SEVEN:
+        with pytest.raises(ValueError, match=r"delta must be 0 \(pure DP\) or lie in \[2.2250738585072014e-308, 1\)"
+                                             if bad == bad else "delta"):
+            factory().compose(PureDP(0.1)).epsilon(bad)
+
+
+def test_delta_zero_through_budget_and_the_cli(capsys):
+    from privbandit.cli import main
+
+    assert budget.epsilon("lazy_dp_ts", 100, 0.0, 2, epsilon=0.5).value == pytest.approx(0.5, rel=1e-12)
+    assert budget.epsilon("lazy_dp_ts", 100, 0.0, 2, epsilon=0.5).value >= 0.5
+    assert budget.epsilon("gaussian_ts", 100, 0.0, 2).value == math.inf
+    inv = budget.invert("lazy_dp_ts", 1.0, 100, solve_for="epsilon", bounds=(1e-6, 10.0), delta=0.0)
+    assert inv.certificate <= 1.0 and inv.value >= 1.0 * (1 - 2e-12)
+    with pytest.raises(UnreachableTargetError, match="delta = 0 .* no finite epsilon at delta 0"):
+        budget.ts_frontier(1.0, 100, 2, [1], delta=0.0)
+    assert main(["budget", "gaussian_ts", "--horizon", "100", "--delta", "0"]) == 0
+    assert "best: inf" in capsys.readouterr().out
+    assert main(["certify", "--delta", "0", "--releases", "10", "--epsilon", "0.25"]) == 0
+    assert "best: 2.5 " in capsys.readouterr().out
