@@ -305,12 +305,19 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
     increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
-    result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
+    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+    try:
+        result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
+    except UnreachableTargetError:  # name the parameter and its range, not calibrate's "most private parameter"
+        safe = lo if increasing else hi
+        raise UnreachableTargetError(
+            f"target {currency} {target:g} is unreachable for {cls.__name__} over {horizon:.6g} rounds: even "
+            f"{solve_for} = {safe:g}, the most private end of bounds [{lo:g}, {hi:g}], certifies {certify(safe):.17g}"
+        ) from None
     value = int(round(result.parameter)) if integer else result.parameter
     final = certify(value)
     if not final <= target:  # defensive re-verification of the returned parameter
         raise UnreachableTargetError(f"verification failed: {solve_for}={value} certifies {final} > {target}")
-    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
     return Inversion(make(value), solve_for, value, final, float(target), currency)
 
 
@@ -333,7 +340,14 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
         sched = _schedule(pol, h, n_arms, structure, relation)
         return sched.mu(h) if target_mu else sched.epsilon(h, delta).value
 
-    return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
+    try:
+        return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
+    except UnreachableTargetError:  # name the horizon and its range, not calibrate's "most private parameter"
+        currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+        raise UnreachableTargetError(
+            f"target {currency} {target:g} is unreachable for {pol!r}: even the shortest horizon, n_arms = {n_arms} "
+            f"(horizons lie in [n_arms, max_horizon = {max_horizon:.6g}]), certifies {certify(n_arms):.17g}"
+        ) from None
 
 
 def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, delta: float | None = None
