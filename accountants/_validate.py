@@ -132,6 +132,17 @@ def probability(name: str, value: object) -> float:
     return x
 
 
+def delta_or_zero(name: str, value: object) -> float:
+    """A delta at which an epsilon is asked: exactly 0 (pure DP; session 15) or a normal float in (0, 1)."""
+    x = _as_float(name, value, "0 or in [2.2250738585072014e-308, 1)")
+    if x == 0.0:
+        return 0.0
+    if not sys.float_info.min <= x < 1:
+        raise ValueError(f"{name} must be 0 (pure DP) or lie in [{sys.float_info.min:.17g}, 1) (a normal float), "
+                         f"got {x!r}")
+    return x
+
+
 def probability_closed(name: str, value: object) -> float:
     """Return ``value`` as a float, requiring ``0 <= value < 1`` (the delta of an (eps, delta) event)."""
     x = _as_float(name, value, "in [0, 1)")

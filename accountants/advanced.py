@@ -88,7 +88,9 @@ class AdvancedCompositionAccountant(Accountant):
 
     def epsilon(self, delta: float) -> float:
         """eps' at delta' = ``delta`` - sum delta_i; ``inf`` if ``delta`` <= sum delta_i."""
-        delta = _validate.probability("delta", delta)
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
         delta_prime = delta - self.sum_delta
         if delta_prime <= 0:
             return math.inf

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import abc
 import copy
+import math
 from typing import ClassVar, Self
 
 from accountants import _validate
+from accountants._sums import ROUND_UP
 from accountants.events import Event, LeafEvent, SelfComposed
 
 
@@ -47,8 +49,52 @@ class Accountant(abc.ABC):
                 raise UnsupportedEventError(f"{self.name} accountant cannot bound {leaf!r}")
         if count:
             for leaf, n in grouped.items():
+                self._note_pure(leaf, n * count)
                 self._add(leaf, n * count)
         return self
+
+    #: what delta = 0 needs (session 15), kept by ``compose``: the releases' pure epsilons (eps_i x count; a
+    #: list summed exactly by fsum when asked, compacted every 1024 terms), or that some release has none
+    _pure_terms: list | None = None
+    _pure_only: bool = True
+
+    def _note_pure(self, leaf: LeafEvent, count: int) -> None:
+        point = leaf.epsilon_delta()
+        if point is None or point[1] > 0:  # an (eps0, delta0 > 0) release, a Gaussian, zCDP: no finite eps at 0
+            self._pure_only = False
+            return
+        terms = self._pure_terms
+        if terms is None:
+            terms = self._pure_terms = []
+        try:
+            terms.append(point[0] * count)
+        except OverflowError:  # a count beyond the floats: the sum is past them too
+            terms.append(math.inf)
+        if len(terms) >= 1024:  # (each compaction rounds once: 2^-53 relative, far inside ROUND_UP)
+            terms[:] = [math.fsum(terms)]
+
+    def pure_epsilon(self) -> float:
+        """The epsilon at delta = 0: sum eps_i over the composed releases when every one is pure
+        (eps_i, 0)-DP, rounded up, else ``inf``.
+
+        Exact, not only valid: the worst pair of one pure release (randomized response at eps_i; a
+        Laplace release's loss is +eps_i with probability 1/2) reaches its largest loss with positive
+        probability, so the composition's loss reaches sum eps_i with positive probability and no smaller
+        epsilon has delta 0 (Dwork & Roth 2014, Thm 3.16 for the bound). A release that is not pure has
+        an unbounded (or delta0-mass infinite) loss: delta = 0 holds at no finite epsilon. dp-accounting
+        answers delta = 0 too (its RDP accountant inf unless every order is 0, its PLD the largest finite
+        loss, inf with any infinite mass). Every accountant here answers delta = 0 with this value."""
+        if not self._pure_only:
+            return math.inf
+        total = math.fsum(self._pure_terms or ())  # (an inf term: inf; two would be nan only as inf - inf: none)
+        # each term eps_i x count is rounded once (count exactly an int below 2^53, else once more), the sum
+        # once per compaction: ROUND_UP (1e-13 relative) covers them, as for the running sums elsewhere
+        return total + total * ROUND_UP if math.isfinite(total) else math.inf
+
+    def _zero_delta(self, delta) -> float:
+        """``delta`` validated for ``epsilon(delta)``: 0 (pure DP, answered by :meth:`pure_epsilon`) or a
+        normal float in (0, 1)."""
+        return _validate.delta_or_zero("delta", delta)
 
     def supports(self, event: Event) -> bool:
         """Whether every leaf of ``event`` has a bound in this accountant."""
@@ -66,7 +112,8 @@ class Accountant(abc.ABC):
 
     @abc.abstractmethod
     def epsilon(self, delta: float) -> float:
-        """A valid epsilon for the composed events at ``delta`` in (0, 1); ``inf`` if none is known."""
+        """A valid epsilon for the composed events at ``delta`` in (0, 1), or at ``delta`` = 0 (pure DP:
+        :meth:`pure_epsilon`); ``inf`` if none is known."""
 
     @abc.abstractmethod
     def delta(self, epsilon: float) -> float:

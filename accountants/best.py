@@ -202,7 +202,7 @@ def best_epsilon(events: Event | Sequence[Event], delta: float,
     (the closed-form accountants answer in milliseconds at any count). The PLD is also skipped when an
     exact accountant answers (:func:`exact_accountant`) or its grid would exceed ``max_bins``.
     """
-    delta = _validate.probability("delta", delta)
+    delta = _validate.delta_or_zero("delta", delta)  # 0: pure DP (every accountant's pure_epsilon; session 15)
     return _best(events, lambda a: a.epsilon(delta), accountants, _budget(time_budget))
 
 

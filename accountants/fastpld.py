@@ -457,21 +457,40 @@ class ComposedPLD:
     def _chernoff_upper(parts, a: int, mean: float, var: float) -> float:
         """Upper bound on P(S >= a) for the (normalised) composed loss S in grid-index units:
         min over t > 0 of E[e^{t S}] e^{-t a} (Chernoff), over t = t* x {1/4, ..., 4},
-        t* = (a - mean)/var the Gaussian optimum."""
+        t* = (a - mean)/var the Gaussian optimum, and, where t* > 1, log1p(t*) x {1/4, ..., 4}: a leaf with
+        a tiny mass above its mean (GDP mu 1e-300: var ~ 1e-277 grid units^2) has t* ~ 1e300, where the
+        Gaussian candidates overflow; the binomial optimum is near log(t*).
+
+        Session 15: the answer is explicit at the extremes. It is 0 only where it is truly 0 -- ``a`` above
+        the largest sum carrying mass (each leaf's highest atom with mass, n times, counted in integers).
+        Otherwise a candidate t whose exponent left the floats (inf, or nan from inf - inf: it read as a
+        bound of 1 through Python's min(0.0, nan), valid only by accident; or -inf from t a overflowing
+        alone) gives no bound and is dropped, without a RuntimeWarning; and a bound whose exp underflows is
+        the least subnormal, never 0 (the truth is positive there)."""
         if a <= mean:
             return 1.0
+        if all((m > 0).any() for (lo, m, inf), n in parts):
+            reach = sum(n * (lo + int(np.flatnonzero(m > 0)[-1])) for (lo, m, inf), n in parts)
+            if a > reach:  # no atom combination reaches a: P(S >= a) = 0 exactly
+                return 0.0
         t_star = (a - mean) / max(var, 1e-300)
-        ts = t_star * np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+        grid = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+        ts = t_star * grid if not t_star > 1.0 else np.concatenate((t_star * grid, math.log1p(t_star) * grid))
+        ts = ts[np.isfinite(ts) & (ts > 0)]
         log_mgf = np.zeros(len(ts))
-        for (lo, m, inf), n in parts:
-            w = ts[:, None] * (np.arange(len(m)) + lo)[None, :]
-            # the maximum over atoms that carry mass: at the maximising atom exp(0) = 1 times a positive
-            # mass, so the sum below cannot underflow to 0 (log 0 = -inf would be a bound of 0)
-            w = np.where(m[None, :] > 0, w, -np.inf)
-            mx = w.max(axis=1)
-            log_mgf += n * (mx + np.log((m[None, :] * np.exp(w - mx[:, None])).sum(axis=1) / m.sum()))
-        best = min(0.0, float((log_mgf - ts * a).min()))
-        return math.exp(best)
+        with np.errstate(over="ignore", invalid="ignore"):  # the non-finite exponents are dropped below
+            for (lo, m, inf), n in parts:
+                w = ts[:, None] * (np.arange(len(m)) + lo)[None, :]
+                # the maximum over atoms that carry mass: at the maximising atom exp(0) = 1 times a positive
+                # mass, so the sum below cannot underflow to 0 (log 0 = -inf would be a bound of 0)
+                w = np.where(m[None, :] > 0, w, -np.inf)
+                mx = w.max(axis=1)
+                log_mgf += n * (mx + np.log((m[None, :] * np.exp(w - mx[:, None])).sum(axis=1) / m.sum()))
+            exponents = log_mgf - ts * a
+        exponents = exponents[np.isfinite(exponents)]
+        if not len(exponents):
+            return 1.0
+        return max(math.exp(min(0.0, float(exponents.min()))), math.ulp(0.0))
 
     # --- queries --------------------------------------------------------------------------------
     def _losses(self) -> np.ndarray:

@@ -58,7 +58,10 @@ class GDPAccountant(Accountant):
 
     def epsilon(self, delta: float) -> float:
         # on the delta lattice, like delta() below (session 13): delta(epsilon(d)) <= d stays exact
-        delta = gdp_conversion.lattice_down(_validate.probability("delta", delta))
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
+        delta = gdp_conversion.lattice_down(delta)
         mu = self.mu()
         if not math.isfinite(mu):  # a release with mu past 1e154 (or eps past 1e308): no finite guarantee
             return math.inf

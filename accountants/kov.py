@@ -79,7 +79,9 @@ class KOVHeterogeneousAccountant(Accountant):
 
     def epsilon(self, delta: float) -> float:
         """Thm 3.5 with delta' = 1 - (1 - delta)/prod(1 - delta_i); ``inf`` if that is negative."""
-        delta = _validate.probability("delta", delta)
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
         log_keep = self._log_keep()
         if log_keep == 0.0:
             delta_prime = delta

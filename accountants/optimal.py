@@ -197,7 +197,10 @@ class OptimalHomogeneousAccountant(Accountant):
     def epsilon(self, delta: float) -> float:
         """Smallest eps (bracketed root-finding, safe end, verified) with delta_total(eps) <= ``delta``."""
         # on the delta lattice (session 13: eps(delta) then cannot rise with delta inside a cell; valid)
-        delta = gdp_conversion.lattice_down(_validate.probability("delta", delta))
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
+        delta = gdp_conversion.lattice_down(delta)
         if self.k == 0 or self.epsilon0 is None:
             return 0.0
         log_keep = self._log_keep()

@@ -257,7 +257,9 @@ class PLDAccountant(Accountant):
 
     # --- conversions ----------------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
-        delta = _validate.probability("delta", delta)
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
         if not self.groups:
             return 0.0
         pld = self._engine()

@@ -45,7 +45,9 @@ class PureAccountant(Accountant):
 
     def epsilon(self, delta: float) -> float:
         """sum eps_i if ``delta`` >= sum delta_i, else ``inf`` (basic composition says nothing)."""
-        delta = _validate.probability("delta", delta)
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
         return self.total_epsilon if delta >= self.total_delta else math.inf
 
     def delta(self, epsilon: float) -> float:

@@ -127,7 +127,10 @@ class RDPAccountant(Accountant):
     # --- conversions ----------------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
         # on the delta lattice (session 13: last-digit monotonicity in delta; a smaller delta, so valid)
-        delta = gdp_conversion.lattice_down(_validate.probability("delta", delta))
+        delta = self._zero_delta(delta)
+        if delta == 0.0:  # pure DP: exact where finite (session 15)
+            return self.pure_epsilon()
+        delta = gdp_conversion.lattice_down(delta)
         if not self.groups:
             return 0.0
         eps_grid, alpha = rdp_curves.epsilon_from_rdp(self.orders, self.grid_curve(), delta)

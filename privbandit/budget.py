@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from accountants._validate import shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
-from accountants.calibrate import UnreachableTargetError
+from accountants.calibrate import UnreachableTargetError, _lattice_boundary
 from privbandit.policies import Policy, make_policy, policy_class
 from privbandit.policies.base import HORIZON_MAX as _policy_horizon_max
 from privbandit.policies.gaussian_ts import C_RANGE, GaussianTS
@@ -100,7 +101,9 @@ def _arms(n_arms) -> int:
 
 
 def _delta(delta) -> float:
-    return _validate.probability("delta", delta)
+    """0 (pure DP: the accountants' exact ``pure_epsilon``, inf with any release that is not pure; session
+    15) or a normal float in (0, 1)."""
+    return _validate.delta_or_zero("delta", delta)
 
 
 def _flag(name: str, value) -> bool:
@@ -302,12 +305,19 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
     increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
-    result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
+    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+    try:
+        result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
+    except UnreachableTargetError:  # name the parameter and its range, not calibrate's "most private parameter"
+        safe = lo if increasing else hi
+        raise UnreachableTargetError(
+            f"target {currency} {target:g} is unreachable for {cls.__name__} over {horizon:.6g} rounds: even "
+            f"{solve_for} = {safe:g}, the most private end of bounds [{lo:g}, {hi:g}], certifies {certify(safe):.17g}"
+        ) from None
     value = int(round(result.parameter)) if integer else result.parameter
     final = certify(value)
     if not final <= target:  # defensive re-verification of the returned parameter
         raise UnreachableTargetError(f"verification failed: {solve_for}={value} certifies {final} > {target}")
-    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
     return Inversion(make(value), solve_for, value, final, float(target), currency)
 
 
@@ -330,7 +340,14 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
         sched = _schedule(pol, h, n_arms, structure, relation)
         return sched.mu(h) if target_mu else sched.epsilon(h, delta).value
 
-    return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
+    try:
+        return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
+    except UnreachableTargetError:  # name the horizon and its range, not calibrate's "most private parameter"
+        currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+        raise UnreachableTargetError(
+            f"target {currency} {target:g} is unreachable for {pol!r}: even the shortest horizon, n_arms = {n_arms} "
+            f"(horizons lie in [n_arms, max_horizon = {max_horizon:.6g}]), certifies {certify(n_arms):.17g}"
+        ) from None
 
 
 def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, delta: float | None = None
@@ -345,8 +362,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
 
     which is Ou et al.'s T / (mu^2 (b + 1)) where their accounting charges every round, and smaller
     because pre-pull rounds release nothing. An epsilon target is first converted to the largest mu
-    that certifies it (rounded down). Every point is re-evaluated through the schedule and nudged up
-    by ulps if rounding made it overshoot.
+    that certifies it (rounded down). Every point is the least lattice c whose certificate, re-evaluated
+    through the schedule, meets the target (:func:`_least_feasible_c`; session 15).
     """
     n_arms = _arms(n_arms)
     horizon = _horizon(horizon, n_arms)
@@ -355,7 +372,8 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
         mu_target = target
     else:
         delta = _delta(delta)  # (kept as given, a Fraction delta was a TypeError in the label's :g)
-        mu_target = gdp_conversion.mu_for_epsilon_delta(target, delta)
+        # delta = 0 (pure DP): a Gaussian release has no finite epsilon there; only no release at all meets it
+        mu_target = 0.0 if delta == 0.0 else gdp_conversion.mu_for_epsilon_delta(target, delta)
     if isinstance(bs, (str, bytes)) or not isinstance(bs, Iterable) or (isinstance(bs, np.ndarray) and bs.ndim == 0):
         # (a 0-d numpy array is Iterable by type and a TypeError when iterated)
         raise ValueError(f"bs must be a sequence of whole numbers, got {shown(bs)}")
@@ -380,6 +398,10 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             denominator = math.inf
         # c below GaussianTS's range (a huge target) is met by the least valid c, the least noise allowed
         c = (max(n / denominator, C_RANGE[0]) if denominator > 0 else math.inf) if n else 1.0
+        if not c <= C_RANGE[1] and delta == 0.0:
+            raise UnreachableTargetError(f"an epsilon target at delta = 0 (pure DP) is unreachable with {n:.6g} Gaussian "
+                                         f"releases (horizon {horizon:.6g}, b = {b}): a Gaussian release has no finite "
+                                         f"epsilon at delta 0; give delta in [{sys.float_info.min:.17g}, 1) or a mu target")
         if not c <= C_RANGE[1]:
             raise UnreachableTargetError(f"target mu {mu_target:g} over {n:.6g} releases (horizon {horizon:.6g}) needs a variance factor c "
                                          f"beyond GaussianTS's range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] "
@@ -389,16 +411,35 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
             s = GaussianTS(b=b, c=c_value).privacy_schedule(horizon, n_arms)
             return s.mu(horizon) if delta is None else s.epsilon(horizon, delta).value
 
+        if n:  # (no release: any c certifies 0; 1.0 as before)
+            c = _least_feasible_c(lambda c_value: certify(c_value) <= target, c, target, b)
         cert = certify(c)
-        while cert > target:  # rounding in the conversion: move to the safe side
-            c *= 1 + 1e-14
-            if c > C_RANGE[1]:
-                raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
-                                             f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
-            cert = certify(c)
         out.append(Inversion(GaussianTS(b=b, c=c), "c", c, cert, float(target),
                              "mu" if delta is None else f"epsilon at delta={delta:g}"))
     return out
+
+
+def _least_feasible_c(feasible: Callable[[float], bool], c0: float, target: float, b: int) -> float:
+    """The least variance factor with ``feasible(c)`` among GaussianTS's floor ``C_RANGE[0]`` and the
+    40-bit lattice points of ``gdp_conversion`` above it (9e-13 relative apart), from the closed form ``c0``.
+
+    Session 15: the closed form was nudged up by (1 + 1e-14) steps until it verified, so a neighbouring
+    target could land one nudge higher (a larger budget, a noisier c: 5 of 560 mu ladders, ~1e-14
+    relative). The least feasible lattice point is a function of the target alone, monotone wherever the
+    certificate is monotone in c at lattice resolution (as ``calibrate``'s answers: measured, not a
+    theorem), and at most one cell (9e-13 relative) noisier than the float boundary."""
+    if feasible(C_RANGE[0]):  # a huge target: the least noise allowed
+        return C_RANGE[0]
+    good, step = c0, 2.0 ** -40  # a feasible c at or above the closed form (rounding may need a step)
+    while not feasible(good):
+        if good >= C_RANGE[1]:
+            raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
+                                         f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
+        good, step = min(C_RANGE[1], good * (1.0 + step)), min(2.0 * step, 1.0)
+    bad, step = good, 2.0 ** -40  # an infeasible c below it (C_RANGE[0] at the latest: checked above)
+    while feasible(bad):
+        bad, step = max(C_RANGE[0], bad * (1.0 - step)), min(2.0 * step, 0.5)
+    return _lattice_boundary(feasible, good, bad, False)
 
 
 def tune(candidates: Sequence[Policy], env, horizon: int, *, target: float, delta: float | None = None,

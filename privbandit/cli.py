@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import privbandit
-from privbandit.cli_checks import (plain_number_text, positive, print_message, probability, real, refuse_repeated_options,
+from privbandit.cli_checks import (plain_number_text, positive, print_message, probability, delta_or_zero, real, refuse_repeated_options,
                                    require_extra, staged_outputs, whole, writable_dir, writable_file)
 
 #: the budget helpers' longest horizon (privbandit.budget.HORIZON_MAX, not imported: the parser is built
@@ -220,7 +220,12 @@ def _budget(args: argparse.Namespace) -> int:
     mu = budget.mu(policy, args.horizon, args.n_arms, **structure)
     if mu < float("inf"):
         print(f"GDP mu: {mu:.6g}")
-    claim = policy.claimed_epsilon(args.horizon, args.n_arms, args.delta)
+    try:
+        claim = policy.claimed_epsilon(args.horizon, args.n_arms, args.delta)
+    except ValueError:
+        if args.delta != 0.0:
+            raise
+        claim = None  # an (eps, delta) paper bound with log(1/delta) in it has no delta = 0 form
     print(f"paper's claim: {'none' if claim is None else f'{claim:.6g}'}")
     return 0
 
@@ -390,7 +395,7 @@ def _add_budget(sub) -> None:
     bud.add_argument("policy")
     bud.add_argument("--horizon", type=whole(2, HORIZON_MAX), required=True, help="rounds, in [2, 1e30]")
     bud.add_argument("--n-arms", type=whole(2), default=2, help="number of arms, >= 2 (default 2)")
-    bud.add_argument("--delta", type=probability, default=1e-6)
+    bud.add_argument("--delta", type=delta_or_zero, default=1e-6, help="delta in (0, 1), or 0 (pure DP) (default 1e-6)")
     bud.add_argument("--epsilon", type=positive, help="the privacy level the policy certifies (its `epsilon`)")
     bud.add_argument("--param", action="append", metavar="NAME=VALUE")
     _add_structure_arguments(bud)
@@ -403,7 +408,7 @@ def _add_invert(sub) -> None:
     inv.add_argument("--horizon", type=whole(2, HORIZON_MAX), required=True, help="rounds, in [2, 1e30]")
     inv.add_argument("--n-arms", type=whole(2), default=2)
     inv.add_argument("--epsilon", type=positive, help="target epsilon (at --delta)")
-    inv.add_argument("--delta", type=probability, default=1e-6)
+    inv.add_argument("--delta", type=delta_or_zero, default=1e-6, help="delta in (0, 1), or 0 (pure DP) (default 1e-6)")
     inv.add_argument("--mu", type=positive, help="target GDP mu instead of an epsilon")
     inv.add_argument("--solve-for", help="the parameter to solve for, e.g. v, c, epsilon")
     inv.add_argument("--bounds", type=real(), nargs=2, metavar=("LO", "HI"),
@@ -420,7 +425,7 @@ def _add_certify(sub) -> None:
     cert.add_argument("--epsilon", type=positive, default=0.1, help="per-release epsilon in (0, inf) (default 0.1)")
     cert.add_argument("--releases", type=whole(1, 10**300), default=1000,
                       help="number of releases, in [1, 1e300] (default 1000)")
-    cert.add_argument("--delta", type=probability, default=1e-6, help="target delta in (0, 1) (default 1e-6)")
+    cert.add_argument("--delta", type=delta_or_zero, default=1e-6, help="target delta in (0, 1), or 0 (pure DP) (default 1e-6)")
     cert.set_defaults(func=_certify)
 
 

@@ -107,6 +107,25 @@ positive = real(0.0, lo_open=True)
 probability = real(sys.float_info.min, 1.0, hi_open=True)
 
 
+
+def _delta_or_zero(text: str) -> float:
+    """An argparse type: the delta of a certificate, 0 (pure DP: the accountants' exact pure epsilon, inf with
+    a release that is not pure; session 15) or a normal float in (0, 1) as :data:`probability`."""
+    try:
+        if plain_number_text(text) and float(text) == 0.0:
+            return 0.0
+    except ValueError:
+        pass
+    try:
+        return probability(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 0, pure DP)") from None
+
+
+_delta_or_zero.__name__ = "real number"
+delta_or_zero = _delta_or_zero
+
+
 def writable_file(path: str, option: str, suffixes: tuple[str, ...] | None = None) -> Path:
     """``path`` names a file that can be created: non-empty, an allowed suffix, an existing,
     writable parent directory, and not a directory itself."""

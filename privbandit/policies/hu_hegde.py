@@ -39,7 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from accountants._validate import shown
-from accountants import Certificate, best_epsilon
+from accountants import Certificate, _validate, best_epsilon
 from accountants.events import NO_EVENT, Laplace
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
@@ -225,8 +225,7 @@ class LazyDPTSSchedule(CachedSchedule):
             return super().epsilon(rounds, delta, accountants)
         if rounds <= 0:
             return Certificate(0.0, "none", {})
-        if not 0 < delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {shown(delta)}")
+        delta = _validate.delta_or_zero("delta", delta)  # 0: pure DP, laplace_epsilon is then ``pure`` (session 15)
         value = laplace_epsilon(self.pure, delta)
         return Certificate(value, "laplace-exact", {"laplace-exact": value})
 

@@ -170,9 +170,10 @@ def test_pld_compose_is_lazy_and_cached():
 @pytest.mark.parametrize("factory", ADDITIVE + [OptimalHomogeneousAccountant, PLDAccountant])
 def test_bad_query_inputs_name_the_parameter(factory):
     acc = factory().compose(Laplace(scale=10.0), 3)
-    for bad in [0.0, 1.0, -1e-3, 2.0, float("nan")]:
+    for bad in [5e-324, 1.0, -1e-3, 2.0, float("nan")]:  # (0 is pure DP since session 15: 3 x 0.1)
         with pytest.raises(ValueError, match="delta"):
             acc.epsilon(bad)
+    assert 0.3 <= acc.epsilon(0.0) <= 0.3 * (1 + 1e-12)
     for bad in [-1.0, float("inf"), float("nan")]:
         with pytest.raises(ValueError, match="epsilon"):
             acc.delta(bad)

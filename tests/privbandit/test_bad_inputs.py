@@ -206,7 +206,9 @@ def test_budget_horizon_is_named(horizon):
 
 def test_budget_api_bad_inputs():
     _raises(r"n_arms must be a whole number in \[2, inf\)", budget.epsilon, "private_ucb", 100, 1e-6, 1)
-    _raises(r"delta must lie in \(0, 1\)", budget.epsilon, "private_ucb", 100, 0.0)
+    # (session 15: delta = 0 is pure DP, answered exactly; a subnormal or negative delta names the range)
+    _raises(r"delta must be 0 \(pure DP\) or lie in \[2.2250738585072014e-308, 1\)", budget.epsilon, "private_ucb", 100, -1e-3)
+    assert 0.5 <= budget.epsilon("private_ucb", 100, 0.0).value <= 0.5 * (1 + 1e-12)
     _raises("delta", budget.epsilon, "private_ucb", 100, math.nan)
     _raises("unknown policy", budget.epsilon, "nope", 100, 1e-6)
     _raises(r"horizons must be whole numbers in \[0, inf\)", budget.curve, "private_ucb", [1.5, 100], 1e-6)
