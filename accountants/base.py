@@ -54,9 +54,22 @@ class Accountant(abc.ABC):
         return self
 
     #: what delta = 0 needs (session 15), kept by ``compose``: the releases' pure epsilons (eps_i x count; a
-    #: list summed exactly by fsum when asked, compacted every 1024 terms), or that some release has none
-    _pure_terms: list | None = None
-    _pure_only: bool = True
+    #: list summed exactly by fsum when asked, compacted every 1024 terms), or that some release has none.
+    #: Set on every instance at creation (``__new__``), so a state restored without them -- pickled before
+    #: session 15 -- is told apart and answers ``inf`` at delta = 0 (:meth:`__setstate__`): the class-level
+    #: "nothing composed yet" would read as epsilon 0 for a history of releases.
+    _pure_terms: list | None
+    _pure_only: bool
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self._pure_terms, self._pure_only = None, True
+        return self
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_pure_only" not in state:  # saved before delta = 0 was answered: the releases' purity is unknown
+            self._pure_terms, self._pure_only = None, False
 
     def _note_pure(self, leaf: LeafEvent, count: int) -> None:
         point = leaf.epsilon_delta()

@@ -121,6 +121,10 @@ class PLDAccountant(Accountant):
     def __deepcopy__(self, memo):
         other = PLDAccountant(self.value_discretization_interval, self.pessimistic, self.max_bins)
         other.groups = dict(self.groups)
+        # delta = 0's record of the releases (Accountant.pure_epsilon): a fresh accountant's "nothing
+        # composed" would otherwise answer epsilon 0 for a copy of a composition
+        terms = self._pure_terms
+        other._pure_terms, other._pure_only = (None if terms is None else list(terms)), self._pure_only
         return other
 
     # --- construction ---------------------------------------------------------------------------
