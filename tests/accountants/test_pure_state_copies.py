@@ -21,18 +21,14 @@ EVENTS = [PureDP(0.5), Laplace(scale=2.0), Gaussian(sigma=3.0)]
 COPIES = {"copy": lambda a: a.copy(), "deepcopy": copy.deepcopy, "pickle": lambda a: pickle.loads(pickle.dumps(a))}
 
 
-def _composed(cls, event):
-    acc = cls()
-    if not acc.supports(event):
-        pytest.skip(f"{cls.__name__} does not bound {event!r}")
-    return acc.compose(event, 3)
+# every (accountant, event) pair the accountant bounds (KOV and the optimal composition take no Gaussian)
+SUPPORTED = [(cls, event) for cls in ACCOUNTANTS for event in EVENTS if cls().supports(event)]
 
 
 @pytest.mark.parametrize("how", sorted(COPIES))
-@pytest.mark.parametrize("event", EVENTS, ids=repr)
-@pytest.mark.parametrize("cls", ACCOUNTANTS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls, event", SUPPORTED, ids=lambda x: getattr(x, "__name__", repr(x)))
 def test_copies_answer_delta_zero_as_the_original(cls, event, how):
-    acc = _composed(cls, event)
+    acc = cls().compose(event, 3)
     twin = COPIES[how](acc)
     expected = 3 * event.epsilon_delta()[0] if event.epsilon_delta() and event.epsilon_delta()[1] == 0 else math.inf
     assert acc.epsilon(0) >= expected and twin.epsilon(0) == acc.epsilon(0)
