@@ -82,10 +82,17 @@ changed arm's stream, so every release whose statistic changed must be reported 
    independent of one another: pairs of releases (within one sampler call, the k-th release on two
    streams, consecutive releases on one stream) are tested for dependence of their residuals' probability
    integral transforms at exact levels. Noise right in law but derived from another release's noise
-   passes every per-residual test and leaks the data exactly.
+   passes every per-residual test and leaks the data exactly. Session 15 (s15/reach2): also across the
+   mechanisms of one stream and across streams at lags -8..8 (``noise_dependence.near_pairs``), at a third
+   budget ``alpha`` of its own.
 
-Checks 1-4 and 6-12 are exact (a violation is a deterministic witness, reproducible from the seed).
-Checks 5 and 5d are the statistical ones; each has a family-wise false-alarm rate of at most ``alpha``.
+13. **sampling** (session 15, :mod:`privbandit.audit.weights`) -- a policy whose certificate declares a sampling
+   floor and a log-weight step (EXP3, EXP3-tau: no noise to check) keeps every choice probability >= the floor,
+   and a changed record moves a log-weight by at most the step, on coupled runs of its own.
+
+Checks 1-4 and 6-13 are exact (a violation is a deterministic witness, reproducible from the seed).
+Checks 5 and 5d are the statistical ones; each of their budgets has a family-wise false-alarm rate of at most
+``alpha`` (check 5d has three: session 13's pairings, session 14's far ones, session 15's near ones).
 """
 
 from __future__ import annotations
@@ -103,6 +110,7 @@ from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
 from privbandit.audit.tracing import ReleaseTracer
+from privbandit.audit.weights import sampling_check
 from privbandit.ledger import Ledger
 from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import Policy, schedule_for
@@ -125,7 +133,8 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
     #             noise_report | noise_coupling | schedule | tree_output (vector trees) | certificate |
-    #             raised (session 12: the policy raised on one neighbour only, privbandit/audit/raised.py)
+    #             raised (session 12: the policy raised on one neighbour only, privbandit/audit/raised.py) |
+    #             sampling (session 15: an exponential-weights certificate's floor / step, privbandit/audit/weights.py)
     detail: str
 
 
@@ -1044,6 +1053,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         seeded = _seed_check(policy, tape[:seed_runs], horizon, run_seq, planned, notes)
         if seeded is not None:
             findings.append(seeded)
+    # check 13 (session 15, s15/reach2): the sampling floor and log-weight step an exponential-weights
+    # certificate rests on (privbandit/audit/weights.py; exact, no alpha; [] unless the policy declares them)
+    findings.extend(Finding("sampling", m) for m in sampling_check(policy, horizon, n_arms, replicates,
+                                                                   seed if isinstance(seed, int) else 0))
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
