@@ -1264,7 +1264,9 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
             findings.append(Finding("noise_law", (
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
                 f"({g.family}, {_octave_label(g)}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
-                f"(family-wise alpha {alpha:g})")))
+                f"(family-wise alpha {alpha:g}) -- the reported scale does not match the draw: the ledger contract "
+                f"is every release recorded as drawn, so this is a finding whether the draw is less private than "
+                f"reported or (a report bug) privacy-correct under another geometry")))
     if n_rel and law:
         findings.extend(_noise_coincidences(rel_d, alpha))
         # 5d (session 13): distinct draws independent of one another (privbandit/audit/noise_dependence.py)

@@ -5,7 +5,9 @@ own (not round 17's rows) and its clean twin.
   of one stream (DP-UCB's hybrid: the logarithmic release takes the *negated* noise of the stream's last binary
   node), and across streams at a small lag (Private EXP3: arm 1's k-th noise the negation of arm 0's (k - 2)-th);
 * check 13 (privbandit/audit/weights.py): EXP3 whose exploration floor is halved every tenth round, and EXP3-tau
-  whose batch gain is divided by tau / 2 instead of tau.
+  whose batch gain is divided by tau / 2 instead of tau;
+* the noise law's message (the lead's decision on round 17's ``joint_gram_symmetrised_noise``): a draw off its
+  reported law is a finding of the ledger contract, and says so (Private EXP3 drawing at 0.7 of its scale).
 
 Each planted case is VIOLATION by the new check's own finding (the test fails without the check); the clean twins
 (the unmodified policies, same sizes and seed) have no finding of it.
@@ -163,3 +165,28 @@ def test_sampling_check_catches_floor_and_step(bug, clean, what):
 def test_sampling_check_only_where_declared():
     """Policies whose certificate declares no sampling floor (noise-based EXP3 variants) are not checked."""
     assert not sampling_check(PrivateExp3LaggedAcross(), 200, 2, 16, 0)
+
+
+class _Narrower(NoiseSampler):
+    """Laplace releases at 0.7 of the scale handed over (and reported)."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        return NoiseSampler._sum_release(self, statistic, 0.7 * np.asarray(scale, dtype=float), on_grid)
+
+
+class PrivateExp3Narrower(PrivateEXP3):
+    name = "test_private_exp3_narrower"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.noise.sampler.__class__ = _Narrower
+        return run
+
+
+def test_noise_law_message_names_the_report():
+    """The lead's decision (session 15): a draw that does not follow the reported law is a finding of the ledger
+    contract (every release recorded as drawn), whether or not the draw is private under another geometry; the
+    message says the reported scale does not match the draw."""
+    result = whitebox_audit(PrivateExp3Narrower(), 200, 2, 64, seed=3, seed_runs=0, observer=False)
+    law = [f.detail for f in result.findings if f.check == "noise_law" and "do not follow the declared law" in f.detail]
+    assert law and "the reported scale does not match the draw" in law[0]
