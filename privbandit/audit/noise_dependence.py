@@ -119,10 +119,11 @@ def near_pairs(mech: np.ndarray, rep: np.ndarray, st: np.ndarray, entry: np.ndar
     of phase 0 is session 13's "across streams")."""
     lags = NEAR_LAGS
     group = np.stack([rep, st, entry], axis=1)
-    combined = _rank(group, np.stack([seq, mech], axis=1))
     pairs = {}
-    for phase in (0, 1):
-        for lag, (i, j) in zip(lags, _lagged(group, combined, lags, phase)):
+    combined = _rank(group, np.stack([seq, mech], axis=1)) if len(mech) and mech.min() != mech.max() else None
+    if len(mech) and mech.min() != mech.max():  # one mechanism only: no pair across mechanisms
+        lagged = _lagged(group, combined, lags, (0, 1))
+        for (phase, lag), (i, j) in zip([(ph, lag) for ph in (0, 1) for lag in lags], lagged):
             keep = mech[i] != mech[j]
             pairs[f"across mechanisms of a stream, lag {lag}, phase {phase}"] = (i[keep], j[keep])
     names = [n for n in NEAR_PAIRINGS if n.startswith("across streams")]
@@ -142,11 +143,14 @@ def near_pairs(mech: np.ndarray, rep: np.ndarray, st: np.ndarray, entry: np.ndar
     head = key - rank + spans[-1]  # the key of rank 0 on stream st + 1 of the row's group
     first = np.searchsorted(sorted_keys, head)
     size = np.searchsorted(sorted_keys, head + spans[-1]) - first  # that stream's rows (0: none)
+    has = np.flatnonzero(size > 0)  # rows whose next stream has releases (computed once: the loop is per lag)
+    r_has, size_has, first_has = rank[has], size[has], first[has]
+    parity = (st[has] - st.min()) % 2
     for name in names:
         lag, phase = int(name.split("lag ")[1].split(",")[0]), int(name[-1])
-        at = rank + lag
-        hit = np.flatnonzero(((st - st.min()) % 2 == phase) & (at >= 0) & (at < size))
-        pairs[name] = (hit, order[first[hit] + at[hit]])
+        at = r_has + lag
+        hit = np.flatnonzero((parity == phase) & (at >= 0) & (at < size_has))
+        pairs[name] = (has[hit], order[first_has[hit] + at[hit]])
     return _capped(pairs)
 
 
@@ -264,19 +268,21 @@ def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _lagged(group: np.ndarray, rank: np.ndarray, lags, phase: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per lag L, index pairs (i, j) of rows of one ``group`` whose ranks are k and k + L, for the k with
-    floor(k / L) even (``phase`` 1: odd): each row in one pair at most (disjoint), as :func:`_adjacent` for L = 1."""
+def _lagged(group: np.ndarray, rank: np.ndarray, lags, phases=(0,)) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per phase in ``phases`` and per lag L (phase-major), index pairs (i, j) of rows of one ``group`` whose ranks
+    are k and k + L, for the k with floor(k / L) even (phase 0) or odd (phase 1): each row in one pair at most
+    (disjoint), as :func:`_adjacent` for L = 1. One sort for all."""
     if not len(group):
-        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) for _ in lags]
+        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) for _ in phases for _ in lags]
     perm, new, pos = _sorted_groups(group, rank[:, None])
     start = np.flatnonzero(new)
     size = np.diff(np.append(start, len(perm)))
     left = np.repeat(size, size) - pos  # rows from this one to its group's end, itself included
     out = []
-    for lag in lags:
-        first = np.flatnonzero(((pos // lag) % 2 == phase) & (left > lag))
-        out.append((perm[first], perm[first + lag]))
+    for phase in phases:
+        for lag in lags:
+            first = np.flatnonzero(((pos // lag) % 2 == phase) & (left > lag))
+            out.append((perm[first], perm[first + lag]))
     return out
 
 
