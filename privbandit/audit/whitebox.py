@@ -86,13 +86,18 @@ changed arm's stream, so every release whose statistic changed must be reported 
    mechanisms of one stream and across streams at lags -8..8 (``noise_dependence.near_pairs``), at a third
    budget ``alpha`` of its own.
 
+5f. **sampler reach** (session 15, :mod:`privbandit.audit.sampler_reach`) -- a noise sampler of the policy's
+   own (not the library's) is probed off the run with 2^23 unit draws per path: its largest |draw| must be
+   plausible under the declared law (a truncation far out, invisible in the run's residuals).
+
 13. **sampling** (session 15, :mod:`privbandit.audit.weights`) -- a policy whose certificate declares a sampling
    floor and a log-weight step (EXP3, EXP3-tau: no noise to check) keeps every choice probability >= the floor,
    and a changed record moves a log-weight by at most the step, on coupled runs of its own.
 
 Checks 1-4 and 6-13 are exact (a violation is a deterministic witness, reproducible from the seed).
 Checks 5 and 5d are the statistical ones; each of their budgets has a family-wise false-alarm rate of at most
-``alpha`` (check 5d has three: session 13's pairings, session 14's far ones, session 15's near ones).
+``alpha`` (check 5d has three: session 13's pairings, session 14's far ones, session 15's near ones; check 5f one,
+spent only where the run holds a sampler of its own).
 """
 
 from __future__ import annotations
@@ -109,6 +114,7 @@ from accountants import _validate
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
+from privbandit.audit.sampler_reach import reach_check
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.audit.weights import sampling_check
 from privbandit.ledger import Ledger
@@ -1053,6 +1059,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         seeded = _seed_check(policy, tape[:seed_runs], horizon, run_seq, planned, notes)
         if seeded is not None:
             findings.append(seeded)
+    if law:  # check 5f (session 15, s15/reach2): a sampler of the policy's own, probed off the run for its reach
+        # (privbandit/audit/sampler_reach.py; its own alpha; [] at no cost when the run holds the library's samplers)
+        findings.extend(Finding("noise_law", m) for m in reach_check(policy, n_arms, horizon,
+                                                                     seed if isinstance(seed, int) else 0, alpha))
     # check 13 (session 15, s15/reach2): the sampling floor and log-weight step an exponential-weights
     # certificate rests on (privbandit/audit/weights.py; exact, no alpha; [] unless the policy declares them)
     findings.extend(Finding("sampling", m) for m in sampling_check(policy, horizon, n_arms, replicates,

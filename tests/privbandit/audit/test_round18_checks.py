@@ -190,3 +190,49 @@ def test_noise_law_message_names_the_report():
     result = whitebox_audit(PrivateExp3Narrower(), 200, 2, 64, seed=3, seed_runs=0, observer=False)
     law = [f.detail for f in result.findings if f.check == "noise_law" and "do not follow the declared law" in f.detail]
     assert law and "the reported scale does not match the draw" in law[0]
+
+
+class _ClampedAt12(NoiseSampler):
+    """Float Laplace draws clamped to +-12 scales ("no outliers in the released values")."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        statistic = np.asarray(statistic, dtype=float)
+        z = np.clip(self.rng.laplace(0.0, 1.0, statistic.shape), -12.0, 12.0)
+        return statistic + z * np.asarray(scale, dtype=float)
+
+    def laplace(self, scale, size=None):
+        return np.clip(NoiseSampler.laplace(self, 1.0, size=np.shape(scale) if size is None else size), -12.0, 12.0) \
+            * (np.asarray(scale, dtype=float) if size is None else float(scale))
+
+
+class _InverseCdf(NoiseSampler):
+    """A correct sampler of its own: Laplace by the inverse CDF of the generator's 53-bit uniforms (full reach)."""
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        statistic = np.asarray(statistic, dtype=float)
+        u = self.rng.random(statistic.shape) - 0.5
+        return statistic - np.sign(u) * np.log1p(-2.0 * np.abs(u)) * np.asarray(scale, dtype=float)
+
+
+def _with_sampler(cls):
+    class Patched(DPUCB):
+        name = "test_dp_ucb_" + cls.__name__.lower()
+
+        def start(self, n_arms, replicates, horizon, rng, ledger=None):
+            run = super().start(n_arms, replicates, horizon, rng, ledger)
+            run.hybrid.sampler.__class__ = cls
+            return run
+
+    return Patched()
+
+
+def test_sampler_reach_refutes_a_clamp_far_out():
+    """Check 5f: a clamp at 12 Laplace scales (beyond what the run's ~10^5 residuals per group can see) is refuted
+    by 2^23 draws from the sampler itself; a correct sampler of the policy's own (inverse CDF) and the library's
+    are not."""
+    from privbandit.audit.sampler_reach import reach_check
+
+    found = reach_check(_with_sampler(_ClampedAt12), 2, 200, 0, 1e-4)
+    assert found and "never reaches beyond 12 scales" in found[0]
+    assert not reach_check(_with_sampler(_InverseCdf), 2, 200, 0, 1e-4)
+    assert not reach_check(DPUCB(), 2, 200, 0, 1e-4)
