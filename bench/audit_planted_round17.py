@@ -110,12 +110,16 @@ class Exp3FloorRaised(EXP3):
     (floor 2 gamma / K, keep 1 - 2 gamma) while certifying at gamma ("explore a little more than tuned"): every
     choice probability lies in [2 gamma / K, 1 - 2 gamma + 2 gamma / K], so each choice's likelihood ratio is at
     most (1 - 2 gamma + 2 gamma / K) / (2 gamma / K) < the certified cap's (1 - gamma + gamma / K) / (gamma / K),
-    and the learning shift eta x / p <= eta K / (2 gamma) is smaller too. True eps <= claimed eps."""
+    and the learning shift eta x / p <= eta K / (2 gamma) is smaller too. True eps <= claimed eps. (Session 15,
+    s15/reach2: the mix is min(2 gamma, 1). As first written, 2 gamma unclipped, the control was wrong wherever
+    gamma > 1/2 -- K = 33, T = 200: gamma = 0.579, keep = 1 - 2 gamma < 0, and a probability fell to 0.0049 < the
+    certified floor gamma / K = 0.0176 (white-box check 13 in the 33-arm run); at K = 2 the two are identical.)"""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
         core = run.core
-        core.keep, core.floor = 1.0 - 2.0 * core.gamma, 2.0 * core.gamma / core.k
+        mix = min(2.0 * core.gamma, 1.0)
+        core.keep, core.floor = 1.0 - mix, mix / core.k
         return run
 
 
