@@ -110,12 +110,16 @@ class Exp3FloorRaised(EXP3):
     (floor 2 gamma / K, keep 1 - 2 gamma) while certifying at gamma ("explore a little more than tuned"): every
     choice probability lies in [2 gamma / K, 1 - 2 gamma + 2 gamma / K], so each choice's likelihood ratio is at
     most (1 - 2 gamma + 2 gamma / K) / (2 gamma / K) < the certified cap's (1 - gamma + gamma / K) / (gamma / K),
-    and the learning shift eta x / p <= eta K / (2 gamma) is smaller too. True eps <= claimed eps."""
+    and the learning shift eta x / p <= eta K / (2 gamma) is smaller too. True eps <= claimed eps. (Session 15,
+    s15/reach2: the mix is min(2 gamma, 1). As first written, 2 gamma unclipped, the control was wrong wherever
+    gamma > 1/2 -- K = 33, T = 200: gamma = 0.579, keep = 1 - 2 gamma < 0, and a probability fell to 0.0049 < the
+    certified floor gamma / K = 0.0176 (white-box check 13 in the 33-arm run); at K = 2 the two are identical.)"""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
         core = run.core
-        core.keep, core.floor = 1.0 - 2.0 * core.gamma, 2.0 * core.gamma / core.k
+        mix = min(2.0 * core.gamma, 1.0)
+        core.keep, core.floor = 1.0 - mix, mix / core.k
         return run
 
 
@@ -179,7 +183,8 @@ class _SymmetrisedGaussian(NoiseSampler):
 
 
 class JointGramSymmetrisedNoise(JointDPLinUCB):
-    """Control: Joint-DP LinUCB (shared model, L = 4, calibration "gdp") whose Gram-tree noise is the upper
+    """Report bug (privacy-correct; expected VIOLATION -- reclassified from the controls by the lead, session 15:
+    the ledger contract is "every release recorded as drawn", and this one is not). Joint-DP LinUCB (shared model, L = 4, calibration "gdp") whose Gram-tree noise is the upper
     triangle of a symmetrised Gaussian matrix (G + G^T) / 2 ("the textbook symmetric noise": diagonal N(0,
     sigma^2), off-diagonal N(0, sigma^2 / 2)); the ledger hears sigma for every entry. Privacy: a node's change
     Delta (a symmetric matrix) released entry-wise at sigma_ij gives mu^2 = sum_i Delta_ii^2 / sigma^2 + sum_{i<j}
@@ -187,7 +192,8 @@ class JointGramSymmetrisedNoise(JointDPLinUCB):
     Frobenius sensitivity over sigma (Shariff & Sheffet 2018's symmetric-noise analysis). True mu = claimed mu
     (the library's independent sigma per packed entry spends ~1.33x less than it declares, docs/audit.md session
     14); the *report* overstates the off-diagonal noise by sqrt 2. Correct privacy, unusual (and under-reported
-    in the noise law's terms) draw: a control of what a noise-law check may call a violation."""
+    in the noise law's terms) draw: the privacy claim holds, the report does not -- the audit's noise law refutes
+    the reported scale (a report finding, not a privacy finding)."""
 
     __init__ = _joint_gdp_init
 
@@ -211,9 +217,17 @@ CONTROLS17 = {
     "exp3_floor_raised": Exp3FloorRaised,
     "lazy_hash_rounding": LazyHashRounding,
     "lin_ts_l1_ball": LinTSL1Ball,
-    "joint_gram_symmetrised_noise": JointGramSymmetrisedNoise,
 }
 """Round 17's policy controls (correct variants: each must come out CONSISTENT); listed before the bugs."""
+
+REPORT_BUGS17 = {
+    "joint_gram_symmetrised_noise": JointGramSymmetrisedNoise,
+}
+"""Round 17's **report bugs** (session 15, s15/reach2, the lead's decision): privacy-correct draws whose ledger
+report misstates them (the contract: every release recorded as drawn). Expected VIOLATION (a report finding: the
+reported scale does not match the draw); run with the bugs (they are in ``ROUND17_BUGS``), listed after the
+controls. ``joint_gram_symmetrised_noise`` was written as a control (round 17's table: its refutation was counted
+as a false alarm)."""
 
 
 # =============================== bugs =========================================================
@@ -702,8 +716,10 @@ ROUND17_BUGS = {
     "private_ts_noise_uniform_clipped": PrivateTSNoiseUniformClipped,
     "dp_ucb_bound_leader_log_half": DPUCBBoundLeaderLogHalf,
     "exp3_lap_cross_arm_lag3": Exp3LapCrossArmLag3,
+    **REPORT_BUGS17,
 }
-"""Round 17 (session 15, s15/blind): written blind (docs/audit.md, "Round 17")."""
+"""Round 17 (session 15, s15/blind): written blind (docs/audit.md, "Round 17"); with the report bugs
+(``REPORT_BUGS17``, privacy-correct, expected VIOLATION)."""
 
 for _key, _cls in CONTROLS17.items():
     _named(_cls, "control_" + _key)

@@ -43,9 +43,16 @@ PAIRINGS = ("within one call", "across streams", "along a stream")
 LAGS = tuple(2 ** j for j in range(1, 11))
 """Session 14: the lags L of the far pairings along a stream (the k-th release with the (k + L)-th)."""
 FAR_PAIRINGS = ("across replicates",) + tuple(f"along a stream, lag {lag}" for lag in LAGS)
+NEAR_LAGS = tuple(range(1, 9))
+"""Session 15 (s15/reach2): the small lags L of the pairings across mechanisms of one stream and across streams."""
+NEAR_PAIRINGS = (tuple(f"across mechanisms of a stream, lag {lag}, phase {ph}" for lag in NEAR_LAGS for ph in (0, 1))
+                 + tuple(f"across streams, lag {lag:+d}, phase {ph}" for ph in (0, 1)
+                         for lag in range(-NEAR_LAGS[-1], NEAR_LAGS[-1] + 1) if lag or ph))
+"""Session 15 (s15/reach2): the pairings of :func:`near_pairs` (their own ``near_alpha``)."""
 
 
-def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: float | None = None) -> list[str]:
+def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: float | None = None,
+                     near_alpha: float | None = None) -> list[str]:
     """Findings (messages) of check 5d on the traced releases ``rel`` (``ReleaseTracer.released()``)
     restricted to the boolean mask ``usable`` (float-mode releases whose residual is in the declared
     law's units). Family-wise false-alarm rate at most ``alpha`` for session 13's three pairings, plus
@@ -56,7 +63,9 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: flo
     L releases earlier: a noise buffer of period L, a cursor that wraps, a counter-based generator keyed on
     the wrong counter) -- L counted in releases: a vector node's j-th entry is paired with the j-th entry of
     the node L releases later. Disjoint pairs as before: under the contract each pairing's n pairs are independent,
-    and each test's level holds exactly."""
+    and each test's level holds exactly. ``near_alpha`` (default ``alpha``: a third budget of its own, session 15
+    s15/reach2) for :data:`NEAR_PAIRINGS` (:func:`near_pairs`): one draw used by two mechanisms of a stream, or
+    by two streams a few releases apart."""
     idx = np.flatnonzero(usable)
     if idx.size < MIN_PAIRS + 1:
         return []
@@ -84,8 +93,100 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: flo
     # lags counted in releases of one entry (a vector node's j-th entry with the j-th entry of the node L releases
     # later; for scalar releases, entry 0: the stream's k-th and (k + L)-th)
     along = np.stack([mech, rep, st, entry], axis=1)
-    far.update(zip(FAR_PAIRINGS[1:], _lagged(along, _rank(along, seq[:, None]), LAGS)))
-    return out + _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st)
+    along_rank = _rank(along, seq[:, None])
+    far.update(zip(FAR_PAIRINGS[1:], _lagged(along, along_rank, LAGS)))
+    out += _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st)
+    near = near_pairs(mech, rep, st, entry, seq, along_rank)
+    return out + _tested(near, u, alpha if near_alpha is None else near_alpha, rel, idx, rep, st)
+
+
+def near_pairs(mech: np.ndarray, rep: np.ndarray, st: np.ndarray, entry: np.ndarray, seq: np.ndarray,
+               rank: np.ndarray) -> dict:
+    """Session 15 (s15/reach2): the pairings :data:`NEAR_PAIRINGS`, index pairs of rows (one replicate each):
+
+    * **across mechanisms of a stream, lag L** (L = 1..8) -- all releases of one (replicate, stream, entry), every
+      mechanism together, in call order; the k-th with the (k + L)-th where the two come from *different*
+      mechanisms (parts of one split or hybrid mechanism, a posterior and a gap release, ...): one draw used in
+      two mechanisms of a stream (a flush re-using the binary node's noise);
+    * **across streams, lag L** (L = -8..8) -- a mechanism's k-th release (per entry, ``rank``) on stream s with
+      its (k + L)-th on stream s + 1 (the stream numbers as the run reports them): a draw of one stream derived
+      from another stream's a few releases earlier or later (arm 2j + 1's k-th from arm 2j's (k - 3)-th).
+
+    Each pairing comes in two phases so that a tie at any offset is in one of them while each pairing's pairs
+    stay disjoint (each row in one pair at most: under the contract its n pairs are independent and the tests'
+    levels hold exactly): along the combined order, phase 0 pairs the k-th with the (k + L)-th for floor(k / L)
+    even, phase 1 for it odd; across streams, phase 0 pairs even streams s with s + 1, phase 1 odd ones (lag 0
+    of phase 0 is session 13's "across streams")."""
+    lags = NEAR_LAGS
+    group = np.stack([rep, st, entry], axis=1)
+    pairs = {}
+    combined = _rank(group, np.stack([seq, mech], axis=1)) if len(mech) and mech.min() != mech.max() else None
+    if len(mech) and mech.min() != mech.max():  # one mechanism only: no pair across mechanisms
+        lagged = _lagged(group, combined, lags, (0, 1))
+        for (phase, lag), (i, j) in zip([(ph, lag) for ph in (0, 1) for lag in lags], lagged):
+            keep = mech[i] != mech[j]
+            pairs[f"across mechanisms of a stream, lag {lag}, phase {phase}"] = (i[keep], j[keep])
+    names = [n for n in NEAR_PAIRINGS if n.startswith("across streams")]
+    # one packed key per row, (mech, rep, entry, st, rank): within a (mech, rep, entry, st) group the ranks are
+    # 0 .. n - 1, so in key order a stream's rows are contiguous and the row of rank k + L on the next stream sits
+    # at that stream's first row + k + L -- two searches in all, not one per lag
+    spans = [int(c.max()) + 1 for c in (mech, rep, entry)] + [int(st.max() - st.min()) + 2, int(rank.max()) + 1] \
+        if len(rank) else []
+    if not len(rank) or math.prod(spans) >= 2 ** 62:
+        pairs.update((n, (np.zeros(0, dtype=np.int64),) * 2) for n in names)
+        return _capped(pairs)
+    key = np.zeros(len(rank), dtype=np.int64)
+    for col, span in zip((mech, rep, entry, st - st.min(), rank), spans):
+        key = key * span + col
+    order = np.argsort(key, kind="stable")
+    sorted_keys = key[order]
+    head = key - rank + spans[-1]  # the key of rank 0 on stream st + 1 of the row's group
+    first = np.searchsorted(sorted_keys, head)
+    size = np.searchsorted(sorted_keys, head + spans[-1]) - first  # that stream's rows (0: none)
+    has = np.flatnonzero(size > 0)  # rows whose next stream has releases (computed once: the loop is per lag)
+    r_has, size_has, first_has = rank[has], size[has], first[has]
+    parity = (st[has] - st.min()) % 2
+    for name in names:
+        lag, phase = int(name.split("lag ")[1].split(",")[0]), int(name[-1])
+        at = r_has + lag
+        hit = np.flatnonzero((parity == phase) & (at >= 0) & (at < size_has))
+        pairs[name] = (has[hit], order[first_has[hit] + at[hit]])
+    return _capped(pairs)
+
+
+MAX_NEAR_PAIRS = 20_000
+"""A near pairing with more pairs is thinned to this many, evenly spaced in row order (a subset fixed before any
+value is read: its pairs stay disjoint and independent under the contract, the levels exact). A tie shared by a
+fraction f of the releases still leaves ~f x 20,000 identical pairs; the cost of the 49 pairings stays a fraction
+of the run's on the contextual runs' ~10^6 traced values."""
+
+
+def _capped(pairs: dict) -> dict:
+    out = {}
+    for name, (i, j) in pairs.items():
+        if i.size > MAX_NEAR_PAIRS:
+            keep = np.linspace(0, i.size - 1, MAX_NEAR_PAIRS).astype(np.int64)
+            i, j = i[keep], j[keep]
+        out[name] = (i, j)
+    return out
+
+    def key(s_off: int, r_off: int) -> np.ndarray:
+        k = np.zeros(len(rank), dtype=np.int64)
+        for col, span in zip((mech, rep, entry, st - st.min() + s_off, rank + lags[-1] + r_off), spans):
+            k = k * span + col
+        return k
+
+    base = key(0, 0)
+    order = np.argsort(base, kind="stable")
+    sorted_keys = base[order]
+    for name in names:
+        lag, phase = int(name.split("lag ")[1].split(",")[0]), int(name[-1])
+        left = np.flatnonzero((st - st.min()) % 2 == phase)
+        want = key(1, lag)[left]
+        at = np.minimum(np.searchsorted(sorted_keys, want), len(order) - 1)
+        hit = (sorted_keys[at] == want) & (rank[left] + lag >= 0)
+        pairs[name] = (left[hit], order[at[hit]])
+    return pairs
 
 
 def _tested(pairs: dict, u: np.ndarray, alpha: float, rel: dict, idx: np.ndarray, rep: np.ndarray,
@@ -167,19 +268,21 @@ def _rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _lagged(group: np.ndarray, rank: np.ndarray, lags) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per lag L, index pairs (i, j) of rows of one ``group`` whose ranks are k and k + L, for the k with
-    floor(k / L) even: each row in one pair at most (disjoint), as :func:`_adjacent` for L = 1."""
+def _lagged(group: np.ndarray, rank: np.ndarray, lags, phases=(0,)) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per phase in ``phases`` and per lag L (phase-major), index pairs (i, j) of rows of one ``group`` whose ranks
+    are k and k + L, for the k with floor(k / L) even (phase 0) or odd (phase 1): each row in one pair at most
+    (disjoint), as :func:`_adjacent` for L = 1. One sort for all."""
     if not len(group):
-        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) for _ in lags]
+        return [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) for _ in phases for _ in lags]
     perm, new, pos = _sorted_groups(group, rank[:, None])
     start = np.flatnonzero(new)
     size = np.diff(np.append(start, len(perm)))
     left = np.repeat(size, size) - pos  # rows from this one to its group's end, itself included
     out = []
-    for lag in lags:
-        first = np.flatnonzero(((pos // lag) % 2 == 0) & (left > lag))
-        out.append((perm[first], perm[first + lag]))
+    for phase in phases:
+        for lag in lags:
+            first = np.flatnonzero(((pos // lag) % 2 == phase) & (left > lag))
+            out.append((perm[first], perm[first + lag]))
     return out
 
 

@@ -82,10 +82,22 @@ changed arm's stream, so every release whose statistic changed must be reported 
    independent of one another: pairs of releases (within one sampler call, the k-th release on two
    streams, consecutive releases on one stream) are tested for dependence of their residuals' probability
    integral transforms at exact levels. Noise right in law but derived from another release's noise
-   passes every per-residual test and leaks the data exactly.
+   passes every per-residual test and leaks the data exactly. Session 15 (s15/reach2): also across the
+   mechanisms of one stream and across streams at lags -8..8 (``noise_dependence.near_pairs``), at a third
+   budget ``alpha`` of its own.
 
-Checks 1-4 and 6-12 are exact (a violation is a deterministic witness, reproducible from the seed).
-Checks 5 and 5d are the statistical ones; each has a family-wise false-alarm rate of at most ``alpha``.
+5f. **sampler reach** (session 15, :mod:`privbandit.audit.sampler_reach`) -- a noise sampler of the policy's
+   own (not the library's) is probed off the run with 2^23 unit draws per path: its largest |draw| must be
+   plausible under the declared law (a truncation far out, invisible in the run's residuals).
+
+13. **sampling** (session 15, :mod:`privbandit.audit.weights`) -- a policy whose certificate declares a sampling
+   floor and a log-weight step (EXP3, EXP3-tau: no noise to check) keeps every choice probability >= the floor,
+   and a changed record moves a log-weight by at most the step, on coupled runs of its own.
+
+Checks 1-4 and 6-13 are exact (a violation is a deterministic witness, reproducible from the seed).
+Checks 5 and 5d are the statistical ones; each of their budgets has a family-wise false-alarm rate of at most
+``alpha`` (check 5d has three: session 13's pairings, session 14's far ones, session 15's near ones; check 5f one,
+spent only where the run holds a sampler of its own).
 """
 
 from __future__ import annotations
@@ -102,7 +114,9 @@ from accountants import _validate
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
+from privbandit.audit.sampler_reach import reach_check
 from privbandit.audit.tracing import ReleaseTracer
+from privbandit.audit.weights import sampling_check
 from privbandit.ledger import Ledger
 from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import Policy, schedule_for
@@ -125,7 +139,8 @@ residuals: ``(s + z) - s`` recovers z up to a few ulps of the operands."""
 class Finding:
     check: str  # decisions | unreported | sensitivity | footprint | footprint_position | redraw | noise_law |
     #             noise_report | noise_coupling | schedule | tree_output (vector trees) | certificate |
-    #             raised (session 12: the policy raised on one neighbour only, privbandit/audit/raised.py)
+    #             raised (session 12: the policy raised on one neighbour only, privbandit/audit/raised.py) |
+    #             sampling (session 15: an exponential-weights certificate's floor / step, privbandit/audit/weights.py)
     detail: str
 
 
@@ -1044,6 +1059,14 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
         seeded = _seed_check(policy, tape[:seed_runs], horizon, run_seq, planned, notes)
         if seeded is not None:
             findings.append(seeded)
+    if law:  # check 5f (session 15, s15/reach2): a sampler of the policy's own, probed off the run for its reach
+        # (privbandit/audit/sampler_reach.py; its own alpha; [] at no cost when the run holds the library's samplers)
+        findings.extend(Finding("noise_law", m) for m in reach_check(policy, n_arms, horizon,
+                                                                     seed if isinstance(seed, int) else 0, alpha))
+    # check 13 (session 15, s15/reach2): the sampling floor and log-weight step an exponential-weights
+    # certificate rests on (privbandit/audit/weights.py; exact, no alpha; [] unless the policy declares them)
+    findings.extend(Finding("sampling", m) for m in sampling_check(policy, horizon, n_arms, replicates,
+                                                                   seed if isinstance(seed, int) else 0))
     if not n_rel:
         notes.append("no traced release was paired with a ledger report: nothing to check")
     return WhiteBoxResult(repr(policy), horizon, n_arms, replicates, seed if isinstance(seed, int) else 0, alpha,
@@ -1251,7 +1274,9 @@ def _coupled_checks(policy: Policy, act_d: np.ndarray, act_p: np.ndarray, tr_d: 
             findings.append(Finding("noise_law", (
                 f"{len(bad)} of {len(groups)} residual groups do not follow the declared law: worst {g.mechanism} "
                 f"({g.family}, {_octave_label(g)}, n={g.n}) sup|F_n - F| = {g.dkw:.4f} > {g.critical:.4f} "
-                f"(family-wise alpha {alpha:g})")))
+                f"(family-wise alpha {alpha:g}) -- the reported scale does not match the draw: the ledger contract "
+                f"is every release recorded as drawn, so this is a finding whether the draw is less private than "
+                f"reported or (a report bug) privacy-correct under another geometry")))
     if n_rel and law:
         findings.extend(_noise_coincidences(rel_d, alpha))
         # 5d (session 13): distinct draws independent of one another (privbandit/audit/noise_dependence.py)

@@ -136,6 +136,12 @@ class _Exp3Core:
             raise ValueError(f"arms must lie in [0, {self.k - 1}]")
         return arms
 
+    def sampling_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the last choice's probabilities (R, K) -- the draw overwrote ``w`` with them --, the log-weights
+        (R, K)), copies: what the white-box audit checks against the certificate's floor and step
+        (privbandit.audit.weights)."""
+        return self.w.copy(), self.log_w.copy()
+
     def learn(self, arms: np.ndarray, gains: np.ndarray) -> None:
         """Importance-weighted update of the arms just chosen (gains in [0, 1], or minus noisy losses)."""
         gains = np.asarray(gains, dtype=float)
@@ -319,7 +325,7 @@ class ExponentialWeightsSchedule(PrivacySchedule):
     """
 
     def __init__(self, n_arms: int, tau: int, gamma: float) -> None:
-        self.tau, self.gamma = int(tau), float(gamma)
+        self.tau, self.gamma, self.n_arms = int(tau), float(gamma), int(n_arms)
         # c: the exploration floor bounds any choice's likelihood ratio by (1 - gamma + gamma/K) / (gamma/K)
         self.cap = _log_ratio_cap(n_arms, self.gamma) if self.gamma < 1 else 0.0
         steps, s = [], 1.0 / self.tau
@@ -329,6 +335,20 @@ class ExponentialWeightsSchedule(PrivacySchedule):
             # (past 709 expm1 overflows; the next step then exceeds any cap, so it is inf)
             s = (s + math.expm1(s)) * (1.0 + 1e-12) if s < 709.0 else math.inf
         self.growing = steps  # per-choice epsilons below the cap; every later choice costs the cap
+
+    @property
+    def floor(self) -> float:
+        """The sampling floor this certificate rests on: every choice probability is at least gamma / K (the
+        premise of the cap c). A declared contract, read by the white-box audit (privbandit.audit.weights), which
+        checks every probability the run uses against it; not used in any value above (which read gamma)."""
+        return self.gamma / self.n_arms
+
+    @property
+    def first_step(self) -> float:
+        """s_1 = 1 / tau: the most a changed record moves one log-weight at its batch's update, from a shared
+        history (eta (1/tau) / p with eta = gamma / K and p >= the floor). A declared contract, read by the
+        white-box audit (privbandit.audit.weights) on coupled runs."""
+        return 1.0 / self.tau
 
     def choices(self, rounds: int) -> int:
         return max(0, -(-int(rounds) // self.tau) - 1)

@@ -27,8 +27,17 @@ _OWN_RUN = {"lazy_n_hub_round_half"}  # armed only on a hub graph: its own test 
 
 
 def test_registered_names_and_parents_controls_first():
-    assert len(r17.ROUND17_BUGS) >= 13 and len(r17.CONTROLS17) >= 5 and len(r17.DEPLOY_BUGS17) >= 2
+    assert len(r17.ROUND17_BUGS) >= 13 and len(r17.CONTROLS17) >= 4 and len(r17.DEPLOY_BUGS17) >= 2
     check_registration(harness, r17, 17)
+
+
+def test_report_bugs_are_bugs_not_controls():
+    """Session 15 (s15/reach2): the privacy-correct Gram control whose ledger report misstates its draw is a
+    *report bug* (expected VIOLATION): run with the bugs, not among the controls, documented as privacy-correct."""
+    assert set(r17.REPORT_BUGS17) == {"joint_gram_symmetrised_noise"}
+    for key, cls in r17.REPORT_BUGS17.items():
+        assert r17.ROUND17_BUGS[key] is cls and key not in r17.CONTROLS17
+        assert cls.__doc__.startswith("Report bug (privacy-correct")
 
 
 def test_only_round17_runs_controls_first(monkeypatch, tmp_path):

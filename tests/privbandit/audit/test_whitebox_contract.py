@@ -35,7 +35,12 @@ CASES = [
 
 
 @pytest.mark.parametrize("bug, clean, check, horizon, reps", CASES, ids=[c[2] + ":" + type(c[0]).__name__ for c in CASES])
-def test_only_the_new_check_sees_its_bug_and_the_clean_twin_passes(bug, clean, check, horizon, reps):
+def test_only_the_new_check_sees_its_bug_and_the_clean_twin_passes(bug, clean, check, horizon, reps, monkeypatch):
+    # (session 15, s15/reach2: check 5f probes a sampler patched on the instance off the run and refutes
+    # GaussianNodes' Gaussian-for-Laplace draws too; left out here, where round 4's checks are compared)
+    import privbandit.audit.whitebox as wb
+
+    monkeypatch.setattr(wb, "reach_check", lambda *a, **k: [])
     res = whitebox_audit(bug, horizon, 2, reps, seed=0)
     # exactly this check: without it the verdict would be CONSISTENT (the bug would be missed)
     assert res.verdict == "VIOLATION" and res.checks == check.split("+"), res.summary()

@@ -1,0 +1,130 @@
+"""Check 13 (session 15, s15/reach2): the sampling distributions of exponential-weights policies against the
+premises of their certificate.
+
+EXP3 and EXP3-tau draw no noise: their certificate (:class:`privbandit.policies.adversarial.
+ExponentialWeightsSchedule`, docs/policies_adversarial.md) is a proof about the sampling distributions, and it
+rests on two facts about the run -- every choice probability is at least the floor gamma / K (the premise of the
+per-choice cap c = ln(1 + K (1 - gamma) / gamma)), and a changed record moves one log-weight by at most
+s_1 = 1 / tau at its batch's update (eta (1/tau) / p with eta = gamma / K, p >= gamma / K: the first step of the
+growing bound). The noise checks have nothing to read, the ``decisions`` check does not apply, and the black-box
+audits reach ~1-2 % of such claims, so a run that drops the floor late or forgets to average a batch's gain was
+invisible (round 17: ``exp3_floor_dropped_late``, ``exp3_tau_gain_unaveraged``).
+
+The schedule declares both premises (``floor``, ``first_step``); a run declares what it used through
+``sampling_state()`` -- (the last choice's probabilities, the log-weights) -- on itself or its ``core``. For a
+policy whose schedule and run both declare them, two coupled runs (the same seed, so the same uniforms; tapes D
+and D' differing in one record per replicate) are played round by round, and:
+
+* **floor** -- after every choice, every probability of every replicate (on D and D') is >= ``floor`` (exact in
+  floating point: the draw computes p = w c + floor with w c >= 0, and rounding is monotone);
+* **step** -- at the first update after which a replicate's log-weights differ between D and D' (so both runs
+  made every earlier choice alike), no log-weight moved apart by more than ``first_step`` (relative slack 1e-9 and
+  the log-weights' own rounding).
+
+Both are exact: a finding is a witness (replicate, round, value), no alpha. The tapes are made to reach the floor:
+a quarter of the replicates have one arm paying 1 and the rest 0 (the weights separate and the losing arms sit
+near the floor), a quarter random 0/1, half uniform; each replicate's changed record is a uniformly placed pull of
+an arm, moved to the far end of [0, 1].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.policies.base import Policy, schedule_for
+
+STEP_SLACK = 1e-9
+"""Relative slack on ``first_step`` (the update's own rounding: a few ulps)."""
+
+
+def _state(run):
+    for owner in (run, getattr(run, "core", None)):
+        get = getattr(owner, "sampling_state", None)
+        if callable(get):
+            return get
+    return None
+
+
+def declared(policy: Policy, horizon: int, n_arms: int):
+    """The schedule of ``policy`` when it declares ``floor`` and ``first_step``, else None."""
+    try:
+        schedule = schedule_for(policy, horizon, n_arms)
+    except Exception:  # the spend check reports a schedule that cannot be built
+        return None
+    if getattr(schedule, "floor", None) is None or getattr(schedule, "first_step", None) is None:
+        return None
+    return schedule
+
+
+def tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Generator):
+    """(D, D', arm, pull): the module docstring's tapes, (R, K, T) each."""
+    R = replicates
+    d = rng.random((R, n_arms, horizon))
+    q = R // 4
+    best = rng.integers(n_arms, size=q)
+    d[:q] = 0.0
+    d[np.arange(q), best] = 1.0
+    d[q:2 * q] = (rng.random((q, n_arms, horizon)) < 0.5).astype(float)
+    arm = rng.integers(n_arms, size=R)
+    pull = rng.integers(max(1, horizon // n_arms), size=R)
+    d_prime = d.copy()
+    rows = np.arange(R)
+    d_prime[rows, arm, pull] = np.where(d[rows, arm, pull] < 0.5, 1.0, 0.0)
+    return d, d_prime, arm, pull
+
+
+def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, seed: int) -> list[str]:
+    """Findings (messages) of check 13 (module docstring); [] for a policy that does not declare the premises."""
+    schedule = declared(policy, horizon, n_arms)
+    if schedule is None:
+        return []
+    rng = np.random.default_rng([int(seed), 13])
+    d, d_prime, _, _ = tapes(n_arms, horizon, replicates, rng)
+    run_seed = int(rng.integers(2 ** 63))
+    runs = [policy.start(n_arms, replicates, horizon, np.random.default_rng(run_seed)) for _ in range(2)]
+    states = [_state(r) for r in runs]
+    if states[0] is None:
+        return []
+    floor, step = float(schedule.floor), float(schedule.first_step)
+    rows = np.arange(replicates)
+    pulls = [np.zeros((replicates, n_arms), dtype=np.int64) for _ in range(2)]
+    apart = np.zeros(replicates, dtype=bool)  # log-weights already differ (the first difference was checked)
+    out = []
+    low = worst = None
+    n_over = 0
+    for t in range(1, horizon + 1):
+        arms = [np.asarray(r.select(t)).astype(np.int64) for r in runs]
+        probs = []
+        for i in range(2):
+            p, _ = states[i]()
+            probs.append(p)
+            below = p < floor
+            if low is None and below.any():
+                r_, a_ = np.argwhere(below)[0]
+                low = (("D", "D'")[i], int(r_), t, int(a_), float(p[r_, a_]), int(below.sum()))
+        for i, tape in enumerate((d, d_prime)):
+            j = pulls[i][rows, arms[i]]
+            pulls[i][rows, arms[i]] += 1
+            runs[i].update(t, arms[i], tape[rows, arms[i], np.minimum(j, horizon - 1)])
+        (_, w0), (_, w1) = states[0](), states[1]()
+        newly = ~apart & np.any(w0 != w1, axis=1)
+        if newly.any():
+            moved = np.abs(w1[newly] - w0[newly]).max(axis=1)
+            slack = step * STEP_SLACK + 8 * np.finfo(float).eps * np.maximum(np.abs(w0[newly]), np.abs(w1[newly])).max(axis=1)
+            over = moved > step + slack
+            n_over += int(over.sum())
+            if worst is None and over.any():
+                k = int(np.flatnonzero(over)[np.argmax(moved[over])])
+                worst = (int(np.flatnonzero(newly)[k]), t, float(moved[k]))
+            apart |= newly
+    if low is not None:
+        run, r_, t, a_, p, n = low
+        out.append(f"a choice probability below the certificate's sampling floor: run on {run}, replicate {r_}, round "
+                   f"{t}, arm {a_}: p = {p:.6g} < floor {floor:.6g} (gamma / K; {n} probabilities below it in that "
+                   f"round) -- the certificate's per-choice cap assumes p >= floor for every arm and round")
+    if worst is not None:
+        r_, t, moved = worst
+        out.append(f"a changed record moved a log-weight by {moved:.6g} > the certificate's first step {step:.6g} "
+                   f"(replicate {r_}, the update of round {t}, the first after which D and D' differ; {n_over} of "
+                   f"{replicates} replicates over it) -- the certificate's growing bound starts from s_1 = 1 / tau")
+    return out
