@@ -113,6 +113,12 @@ WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
 alpha 1e-4 power ~1 against a factor-2 scale error (its distance 1/8 vs a critical value ~0.05)."""
 
+#: the VERDICT line's statement of the white-box false-alarm budget (session 15): each statistical family of each
+#: white-box run that tests the noise law (checks 5, its tails, 5b-5c, 5d's three pairings, 5f) spends its own
+#: alpha, so a false alarm on a correct policy has probability at most their sum (Bonferroni), not one alpha
+WB_FAMILIES_NOTE = ("alpha {a:g} per statistical family of each white-box run that tests the noise law; a false "
+                    "alarm's probability is at most their sum (docs/audit.md, 'White-box false alarms')")
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``audit`` subcommand on an ``argparse`` subparsers object."""
@@ -493,8 +499,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
-          + f" (family-wise alpha {args.alpha:g} over the black-box certificates, {wb.alpha:g} over the noise-law "
-          f"tests; audits refute, they never certify){blind} -- {time.perf_counter() - started:.1f} s")
+          + f" (family-wise alpha {args.alpha:g} over the black-box certificates; {WB_FAMILIES_NOTE.format(a=wb.alpha)}"
+          f"; audits refute, they never certify){blind} -- {time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
             "policy": repr(policy), "horizon": horizon, "arms": k, "tier": args.tier, "seed": args.seed,
@@ -829,7 +835,7 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
     print(f"POWER: {power}; white-box: {wb.power()}{scope}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
-          + f" ({wb.alpha:g} family-wise over the noise-law tests; audits refute, they never certify){scope} -- "
+          + f" ({WB_FAMILIES_NOTE.format(a=wb.alpha)}; audits refute, they never certify){scope} -- "
           f"{time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
