@@ -360,6 +360,15 @@ MAX_MULTIPLICITY = 2**1000
 """The largest number of times one release may be composed with itself (see SelfComposed)."""
 
 
+def check_multiplicity(top: int, count: int) -> None:
+    """Raise unless ``top x count`` -- the largest multiplicity a release reaches when an event whose
+    releases repeat at most ``top`` times is composed ``count`` times -- stays below 2^1000 (MAX_MULTIPLICITY):
+    accountants multiply a leaf's epsilon, delta or mu^2 by it as a float."""
+    if top * count >= MAX_MULTIPLICITY:
+        raise ValueError(f"count must keep every release's multiplicity below 2^1000 (~1.07e301), got "
+                         f"{top} x a count of {count.bit_length()} bits")
+
+
 @dataclasses.dataclass(frozen=True)
 class SelfComposed(Event):
     """``count``-fold sequential composition of ``event`` with itself (``count`` may be 0)."""
@@ -377,9 +386,7 @@ class SelfComposed(Event):
             # accountant). 2^1000 (~1.07e301) releases is beyond any count a run or a schedule makes.
             # (A leaf has multiplicity 1: only a composed event is walked.)
             top = 1 if isinstance(self.event, LeafEvent) else max((n for _, n in self.event.leaves()), default=0)
-            if top * self.count >= MAX_MULTIPLICITY:
-                raise ValueError(f"count must keep every release's multiplicity below 2^1000 (~1.07e301), got "
-                                 f"{top} x a count of {self.count.bit_length()} bits")
+            check_multiplicity(top, self.count)
 
     def leaves(self) -> Iterator[tuple[LeafEvent, int]]:
         if self.count == 0:
