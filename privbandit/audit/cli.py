@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from privbandit.audit import false_alarms
 from privbandit.cli import parse_params as _parse_params
 from privbandit.cli_checks import positive, probability, require_extra, staged_outputs, whole, writable_dir
 
@@ -113,11 +114,21 @@ WB_RELEASES = 2_000
 """Traced releases the coupled white-box run aims at: about 2,000 Laplace residuals give the DKW test at
 alpha 1e-4 power ~1 against a factor-2 scale error (its distance 1/8 vs a critical value ~0.05)."""
 
-#: the VERDICT line's statement of the white-box false-alarm budget (session 15): each statistical family of each
-#: white-box run that tests the noise law (checks 5, its tails, 5b-5c, 5d's three pairings, 5f) spends its own
-#: alpha, so a false alarm on a correct policy has probability at most their sum (Bonferroni), not one alpha
-WB_FAMILIES_NOTE = ("alpha {a:g} per statistical family of each white-box run that tests the noise law; a false "
-                    "alarm's probability is at most their sum (docs/audit.md, 'White-box false alarms')")
+def _false_alarms() -> str:
+    """The VERDICT line's statement of the white-box false-alarm budget as this audit spent it (session 16,
+    :mod:`privbandit.audit.false_alarms`: each statistical family of each white-box run -- checks 5, its tails,
+    the per-stream law, the coincidences, 5d's pairings, 5f, the far law -- tallied where its test is made)."""
+    t = false_alarms.current()
+    return t.statement() if t is not None else "white-box false alarms not tallied"
+
+
+def _false_alarm_summary() -> dict:
+    """The ``--out`` summary's record of the same tally: the bound and each family's tests and level."""
+    t = false_alarms.current()
+    if t is None:
+        return {}
+    return {"bound": t.total, "tests": t.families,
+            "families": {name: {"tests": n, "alpha": a} for name, (n, a) in t.by_family().items()}}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -190,6 +201,12 @@ def _has_trace(policy, n_arms, horizon) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``privbandit audit``: every audit of the tier, the statistical tests' levels tallied for the VERDICT line."""
+    with false_alarms.tally():
+        return _run_audit(args)
+
+
+def _run_audit(args: argparse.Namespace) -> int:
     from privbandit.audit import Audit, Budget, Neighbours, ledger_audit
     from privbandit.audit.far_law import FAR_LAW_ALPHA, FarLawTracer, far_law
     from privbandit.envs import Bernoulli
@@ -499,7 +516,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"POWER: {power_statement(results)}; white-box: {wb.power()}{blind}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
-          + f" (family-wise alpha {args.alpha:g} over the black-box certificates; {WB_FAMILIES_NOTE.format(a=wb.alpha)}"
+          + f" (family-wise alpha {args.alpha:g} over the black-box certificates; {_false_alarms()}"
           f"; audits refute, they never certify){blind} -- {time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
@@ -510,6 +527,7 @@ def run(args: argparse.Namespace) -> int:
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
+            "whitebox_false_alarms": _false_alarm_summary(),
             "whitebox_planned": None if wb_plan is None else {
                 "verdict": wb_plan.verdict, "horizon": wb_plan.horizon, "replicates": wb_plan.replicates,
                 "releases": wb_plan.releases, "findings": [dataclasses.asdict(f) for f in wb_plan.findings],
@@ -835,7 +853,7 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
     print(f"POWER: {power}; white-box: {wb.power()}{scope}")
     print(f"VERDICT: {verdict}" + (f" (refuted by: {', '.join(refuted_by)})" if refuted_by else "")
           + (f" (ERROR: {'; '.join(errors)})" if errors and verdict != "VIOLATION" else "")
-          + f" ({WB_FAMILIES_NOTE.format(a=wb.alpha)}; audits refute, they never certify){scope} -- "
+          + f" ({_false_alarms()}; audits refute, they never certify){scope} -- "
           f"{time.perf_counter() - started:.1f} s")
     if args.out:
         summary = {
@@ -845,6 +863,7 @@ def _run_contextual(args: argparse.Namespace, policy, tier: dict, k: int, starte
             "whitebox": {"verdict": wb.verdict, "horizon": wb.horizon, "replicates": wb.replicates,
                          "releases": wb.releases, "findings": [dataclasses.asdict(f) for f in wb.findings],
                          "notes": wb.notes, "power": wb.power(), "seconds": wb.seconds},
+            "whitebox_false_alarms": _false_alarm_summary(),
             "whitebox_planned": None,
             "whitebox_graph": None,
             "whitebox_long": {"verdict": wb_long.verdict, "horizon": wb_long.horizon,

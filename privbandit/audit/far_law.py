@@ -38,6 +38,7 @@ import dataclasses
 import numpy as np
 from scipy import special
 
+from privbandit.audit.false_alarms import spend
 from privbandit.audit.tracing import Draw, ReleaseTracer, Report
 from privbandit.ledger import _PrefixRecorder
 
@@ -246,6 +247,8 @@ def far_law(tracer: FarLawTracer, alpha: float = FAR_LAW_ALPHA) -> FarLawResult:
         groups.append((mech, family, "position", int(0), True, s))
     groups = [g for g in groups if g[5].size >= _MIN_GROUP]
     share = alpha / max(1, len(groups))
+    if groups:
+        spend("far noise law", alpha)
     findings = []
     for mech, family, axis, octave, tail, values in groups:
         n, total = values.size, float(values.sum())

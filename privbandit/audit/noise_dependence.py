@@ -35,6 +35,8 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from privbandit.audit.false_alarms import spend
+
 MIN_PAIRS = 200
 """Pairings with fewer pairs are not tested (too little power to matter)."""
 MAX_CELLS = 8
@@ -88,16 +90,18 @@ def noise_dependence(rel: dict, alpha: float, usable: np.ndarray, far_alpha: flo
         "across streams": _adjacent(np.stack([mech, rep, rank], axis=1), st[:, None]),
         "along a stream": _adjacent(np.stack([mech, rep, st], axis=1), rank[:, None]),
     }
-    out = _tested(pairs, u, alpha, rel, idx, rep, st)
+    out = _tested(pairs, u, alpha, rel, idx, rep, st, "noise dependence, session 13's pairings (check 5d)")
     far = {"across replicates": _adjacent(np.stack([mech, st, rank], axis=1), rep[:, None])}
     # lags counted in releases of one entry (a vector node's j-th entry with the j-th entry of the node L releases
     # later; for scalar releases, entry 0: the stream's k-th and (k + L)-th)
     along = np.stack([mech, rep, st, entry], axis=1)
     along_rank = _rank(along, seq[:, None])
     far.update(zip(FAR_PAIRINGS[1:], _lagged(along, along_rank, LAGS)))
-    out += _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st)
+    out += _tested(far, u, alpha if far_alpha is None else far_alpha, rel, idx, rep, st,
+                   "noise dependence, far pairings (check 5d)")
     near = near_pairs(mech, rep, st, entry, seq, along_rank)
-    return out + _tested(near, u, alpha if near_alpha is None else near_alpha, rel, idx, rep, st)
+    return out + _tested(near, u, alpha if near_alpha is None else near_alpha, rel, idx, rep, st,
+                         "noise dependence, near pairings (check 5d)")
 
 
 def near_pairs(mech: np.ndarray, rep: np.ndarray, st: np.ndarray, entry: np.ndarray, seq: np.ndarray,
@@ -190,12 +194,13 @@ def _capped(pairs: dict) -> dict:
 
 
 def _tested(pairs: dict, u: np.ndarray, alpha: float, rel: dict, idx: np.ndarray, rep: np.ndarray,
-            st: np.ndarray) -> list[str]:
+            st: np.ndarray, family: str) -> list[str]:
     """The findings of the four tests on every pairing with at least :data:`MIN_PAIRS` pairs, Bonferroni over
-    them all at family-wise ``alpha``."""
+    them all at family-wise ``alpha`` (tallied as ``family``'s spend, :mod:`privbandit.audit.false_alarms`)."""
     tested = {name: p for name, p in pairs.items() if p[0].size >= MIN_PAIRS}
     if not tested:
         return []
+    spend(family, alpha)
     a = alpha / (4.0 * len(tested))
     out = []
     for name, (i, j) in tested.items():

@@ -23,6 +23,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from privbandit.audit.false_alarms import spend
 from privbandit.mechanisms.sampling import NoiseSampler
 
 PROBE_DRAWS = 2 ** 23
@@ -90,6 +91,7 @@ def reach_check(policy, n_arms: int, horizon: int, seed: int, alpha: float, draw
                              ("gaussian", lambda c: c.gaussian(np.ones(draws)))):
             probes.append((i, s, family, call))
     level = math.log(alpha / len(probes))
+    spend("sampler reach (check 5f)", alpha)
     out, refuted = [], set()
     for j, (i, s, family, call) in enumerate(probes):
         if i in refuted:  # one finding per sampler (its other paths cost draws for nothing)

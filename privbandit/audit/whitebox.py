@@ -97,7 +97,8 @@ changed arm's stream, so every release whose statistic changed must be reported 
 Checks 1-4 and 6-13 are exact (a violation is a deterministic witness, reproducible from the seed).
 Checks 5 and 5d are the statistical ones; each of their budgets has a family-wise false-alarm rate of at most
 ``alpha`` (check 5d has three: session 13's pairings, session 14's far ones, session 15's near ones; check 5f one,
-spent only where the run holds a sampler of its own).
+spent only where the run holds a sampler of its own). Each family tallies its level where its test is made
+(:mod:`privbandit.audit.false_alarms`), so ``privbandit audit`` states the sum one audit actually spent.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ import numpy as np
 from scipy import stats as sps
 
 from accountants import _validate
+from privbandit.audit.false_alarms import spend
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
@@ -672,6 +674,9 @@ def _noise_law(rel: dict, alpha: float, test_law: bool = True) -> list[NoiseGrou
         tail = _tail_p(family, np.abs(resid[floating] / rel["param"][idx][floating]))
         out.append(NoiseGroup(str(mech), family, octv, n, dkw, crit, _power(family, n, crit),
                               dkw > crit or tail < a, 0, tail))
+    if any(not g.reused for g in out):  # each of the two tests at alpha / len(groups) per group tested
+        spend("noise law (check 5)", alpha)
+        spend("noise-law tails (check 5)", alpha)
     if test_law and idx_ok.size and "st" in rel and len(rel["st"]) == ok.size:
         out.extend(_stream_law(rel, idx_ok, fam, alpha))
     return out
@@ -702,6 +707,7 @@ def _stream_law(rel: dict, idx_ok: np.ndarray, fam: np.ndarray, alpha: float) ->
         return []
     out = []
     a = alpha / len(parts)
+    spend("per-stream noise law (check 5)", alpha)
     for part in parts:
         idx = idx_ok[part]
         family = fam[idx[0]]
@@ -779,6 +785,7 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
     if not parts:
         return out
     a = alpha / 2.0 / len(parts)
+    spend("coincidences (check 5)", alpha)  # ties and lattices, alpha / 2 each
     for idx in parts:
         stat, released, scale = rel["stat"][idx], rel["out"][idx], rel["param"][idx]
         laplace = rel["kind"][idx[0]] == "laplace"
