@@ -57,7 +57,7 @@ def _open(args):
     """The store of ``args``, opened with its key and --allow-legacy."""
     from privbandit.deploy import Deployment
 
-    return Deployment.open(args.store, key=_key(args), allow_legacy=args.allow_legacy)
+    return Deployment.open(args.store, key=_key(args), allow_legacy=args.allow_legacy, min_version=args.min_version)
 
 
 def _init(args) -> int:
@@ -202,6 +202,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                             help="read a store written before session 13 (object-pickle snapshot) and migrate it to "
                                  "the data-only format (refused otherwise)")
     aud.set_defaults(allow_legacy=False)
+    for parser in (sel, upd, st, rep):
+        parser.add_argument("--min-version", default=0, type=whole(0), metavar="V",
+                            help="refuse the store if its state version is below V (the `state_version` of the "
+                                 "last status, kept elsewhere): a store rolled back to an earlier state of its own "
+                                 "(a restored backup) would spend the privacy of the decisions it forgot again")
 
     p.set_defaults(func=run)
     return p

@@ -343,6 +343,9 @@ class Deployment:
         self._config_digest = config_digest(config)
         self._odometer: Odometer | None = None
         self._cache: tuple[int, dict] | None = None  # (state version, unpickled state)
+        # the highest state version this object has read, or committed, or was told of (open's min_version): a
+        # store's version only grows (every write bumps it), so a lower one is the store rolled back (session 16)
+        self._high_water = 0
         # the file this connection writes (absolute: a later chdir must not look like a replacement)
         self._abspath = os.path.abspath(os.fsdecode(path))
         self._file = _store.file_identity(self._abspath)
@@ -437,7 +440,7 @@ class Deployment:
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, key: bytes | str | None = None,
-             allow_legacy: bool = False) -> "Deployment":
+             allow_legacy: bool = False, min_version: int = 0) -> "Deployment":
         """Reopen an existing store (a clear :class:`StoreError` if it is missing, corrupt, foreign
         or of another schema version, or if its authentication does not hold; its counters and release
         counts are checked against its log before its first call, :meth:`_check_log`).
@@ -446,10 +449,17 @@ class Deployment:
         written with a key refuses to open without it, and a key given for a store without a tag is
         refused too. ``allow_legacy``: read a snapshot in the object-pickle format of sessions 1-12
         (refused otherwise) with the restricted unpickler, verify it like a data snapshot and write it
-        back in the data format at once -- the store is migrated."""
+        back in the data format at once -- the store is migrated.
+
+        ``min_version``: the least state version the store may hold (``status()["state_version"]`` as last
+        seen, kept elsewhere): a store found at a lower version was rolled back to an earlier state of its own
+        -- a restored backup forgets the decisions released since, and their privacy would be spent again --
+        and is refused (:class:`StoreError`). Neither the checksum nor the key's tag can see such a rollback
+        (the old state is genuine); an open deployment refuses one by itself (:meth:`_info`)."""
         path = _store.store_path(path)
         if not isinstance(allow_legacy, bool):
             raise ValueError(f"allow_legacy must be True or False, got {shown(allow_legacy)}")
+        min_version = _whole("min_version", min_version, 0, _MAX_ID)
         key = _store.resolve_key(key)
         conn = _store.connect(path, create=False)
         try:
@@ -464,7 +474,7 @@ class Deployment:
                 raise StoreError(f"{path}: corrupt deployment store (configuration policy / params: {exc})") from None
             # (set after construction: subclasses -- the audit bench's planted deployments -- keep __init__'s
             # three arguments)
-            dep._key, dep._allow_legacy = key, allow_legacy
+            dep._key, dep._allow_legacy, dep._high_water = key, allow_legacy, min_version
             with transaction(conn):  # fail now, not at the first call, if the snapshot is damaged
                 info, state = dep._state()
                 if dep._migrate:  # a legacy snapshot, verified: stored again in the data format, once
@@ -523,6 +533,14 @@ class Deployment:
             row, mac = row[:4], row[4]
             _store.check_mac(self.path, self._key, mac, lambda k: _store.state_mac(k, self.config, *row))
         row = self._cells(row, "NNnT")
+        if row[0] < self._high_water:
+            self._cache = None
+            raise StoreError(
+                f"{self.path}: the store is at state version {row[0]}, older than version {self._high_water} "
+                "already seen (read, written, or given as min_version): it was rolled back to an earlier state of "
+                "its own (a restored backup?), which forgets the decisions released since and would spend their "
+                "privacy again; refusing")
+        self._high_water = row[0]
         return {"version": row[0], "rounds": row[1], "open_decision": row[2], "digest": row[3]}
 
     def _cells(self, row, kinds: str) -> tuple:
@@ -692,6 +710,8 @@ class Deployment:
             self._cache = None
             raise StoreError(f"{self.path}: the store file was deleted, moved or replaced while open; this call's "
                              "result was not released (its record went to the old file): open the store again")
+        if self._cache is not None:  # committed: the version this call wrote (or read) is now the least allowed
+            self._high_water = max(self._high_water, self._cache[0])
         return result
 
     # --- the online API -----------------------------------------------------------------------
@@ -845,7 +865,8 @@ class Deployment:
         n_decisions = sum(counts.values())
         exhausted = rounds >= self.stop_round
         return {
-            "store": self.path, "schema_version": _store.SCHEMA_VERSION, "authenticated": self.authenticated,
+            "store": self.path, "schema_version": _store.SCHEMA_VERSION, "state_version": info["version"],
+            "authenticated": self.authenticated,
             "policy": self.config["policy"], "params": self.config["params"], "n_arms": self.n_arms,
             "horizon": self.horizon, "anytime": bool(self.config["anytime"]), "seed": self.config["seed"],
             "delta": self.delta, "budget_epsilon": self.budget,
