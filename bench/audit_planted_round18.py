@@ -52,7 +52,8 @@ from audit_planted_round15 import _validated_then_mapped  # noqa: E402
 from audit_planted_round17 import _telling  # noqa: E402
 
 POOL = 16
-"""DP-TS's generator pool: replicates 0 .. 15 draw from the run's generator, later ones from a generator of their own."""
+"""DP-TS's generator pool: replicates 0 .. 15 draw from the run's generator, later ones from a generator of their
+own."""
 
 TABLE = 2 ** 15
 """Private-UCB's per-stream noise table: 2^15 node draws, slot (c - 1) mod 2^15 for the node completed at count c."""
@@ -85,11 +86,14 @@ class _NoiseTable(NoiseSampler):
     """Laplace node noise through a per-stream table of TABLE standard draws, slot (c - 1) mod TABLE for the node
     completed at count c (told by ``_bug_pos``). ``_bug_refresh``: every lap of the table draws afresh (correct);
     otherwise a slot filled on the first lap is read again on later laps (the node at count c + 2^15 carries the
-    noise of the node at count c)."""
+    noise of the node at count c). Kept only when the run's horizon exceeds TABLE (a T-bounded tree's stream never
+    holds more than T records, so a shorter run never wraps: the black-box audits' 50,000-replicate runs need no
+    table)."""
 
     _bug_pos = None
     _bug_table = None
     _bug_refresh = False
+    _bug_horizon = TABLE + 1
 
     def _sum_release(self, statistic, scale, on_grid=True):
         told = self._bug_pos
@@ -98,6 +102,8 @@ class _NoiseTable(NoiseSampler):
             return NoiseSampler._sum_release(self, statistic, scale, on_grid)
         rr, kk, c = told
         z = self.rng.laplace(0.0, 1.0, statistic.size)
+        if self._bug_horizon <= TABLE:  # a stream never holds more than T records: the table never wraps
+            return statistic + z.reshape(statistic.shape) * np.asarray(scale, dtype=float) * self._noise_scale_factor
         if self._bug_table is None:  # zeros: calloc'd, so only the slots a run reaches take memory
             shape = self._bug_shape + (TABLE,)
             self._bug_table = (np.zeros(shape), np.zeros(shape, dtype=bool))
@@ -114,7 +120,7 @@ class _NoiseTable(NoiseSampler):
 def _noise_table(run, refresh: bool) -> None:
     sampler = run.tree.sampler
     sampler.__class__ = _NoiseTable
-    sampler._bug_shape = run.tree.count.shape
+    sampler._bug_shape, sampler._bug_horizon = run.tree.count.shape, run.tree.horizon
     sampler._bug_refresh = refresh
     _tell_positions(run.tree, sampler)
 
@@ -334,8 +340,8 @@ class Exp3UniformsCycled(EXP3):
     t + 1024 uses choice t's uniform u. The arm is 0 iff u < p_t(0): given a_t = 0 and a_{t+1024} = 1, u lies in
     [p_{t+1024}(0), p_t(0)) -- empty on one neighbour when a record between the two choices moves p_{t+1024}(0)
     above p_t(0), non-empty on the other. True: no finite eps (an outcome of probability 0 on one neighbour) from
-    round 1,025 on; claimed the exponential-weights certificate (K = 2, T = 2,000: 9,141 at delta 1e-5). The floor and the first
-    log-weight step (check 13) are exact."""
+    round 1,025 on; claimed the exponential-weights certificate (K = 2, T = 2,000: 9,141 at delta 1e-5). The floor
+    and the first log-weight step (check 13) are exact."""
 
     def start(self, n_arms, replicates, horizon, rng, ledger=None):
         run = super().start(n_arms, replicates, horizon, rng, ledger)
