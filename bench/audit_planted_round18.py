@@ -231,6 +231,19 @@ class DPTSReplicatesSpawnedGenerators(DPTS):
         return run
 
 
+class DPTSReplicatesSeededFromRun(DPTS):
+    """Control (added after the table, to locate ``dp_ts_replicates_spawned_generators``'s refutation): DP-TS whose
+    replicates 16, 17, ... draw their split noise from generators seeded, on first use, with 128 bits drawn from the
+    run's generator ("extra replicates get a seed from the run") -- independent, secret, and a function of the run's
+    seed alone (``rng.spawn`` also depends on how often the seed's SeedSequence was spawned from before). True eps =
+    claimed eps = 1 (pure)."""
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        _generator_pool(run, lambda r: np.random.default_rng(rng.integers(0, 2 ** 63, size=2)))
+        return run
+
+
 class UCBNoiseTableRefreshed(PrivateUCB):
     """Control (the twin of ``ucb_tree_noise_table_wraps``): Private-UCB whose tree draws node noise through a
     per-stream table of 2^15 standard Laplace values, every slot drawn afresh each time it is used ("a table for
@@ -248,6 +261,7 @@ CONTROLS18 = {
     "anytime_rewards_six_decimals": AnytimeRewardsSixDecimals,
     "exp3_uniforms_reflected": Exp3UniformsReflected,
     "dp_ts_replicates_spawned_generators": DPTSReplicatesSpawnedGenerators,
+    "dp_ts_replicates_seeded_from_run": DPTSReplicatesSeededFromRun,
     "ucb_noise_table_refreshed": UCBNoiseTableRefreshed,
 }
 """Round 18's policy controls (correct variants: each must come out CONSISTENT); listed before the bugs."""
