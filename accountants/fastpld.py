@@ -32,7 +32,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import fft as sfft
 
 from accountants import gdp_conversion
 from accountants.events import GDP, ApproxDP, DiscreteLaplace, Gaussian, Laplace, LeafEvent, PureDP
@@ -327,6 +326,8 @@ class ComposedPLD:
     """The composed pessimistic PMF of a multiset {leaf: count} on the grid h Z."""
 
     def __init__(self, groups: dict[LeafEvent, int], h: float, max_bins: int) -> None:
+        from scipy import fft as sfft  # (on first use, like scipy.optimize: accountants/rdp.py)
+
         self.h = h
         leaves = sorted(groups.items(), key=lambda kv: repr(kv[0]))
         parts = [(leaf_pmf(leaf, h), n) for leaf, n in leaves]

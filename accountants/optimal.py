@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from accountants import _validate, gdp_conversion
 from accountants._sums import log_sum_exp
@@ -236,6 +236,8 @@ class OptimalHomogeneousAccountant(Accountant):
         elif f(hi) > 0.0:  # within rounding of the largest loss: only hi itself (real delta 0) is safe
             return float(hi)
         else:
+            from scipy import optimize  # (on first use: accountants/rdp.py)
+
             eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
                                   maxiter=500)
         step = max(eps, 1e-300) * 2e-16
