@@ -26,6 +26,10 @@
 
 import importlib
 
+# eager: the function's name is also its module's, and the first import of the module (by another audit module)
+# would set the package's attribute to the module, which __getattr__ below is never asked to correct (~9 ms)
+from privbandit.audit.ledger_audit import LedgerAuditResult, ledger_audit
+
 #: each public name and the submodule that defines it (None: the submodule itself). Imported on first use
 #: (PEP 562): importing the package -- as ``privbandit.audit.cli`` does to build every CLI call's parser --
 #: cost ~0.5 s CPU of scipy.stats & co. in each one-shot ``privbandit`` call that audits nothing (session 16)
@@ -36,7 +40,6 @@ _EXPORTS = {
     "VERDICTS": "core", "Audit": "core", "AuditResult": "core", "Budget": "core",
     "ActionDistribution": "exact", "PrivacyProfile": "exact", "action_distribution": "exact",
     "bounds_ladder": "exact", "exact_epsilon": "exact",
-    "LedgerAuditResult": "ledger_audit", "ledger_audit": "ledger_audit",
     "clipped_sum_laplace": "mechanisms", "gaussian_release": "mechanisms", "laplace_release": "mechanisms",
     "NeighbourPair": "neighbours", "Neighbours": "neighbours",
     "OneRunResult": "one_run", "one_run_audit": "one_run", "one_run_mechanism_audit": "one_run",

@@ -40,6 +40,21 @@ def test_a_certificate_imports_what_it_uses():
                                                                                                   "scipy.optimize"]
 
 
+def test_every_audit_name_is_its_modules_object_whatever_was_imported_first():
+    """A name shared with its module (``ledger_audit``): importing the module first -- as the white-box audit
+    does -- set the package's attribute to the module, and ``privbandit audit`` called a module (found by
+    bench/audit_planted.py before it landed)."""
+    probe = ("import importlib, types\nimport privbandit.audit as A\n"
+             "for m in set(A._EXPORTS.values()) - {None}: importlib.import_module('privbandit.audit.' + m)\n"
+             "import privbandit.audit.whitebox, privbandit.audit.ledger_audit\n"
+             "bad = [n for n in A.__all__ if isinstance(getattr(A, n), types.ModuleType) != (n in ('certify', 'scores', 'stats'))]\n"
+             "print(bad)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                         env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_audit_package_names_resolve_on_first_use():
     from privbandit.audit import whitebox
 
