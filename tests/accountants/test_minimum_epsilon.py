@@ -128,23 +128,12 @@ def test_lower_bound_is_below_the_exact_delta_and_the_upper_bound(k, eps0):
             assert low == -math.inf
 
 
-def _counted(monkeypatch, cls):
-    calls = []
-    original = cls.epsilon
-
-    def counted(self, delta):
-        calls.append(delta)
-        return original(self, delta)
-
-    monkeypatch.setattr(cls, "epsilon", counted)
-    return calls
-
-
 def test_optimal_search_skipped_where_it_cannot_win(monkeypatch):
     """Private-UCB's 14 Laplace(70) releases at delta 1e-6: RDP 0.18885 and the PLD 0.18436 are below the
     optimal composition's 0.18506, so its search is not run; at 13 releases the optimal composition wins
     among the cheap accountants (0.17822 against RDP's 0.17858) and is asked."""
-    calls = _counted(monkeypatch, OptimalHomogeneousAccountant)
+    calls, search = [], OptimalHomogeneousAccountant.epsilon
+    monkeypatch.setattr(OptimalHomogeneousAccountant, "epsilon", lambda self, delta: calls.append(delta) or search(self, delta))
     assert minimum_epsilon(Laplace(scale=70.0) * 14, 1e-6) == (best_epsilon(Laplace(scale=70.0) * 14, 1e-6).value, "pld")
     assert len(calls) == 1  # best_epsilon's own query above; none from minimum_epsilon
     calls.clear()
