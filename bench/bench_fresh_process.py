@@ -37,6 +37,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from privbandit.cli_checks import whole
 
@@ -70,7 +71,7 @@ for _ in range(runs):
     begin = time.process_time()
     simulate(policy, Bernoulli(means), horizon, 1, seed=0, progress=False)
     out.append((time.process_time() - begin, spent[0]))
-print(json.dumps({"import": imported, "runs": out, "numba": "numba" in sys.modules}))
+print(json.dumps({"import": imported, "runs": out, "numba": "numba" in sys.modules, "tree": sys.modules["privbandit"].__file__}))
 """
 
 #: the peer, in a fresh process: argv = bench dir, peer path, policy, horizon, runs; one JSON line
@@ -106,8 +107,11 @@ print(json.dumps({"import": imported, "runs": out}))
 def _child(code: str, args: list, pythonpath: str, **env) -> dict:
     environ = dict(os.environ, PYTHONPATH=pythonpath, **env)
     environ.pop("PRIVBANDIT_NO_JIT", None)
+    # cwd: ``python -c`` puts the working directory FIRST on sys.path, so a child started in a checkout imported
+    # that checkout's privbandit whatever PYTHONPATH said (session 16: "--trees /work/wt/base,." run from the
+    # branch measured the branch twice)
     done = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=environ, capture_output=True,
-                          text=True, timeout=3600)
+                          text=True, timeout=3600, cwd=tempfile.gettempdir())
     if done.returncode:
         raise SystemExit(f"a measuring process failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -158,6 +162,8 @@ def main(argv=None) -> int:
                 else:
                     env = {"PRIVBANDIT_JIT": "always"} if mode == "always" else {"PRIVBANDIT_JIT": "auto"}
                     row = _child(OURS, [name, args.horizon, args.runs, means], tree, **env)
+                    if not pathlib.Path(row["tree"]).resolve().is_relative_to(tree):
+                        raise SystemExit(f"a child meant for {tree} imported {row['tree']}")
                     first, cert = row["runs"][0]
                     later = [r[0] for r in row["runs"][1:]] or [first]
                     got.setdefault((name, tree, mode), []).append((first, cert, min(later), row["import"]))
