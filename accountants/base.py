@@ -26,6 +26,12 @@ class UnsupportedEventError(ValueError):
     """The accountant has no valid bound for this kind of event."""
 
 
+#: relative margin of :meth:`Accountant.epsilon_exceeds`' tests (its delta at an epsilon above delta by more
+#: than this): far above the accountants' rounding of their non-increasing delta(eps) (~1e-12: the 40-bit delta
+#: lattice, compensated sums, log-sums), far below the gaps met in practice (session 15)
+CANNOT_REACH_MARGIN = 1e-6
+
+
 class Accountant(abc.ABC):
     """Base class: subclasses implement ``_supports_leaf``, ``_add``, ``epsilon`` and ``delta``."""
 
@@ -110,6 +116,16 @@ class Accountant(abc.ABC):
         """``delta`` validated for ``epsilon(delta)``: 0 (pure DP, answered by :meth:`pure_epsilon`) or a
         normal float in (0, 1)."""
         return _validate.delta_or_zero("delta", delta)
+
+    def epsilon_exceeds(self, epsilon: float, delta: float) -> bool:
+        """True only where ``self.epsilon(delta) > epsilon`` is certain from a test cheaper than the query
+        (``delta`` in (0, 1), validated by the caller); False: not known, ask :meth:`epsilon`.
+
+        A caller that reads only the minimum over accountants and the name of the one that reached it (the
+        live certificate, :func:`accountants.best.minimum_epsilon`) need not ask an accountant whose epsilon
+        is provably above another's. The default knows nothing; accountants whose epsilon is a root search on
+        their own non-increasing delta(eps) answer with one delta evaluation (GDP, the optimal composition)."""
+        return False
 
     def supports(self, event: Event) -> bool:
         """Whether every leaf of ``event`` has a bound in this accountant."""

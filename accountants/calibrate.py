@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize
 
 from accountants._validate import shown
 from accountants import _validate
@@ -78,6 +77,8 @@ def calibrate(certificate: Callable[[float], float], target: float, lower: float
     else:
         # brentq on the sign change of (certificate - target) finds the boundary fast; then the
         # bisection invariant (good feasible, bad not) is restored around it.
+        from scipy import optimize  # (on first use: accountants/rdp.py)
+
         try:
             root = optimize.brentq(lambda p: certificate(p) - target, min(good, bad), max(good, bad),
                                    xtol=xtol, maxiter=200)

@@ -39,7 +39,7 @@ import struct
 import sys
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from accountants import _validate
 
@@ -283,6 +283,8 @@ def epsilon_for_delta(mu: float, delta: float) -> float:
         hi *= 2.0
     if not math.isfinite(hi):  # mu above ~1.3e154: eps ~ mu^2 / 2 is beyond the floats; inf is the bound
         return math.inf
+    from scipy import optimize  # (on first use: accountants/rdp.py)
+
     try:
         eps = optimize.brentq(lambda e: log_d(e) - log_target, 0.0, hi, xtol=5e-324,
                               rtol=4 * np.finfo(float).eps, maxiter=500)
@@ -323,6 +325,8 @@ def mu_for_epsilon_delta(epsilon: float, delta: float) -> float:
         if hi > 1e300:
             raise ValueError(f"epsilon must be finite and below the floats' reach of mu: every mu up to 1e300 "
                              f"satisfies (epsilon={epsilon}, delta={delta})")
+    from scipy import optimize  # (on first use: accountants/rdp.py)
+
     try:
         mu = optimize.brentq(f, lo, hi, xtol=5e-324, rtol=4 * np.finfo(float).eps, maxiter=500)
     except RuntimeError:  # no convergence (f is flat in rounding at mu ~ 1e154): bisect the bracket

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from accountants import _validate, gdp_conversion
 from accountants._sums import log_sum_exp
@@ -57,11 +57,16 @@ def window_size(k: int, epsilon0: float, log_floor: float | None = None) -> floa
 
 
 def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
-                                  log_floor: float | None = None) -> float:
+                                  log_floor: float | None = None, lower: bool = False) -> float:
     """log of the Thm 3.3 delta(eps) for k eps0-DP releases (an upper bound, see module docstring).
 
     ``log_floor``: terms whose total is far below exp(log_floor) may be left to the Chernoff bound
-    (a narrower window, still an upper bound)."""
+    (a narrower window, still an upper bound).
+
+    ``lower``: a LOWER bound instead (session 16, for :meth:`OptimalHomogeneousAccountant.epsilon_exceeds`):
+    the window's terms alone (every term is non-negative, so the tails' bounds are left out), at eps
+    shifted up instead of down (each summed factor 1 - e^(eps - loss) then at most its real value), and the
+    rounding margin subtracted instead of added."""
     if k == 0 or epsilon0 == 0.0:
         return -math.inf
     if math.isinf(epsilon0):  # p = 1: every release reveals its input, delta(eps) = 1 at any finite eps
@@ -77,7 +82,7 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     shift = 8 * _U * (abs(epsilon) + k * epsilon0)
     if not math.isfinite(shift):  # k eps0 past 1e308: near eps only the losses |(k - 2j) eps0| ~ |eps| matter
         shift = 24 * _U * abs(epsilon) + 8 * _U * epsilon0
-    epsilon = epsilon - shift
+    epsilon = epsilon + shift if lower else epsilon - shift
     # nonzero terms need (k - 2j) eps0 > eps, i.e. j < (k - eps/eps0)/2
     bound = (k - epsilon / epsilon0) / 2.0
     if not bound > 0:  # also eps / eps0 = inf (a huge eps): no term is nonzero, and ceil(-inf) would raise
@@ -101,9 +106,9 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
         log_factor = np.log(-np.expm1(np.minimum(x, 0.0)))
     parts = [log_sum_exp(log_binom + log_factor)] if len(j) else []
     # omitted terms: each is at most its pmf; bound the tails by Chernoff-Hoeffding
-    if lo > 0:  # j in [0, lo - 1], lo - 1 < mean
+    if lo > 0 and not lower:  # j in [0, lo - 1], lo - 1 < mean
         parts.append(-k * _log_kl((lo - 1) / k, q, log_q, log_p))
-    if hi < jmax:  # j in [hi + 1, jmax], hi + 1 > mean
+    if hi < jmax and not lower:  # j in [hi + 1, jmax], hi + 1 > mean
         parts.append(-k * _log_kl((hi + 1) / k, q, log_q, log_p))
     if not parts:
         return -math.inf
@@ -112,7 +117,7 @@ def log_delta_randomized_response(k: int, epsilon0: float, epsilon: float,
     # (k eps0, not |eps|: every eps reaching here is below k eps0, and a margin growing with eps made delta
     # 2e-16 larger at eps = 0.238 than at 0 near delta = 1 -- session 11)
     magnitude = float(special.gammaln(k + 1.0)) + k * (abs(log_p) + abs(log_q)) + k * epsilon0
-    return total + 1e-14 * magnitude + 1e-12
+    return total - (1e-14 * magnitude + 1e-12) if lower else total + 1e-14 * magnitude + 1e-12
 
 
 def _exp_capped(log_d: float) -> float:
@@ -231,6 +236,8 @@ class OptimalHomogeneousAccountant(Accountant):
         elif f(hi) > 0.0:  # within rounding of the largest loss: only hi itself (real delta 0) is safe
             return float(hi)
         else:
+            from scipy import optimize  # (on first use: accountants/rdp.py)
+
             eps = optimize.brentq(f, 0.0, hi, xtol=1e-14 * max(1.0, hi), rtol=4 * np.finfo(float).eps,
                                   maxiter=500)
         step = max(eps, 1e-300) * 2e-16
@@ -238,6 +245,28 @@ class OptimalHomogeneousAccountant(Accountant):
             eps += step
             step *= 2.0
         return float(min(eps, hi))
+
+    def epsilon_exceeds(self, epsilon: float, delta: float) -> bool:
+        """Whether :meth:`epsilon` provably exceeds ``epsilon`` (:meth:`Accountant.epsilon_exceeds`), from one
+        evaluation of delta instead of the root search's ~20 (session 16).
+
+        Every finite answer e of :meth:`epsilon` other than the top k eps0 (where the real delta is 0) has its
+        own upper bound ``_delta(e) <= delta`` on the lattice (the verified walk; 0 where ``_delta(0)`` is), so
+        the real delta(e) is within it.
+        Where a LOWER bound on the real delta at ``epsilon`` (:func:`log_delta_randomized_response` with
+        ``lower``) exceeds that delta, the real delta, non-increasing in eps, puts e above ``epsilon`` -- and
+        the top too, where the real delta is 0. No assumption on the computed curve's own monotonicity.
+        Pure releases only (delta0 = 0: the composed delta is the randomized-response one)."""
+        if not (delta > 0.0 and 0.0 <= epsilon < math.inf) or self.k == 0 or self.epsilon0 is None or self.delta0:
+            return False
+        delta = gdp_conversion.lattice_down(delta)  # as epsilon() reads it
+        # (any window gives a lower bound: the one of a query at delta, whose terms left out are ~e^-40 of it)
+        log_floor = math.log(delta) - 40.0
+        if not self.feasible(log_floor):  # epsilon() declines there without a search
+            return False
+        log_lower = log_delta_randomized_response(self.k, self.epsilon0, epsilon, log_floor, lower=True)
+        # (exp within an ulp: 4 taken)
+        return math.exp(min(log_lower, 0.0)) * (1.0 - 4.0 * _U) > delta
 
     def _delta(self, epsilon: float, log_floor: float | None) -> float:
         log_d = self._rr_log_delta(epsilon, log_floor)

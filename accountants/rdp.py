@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
 
 from accountants import _validate, gdp_conversion, rdp_curves
 from accountants.base import Accountant
@@ -119,6 +118,10 @@ class RDPAccountant(Accountant):
         a = self.orders
         lo = a[i - 1] if i > 0 else 1.0 + (a[0] - 1.0) / 16.0
         hi = a[i + 1] if i + 1 < len(a) else a[-1] * 16.0
+        # imported on first use: scipy.optimize costs ~0.2 s CPU of import (after scipy.special), which a process that
+        # certifies nothing (a non-private run, most one-shot CLI calls) never needs (session 16)
+        from scipy import optimize
+
         with np.errstate(invalid="ignore", over="ignore"):  # inf objectives (mu = inf) end as inf below
             res = optimize.minimize_scalar(objective, bounds=(lo, hi), method="bounded",
                                            options={"xatol": 1e-10 * hi, "maxiter": 200})

@@ -11,7 +11,9 @@ reports ``time.process_time()`` of
 
 * the FIRST ``simulate`` of the process, whole (certificate included), and the certificate's part
   (``PrivacySchedule.live_certificates``: memoised within a process, so paid once per process), and
-* the best of the further runs (s12/single's figure: the process warm),
+* the best of the further runs (s12/single's figure: the process warm), and
+* the imports (from the script's first statement, numpy included, for both libraries) and import + first
+  run: the process's whole cost of one run (session 16: what is imported on first use moves between the two),
 
 for each tree given (``--trees``, each on PYTHONPATH in turn: e.g. /work/wt/base and this checkout)
 and each kernel mode (``--modes``: ``auto``, the default ski-rental switch, or ``always``,
@@ -35,6 +37,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from privbandit.cli_checks import whole
 
@@ -68,12 +71,13 @@ for _ in range(runs):
     begin = time.process_time()
     simulate(policy, Bernoulli(means), horizon, 1, seed=0, progress=False)
     out.append((time.process_time() - begin, spent[0]))
-print(json.dumps({"import": imported, "runs": out, "numba": "numba" in sys.modules}))
+print(json.dumps({"import": imported, "runs": out, "numba": "numba" in sys.modules, "tree": sys.modules["privbandit"].__file__}))
 """
 
 #: the peer, in a fresh process: argv = bench dir, peer path, policy, horizon, runs; one JSON line
 PEER = r"""
 import importlib, json, sys, time, types
+start = time.process_time()
 import numpy as np
 bench, path, name, horizon, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 sys.path.insert(0, path)
@@ -84,6 +88,7 @@ for sub in ("private.private_ucb", "private.dp_ucb_bound", "private.dp_ucb", "pr
     importlib.import_module("private_bandits.solvers." + sub)
 bandits = importlib.import_module("private_bandits.bandits.bernoulli_bandits")
 runners = importlib.import_module("private_bandits.bandits.runners")
+imported = time.process_time() - start
 sys.path.remove(path)
 sys.path.insert(0, bench)
 from bench_engine import MEANS, PEER_SOLVERS
@@ -95,15 +100,18 @@ for _ in range(runs):
     begin = time.process_time()
     runner.run_all(horizon)
     out.append(time.process_time() - begin)
-print(json.dumps({"runs": out}))
+print(json.dumps({"import": imported, "runs": out}))
 """
 
 
 def _child(code: str, args: list, pythonpath: str, **env) -> dict:
     environ = dict(os.environ, PYTHONPATH=pythonpath, **env)
     environ.pop("PRIVBANDIT_NO_JIT", None)
+    # cwd: ``python -c`` puts the working directory FIRST on sys.path, so a child started in a checkout imported
+    # that checkout's privbandit whatever PYTHONPATH said (session 16: "--trees /work/wt/base,." run from the
+    # branch measured the branch twice)
     done = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=environ, capture_output=True,
-                          text=True, timeout=3600)
+                          text=True, timeout=3600, cwd=tempfile.gettempdir())
     if done.returncode:
         raise SystemExit(f"a measuring process failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -149,26 +157,36 @@ def main(argv=None) -> int:
             for label, tree, mode in order:
                 if tree is None:
                     row = _child(PEER, [HERE, args.peer_path, name, args.horizon, args.runs], peer_path)
-                    got.setdefault((name, "peer", ""), []).append((row["runs"][0], 0.0, min(row["runs"][1:] or row["runs"])))
+                    got.setdefault((name, "peer", ""), []).append((row["runs"][0], 0.0, min(row["runs"][1:] or row["runs"]),
+                                                                  row["import"]))
                 else:
                     env = {"PRIVBANDIT_JIT": "always"} if mode == "always" else {"PRIVBANDIT_JIT": "auto"}
                     row = _child(OURS, [name, args.horizon, args.runs, means], tree, **env)
+                    if not pathlib.Path(row["tree"]).resolve().is_relative_to(tree):
+                        raise SystemExit(f"a child meant for {tree} imported {row['tree']}")
                     first, cert = row["runs"][0]
                     later = [r[0] for r in row["runs"][1:]] or [first]
-                    got.setdefault((name, tree, mode), []).append((first, cert, min(later)))
+                    got.setdefault((name, tree, mode), []).append((first, cert, min(later), row["import"]))
     print(f"\nOne replicate, T = {args.horizon}, eps = 1, 5 Bernoulli arms; CPU seconds per run, median (range) "
           f"over {args.pairs} fresh processes each; ours/peer = peer's CPU time / ours, medians\n")
-    print("| policy | who | mode | first run | its certificate | best later run | ours/peer (first) | ours/peer (later) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    # import: CPU from the script's first statement to its imports done (numpy included for both); the process's
+    # cost of one run is import + first run (session 16: what the package imports on first use moves between them)
+    print("| policy | who | mode | import | first run | import + first run | its certificate | best later run | "
+          "ours/peer (first) | ours/peer (import + first) | ours/peer (later) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in policies:
         peer = got[(name, "peer", "")]
         peer_first, peer_later = statistics.median(p[0] for p in peer), statistics.median(p[2] for p in peer)
-        print(f"| {name} | peer | | {_spread([p[0] for p in peer])} | | {_spread([p[2] for p in peer])} | | |")
+        peer_whole = statistics.median(p[0] + p[3] for p in peer)
+        print(f"| {name} | peer | | {_spread([p[3] for p in peer])} | {_spread([p[0] for p in peer])} | "
+              f"{_spread([p[0] + p[3] for p in peer])} | | {_spread([p[2] for p in peer])} | | | |")
         for tree in trees:
             for mode in modes:
                 rows = got[(name, tree, mode)]
-                print(f"| {name} | {tree} | {mode} | {_spread([r[0] for r in rows])} | {_spread([r[1] for r in rows])} | "
+                print(f"| {name} | {tree} | {mode} | {_spread([r[3] for r in rows])} | {_spread([r[0] for r in rows])} | "
+                      f"{_spread([r[0] + r[3] for r in rows])} | {_spread([r[1] for r in rows])} | "
                       f"{_spread([r[2] for r in rows])} | {peer_first / statistics.median(r[0] for r in rows):.2f}x | "
+                      f"{peer_whole / statistics.median(r[0] + r[3] for r in rows):.2f}x | "
                       f"{peer_later / statistics.median(r[2] for r in rows):.2f}x |")
     return 0
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from accountants import GDP, Certificate, Event, Gaussian, GDPAccountant, best_delta, best_epsilon
+from accountants.best import minimum_epsilon
 from accountants._validate import count, shown, unmasked
 from accountants.events import NO_EVENT
 
@@ -64,82 +65,39 @@ def _certified(events: Event, delta: float, accountants) -> Certificate:
     return dataclasses.replace(cert, values=dict(cert.values), notes=dict(cert.notes))
 
 
-#: relative margin of :func:`_live_entry`'s test: far above the accountants' rounding of delta
-#: (~1e-12: the 40-bit delta lattice, compensated sums), far below the gaps it meets in practice
-_CANNOT_REACH_MARGIN = 1e-6
-
-
 def _live_entry(events: Event, delta: float, accountants) -> tuple[float, str]:
     """``(cert.value, cert.by)`` of ``PrivacySchedule.epsilon`` on ``events`` -- the live certificate's
-    entry -- without running the GDP accountant's root search where GDP cannot reach the minimum.
-
-    GDP's epsilon at ``delta`` is the least lattice point e at which its own delta(e) <= delta (Dong,
-    Roth & Su 2022, Cor. 2.13, with delta(e) non-increasing in e; :func:`accountants.gdp_conversion.epsilon_for_delta`).
-    So when GDP's delta at the best epsilon of the other accountants, ``e*``, exceeds ``delta`` (by a
-    margin over rounding), GDP's epsilon is above e*: it is neither the minimum nor tied with it, and
-    one evaluation of delta replaces the root search's ~13 (191 for Private-UCB's 15 distinct checkpoints,
-    measured; issue 19: GDP's ``epsilon_for_delta`` was named the largest lever in a fresh one-replicate
-    run's certificate). Otherwise GDP's epsilon is
-    computed and the minimum taken in the accountants' own order with ``best_epsilon``'s strict ``<``,
-    so value and label are those of ``best_epsilon`` on the same accountants, bit for bit. Only the
-    minimum and its label leave this function (the certificate's per-accountant ``values`` would lack
-    GDP's): it serves :meth:`PrivacySchedule.live_certificates` alone. Memoised like :func:`_certified`.
-
-    Falls back to ``PrivacySchedule.epsilon``'s path where the shortcut would not be the same
-    computation: all-Gaussian events (GDP alone answers), events with an exact accountant (the PLD's
-    skip depends on its value), accountants other than the library's factories, unhashable arguments.
-    """
+    entry -- without the root searches of accountants that provably cannot reach the minimum
+    (:func:`accountants.best.minimum_epsilon`: GDP since session 15, the optimal composition since session
+    16), bit for bit. Only the minimum and its label leave this function: it serves
+    :meth:`PrivacySchedule.live_certificates` alone. Memoised like :func:`_certified`; unhashable arguments
+    are computed directly."""
     try:
         key = accountants_key(accountants)
         if key is UNHASHABLE or isinstance(accountants, (str, bytes)):
             raise TypeError
         return _live_entry_cached(events, delta, key)
     except TypeError:
-        cert = _epsilon_of(events, delta, accountants)
-        return cert.value, cert.by
+        return minimum_epsilon(events, delta, _narrowed(events, accountants))
+
+
+def _narrowed(events: Event, accountants):
+    """``accountants`` as ``PrivacySchedule.epsilon`` uses them on ``events``: GDP alone for all-Gaussian
+    events when it is allowed (it is exact there)."""
+    if _all_gaussian(events) and (accountants is None or any(
+            a is GDPAccountant or isinstance(a, GDPAccountant) for a in accountants)):
+        return [GDPAccountant]
+    return accountants
 
 
 def _epsilon_of(events: Event, delta: float, accountants) -> Certificate:
     """What ``PrivacySchedule.epsilon`` answers on ``events`` (kept in one place with it)."""
-    if _all_gaussian(events) and (accountants is None or any(
-            a is GDPAccountant or isinstance(a, GDPAccountant) for a in accountants)):
-        accountants = [GDPAccountant]
-    return _certified(events, delta, accountants)
+    return _certified(events, delta, _narrowed(events, accountants))
 
 
 @functools.lru_cache(maxsize=2048)
 def _live_entry_cached(events: Event, delta: float, accountants: tuple | None) -> tuple[float, str]:
-    from accountants.base import UnsupportedEventError
-    from accountants.best import default_accountants, exact_accountant
-    from accountants.pld import PLDAccountant
-
-    library = default_accountants()
-    factories = list(library if accountants is None else accountants)
-    if (GDPAccountant not in factories or len(factories) < 2 or any(f not in library for f in factories)
-            or _all_gaussian(events) or exact_accountant(events) is not None):
-        cert = _epsilon_of(events, delta, accountants)
-        return cert.value, cert.by
-    others = [f for f in factories if f is not GDPAccountant]
-    cert = _certified(events, delta, others)
-    values = dict(cert.values)
-    gdp = GDPAccountant()
-    try:
-        gdp.compose(events)
-    except UnsupportedEventError:
-        values[gdp.name] = None
-    else:
-        best = cert.value
-        # delta as best_epsilon reads it (validated; GDP itself reads it on its lattice, only lower)
-        cannot_reach = math.isfinite(best) and gdp.delta(best) > float(delta) * (1.0 + _CANNOT_REACH_MARGIN)
-        values[gdp.name] = math.inf if cannot_reach else gdp.epsilon(delta)
-    # best_epsilon's order (the PLD last, a stable sort) and its strict "<": the earliest minimum wins
-    factories.sort(key=lambda f: isinstance(f, type) and issubclass(f, PLDAccountant))
-    best_value, best_name = math.inf, "none"
-    for factory in factories:
-        v = values[factory.name]
-        if v is not None and v < best_value:
-            best_value, best_name = v, factory.name
-    return best_value, best_name
+    return minimum_epsilon(events, delta, _narrowed(events, None if accountants is None else list(accountants)))
 
 
 def _checked_rounds(method):

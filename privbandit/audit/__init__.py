@@ -24,22 +24,48 @@
   for policies too expensive to run millions of times.
 """
 
-from privbandit.audit import certify, scores, stats
-from privbandit.audit.certify import GDP, Claim, EpsAtDelta
-from privbandit.audit.contextual import contextual_whitebox_audit
-from privbandit.audit.core import VERDICTS, Audit, AuditResult, Budget
-from privbandit.audit.exact import (ActionDistribution, PrivacyProfile, action_distribution, bounds_ladder,
-                                    exact_epsilon)
+import importlib
+
+# eager: the function's name is also its module's, and the first import of the module (by another audit module)
+# would set the package's attribute to the module, which __getattr__ below is never asked to correct (~9 ms)
 from privbandit.audit.ledger_audit import LedgerAuditResult, ledger_audit
-from privbandit.audit.mechanisms import clipped_sum_laplace, gaussian_release, laplace_release
-from privbandit.audit.neighbours import NeighbourPair, Neighbours
-from privbandit.audit.one_run import OneRunResult, one_run_audit, one_run_mechanism_audit
-from privbandit.audit.runner import (MechanismSampler, PolicySampler, auto_trace, run_policy, trace_attribute,
-                                     trace_method)
-from privbandit.audit.tracing import ReleaseTracer, release_trace
-from privbandit.audit.whitebox import WhiteBoxResult, probe_horizon, whitebox_audit
-from privbandit.audit.graph import graph_whitebox_audit
-from privbandit.audit.deployment import DeploymentAuditResult, deployment_audit
+
+#: each public name and the submodule that defines it (None: the submodule itself). Imported on first use
+#: (PEP 562): importing the package -- as ``privbandit.audit.cli`` does to build every CLI call's parser --
+#: cost ~0.5 s CPU of scipy.stats & co. in each one-shot ``privbandit`` call that audits nothing (session 16)
+_EXPORTS = {
+    "certify": None, "scores": None, "stats": None,
+    "GDP": "certify", "Claim": "certify", "EpsAtDelta": "certify",
+    "contextual_whitebox_audit": "contextual",
+    "VERDICTS": "core", "Audit": "core", "AuditResult": "core", "Budget": "core",
+    "ActionDistribution": "exact", "PrivacyProfile": "exact", "action_distribution": "exact",
+    "bounds_ladder": "exact", "exact_epsilon": "exact",
+    "clipped_sum_laplace": "mechanisms", "gaussian_release": "mechanisms", "laplace_release": "mechanisms",
+    "NeighbourPair": "neighbours", "Neighbours": "neighbours",
+    "OneRunResult": "one_run", "one_run_audit": "one_run", "one_run_mechanism_audit": "one_run",
+    "MechanismSampler": "runner", "PolicySampler": "runner", "auto_trace": "runner", "run_policy": "runner",
+    "trace_attribute": "runner", "trace_method": "runner",
+    "ReleaseTracer": "tracing", "release_trace": "tracing",
+    "WhiteBoxResult": "whitebox", "probe_horizon": "whitebox", "whitebox_audit": "whitebox",
+    "graph_whitebox_audit": "graph",
+    "DeploymentAuditResult": "deployment", "deployment_audit": "deployment",
+}
+
+
+def __getattr__(name: str):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    if module is None:
+        return importlib.import_module(f"{__name__}.{name}")  # (the import sets the package's attribute)
+    value = globals()[name] = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "Audit", "AuditResult", "Budget", "Claim", "EpsAtDelta", "GDP", "VERDICTS", "Neighbours", "NeighbourPair",
