@@ -602,8 +602,10 @@ def hybrid_blocks(pending: np.ndarray, count: np.ndarray, f: np.ndarray, v: np.n
         if n != last:  # lock-stepped streams share their count: one floor_log2 for all of them
             last = n
             b = _floor_log2(n)
-            k_min = min(k_min, b)
-            k_max = max(k_max, b)
+            if b < k_min:  # (comparisons, not min/max: two builtin calls less a row interpreted)
+                k_min = b
+            if b > k_max:
+                k_max = b
     if k_min != k_max:
         last = -1
         for i in range(f.size):
