@@ -227,16 +227,18 @@ def exact_log2(p: np.ndarray) -> np.ndarray:
 
 
 class _Scratch:
-    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``) and a
-    mechanism's schedule leaves by scale (frozen events, built once): no state -- arrays rewritten by
-    every insert before being read, events a function of the scale -- so it pickles empty and equals
-    any other."""
+    """Working arrays by insert size (a binary core's ``new``, ``dropped``, ``level``), a
+    mechanism's schedule leaves by scale (frozen events, built once) and its per-block constants by
+    block (a node scale and a block's first count, computed once): no state -- arrays rewritten by
+    every insert before being read, events and constants functions of the scale or block and the
+    mechanism's fixed parameters -- so it pickles empty and equals any other."""
 
-    __slots__ = ("by_size", "leaves")
+    __slots__ = ("by_size", "leaves", "blocks")
 
     def __init__(self) -> None:
         self.by_size: dict[int, tuple[np.ndarray, ...]] = {}
         self.leaves: dict[float, object] = {}
+        self.blocks: dict[int, tuple] = {}
 
     def __eq__(self, other) -> bool:
         return isinstance(other, _Scratch)

@@ -96,8 +96,9 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, offset: float, two_log_
               bound: bool, index: np.ndarray, arms: np.ndarray) -> None:
     """The UCB index (s + offset)/N + sqrt(2 ln t / N) (``two_log_t`` = 2 ln t) of every (replicate,
     arm), plus DP-UCB-Bound's nu/N if ``bound`` (nu the hybrid error bound at ln(4/gamma) = ``lg``,
-    ``c`` = 2 sqrt 8 / eps), into ``index``; ``arms[r]`` its argmax over the arms of replicate r, as
-    np.argmax picks it (the first maximum; the first NaN if any). ``offset`` is Private-UCB's
+    ``c`` = 2 sqrt 8 / eps), into ``index`` (C-contiguous, as every array here); ``arms[r]`` its
+    argmax over the arms of replicate r, as np.argmax picks it (the first maximum; the first NaN if
+    any). ``offset`` is Private-UCB's
     confidence relaxation Gamma (Mishra & Thakurta 2015, Alg. 1 line 10: (r_a + Gamma)/n_a), 0 for
     DP-UCB / DP-UCB-Bound (Tossou & Dimitrakakis 2016, Alg. 1-2: s + 0.0 is s, bit for bit, except
     that -0.0 becomes +0.0, which the positive sqrt term then absorbs).
@@ -114,7 +115,9 @@ def ucb_index(noisy_sum: np.ndarray, counts: np.ndarray, offset: float, two_log_
     the argmax's pass: interpreted, at one replicate, each index is then read once after the first
     pass, not twice (~1 us a round for five arms); folded into the first pass instead, it cost the
     compiled kernel its SIMD pass (at 1000 x 5, measured 59 -> 73 us)."""
-    s, n_all, out = noisy_sum.reshape(-1), counts.reshape(-1), index.reshape(-1)
+    # flat views: ravel of a C-contiguous array (the callers' state and their fresh np.empty) is a
+    # view, as reshape(-1) is, numpy and numba alike, at half its cost interpreted (~0.1 us a call)
+    s, n_all, out = noisy_sum.ravel(), counts.ravel(), index.ravel()
     for i in range(n_all.size):
         # Python scalars (no-ops compiled): interpreted, numpy scalars' arithmetic costs several times more
         n = float(n_all[i])
