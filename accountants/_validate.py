@@ -10,6 +10,7 @@ import decimal
 import difflib
 import math
 import numbers
+import operator
 import sys
 import unicodedata
 
@@ -42,7 +43,7 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
         text = text if len(text) <= limit else f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
         return f"{text} (a Decimal is not converted: pass float(x) or int(x))"
     if isinstance(value, (int, np.integer)) and not isinstance(value, NOT_NUMBERS):
-        n = int(value)
+        n = operator.index(value)  # (an int subclass's own value: int() calls its __int__, which may lie)
         if abs(n) < 10**40:
             return repr(n) if type(value) is int else repr(value)
         sign = "-" if n < 0 else ""
@@ -92,6 +93,10 @@ def _as_float(name: str, value: object, valid: str = "") -> float:
     except OverflowError:  # a Python int beyond 1.8e308: no float holds it (was an OverflowError)
         raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308)"
                          f"{',' + valid if valid else ''}, got {shown(value)}") from None
+    except Exception as exc:  # noqa: BLE001 -- a numbers.Real (registered, or a float subclass) whose
+        # __float__ raises or returns a non-float (session 16): the caller's object, refused by name
+        raise ValueError(f"{name} must be a real number{valid}; float() of {shown(value)} failed "
+                         f"({type(exc).__name__}: {exc})") from exc
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN" + (f" (a real number{valid})" if valid else ""))
     return x
@@ -179,6 +184,9 @@ def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
                          f"got {shown(value)}") from None
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}") from None
+    except Exception as exc:  # noqa: BLE001 -- an entry's own __float__ raised (session 16): refused by name
+        raise ValueError(f"{name} must be an array of real numbers; converting {shown(value)} failed "
+                         f"({type(exc).__name__}: {exc})") from exc
 
 
 def _holds_bool(seq) -> bool:
@@ -212,11 +220,16 @@ def choice(name: str, value: object, choices) -> str:
 def count(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring a non-negative whole number."""
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
+        if isinstance(value, (float, np.floating)) and _as_float(name, value, "in [0, inf)").is_integer():
+            value = int(_as_float(name, value))
         else:
             raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(value)}")
-    n = int(value)
+    try:
+        # the exact value of an int subclass (int() calls its __int__, which may raise or lie: session 16)
+        n = operator.index(value)
+    except Exception as exc:  # noqa: BLE001 -- a registered numbers.Integral without a working __index__
+        raise ValueError(f"{name} must be a whole number in [0, inf); operator.index() of {shown(value)} "
+                         f"failed ({type(exc).__name__}: {exc})") from exc
     if n < 0:
         raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(n)}")
     return n

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang")
+FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang", "refused", "truncated")
 EXPECTED: tuple = ()  # documented refusal types besides ValueError, filled in by main()
 
 
@@ -61,9 +61,10 @@ class Fuzzer:
         signal.signal(signal.SIGALRM, _alarm)
 
     # -- one Python call --------------------------------------------------------------------------
-    def call(self, entry: str, label: str, fn, *, bad: bool, names=(), clipped=False):
+    def call(self, entry: str, label: str, fn, *, bad: bool, names=(), clipped=False, ok_required=False):
         """Run ``fn()``; ``bad``: the input is nonsense and must be refused; ``names``: words one of which
-        the refusal must contain (the parameter)."""
+        the refusal must contain (the parameter); ``ok_required``: the input is valid (a valid array in
+        unusual clothes: read-only, big-endian, ...) and a refusal is the finding ``refused``."""
         signal.setitimer(signal.ITIMER_REAL, self.limit)
         detail = ""
         try:
@@ -81,7 +82,7 @@ class Fuzzer:
             if names and not any(n.lower() in text for n in names):
                 outcome = "unnamed"
             else:
-                outcome = "good"
+                outcome = "refused" if ok_required else "good"
             detail = f"{type(exc).__name__}: {str(exc)[:200]}"
         except Exception as exc:  # noqa: BLE001 -- the finding
             outcome, detail = "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -724,6 +725,380 @@ def fuzz_files(fz: Fuzzer, tmp: Path) -> None:
         fz.cli("cli deploy replay", ["deploy", "replay", str(store), str(path)], bad=name != "good.csv")
 
 
+# === Session 16 (s16/fuzz): round 2 -- types that look like numbers or arrays, huge shapes, kills ===
+class _NanFloat(float):
+    """A float subclass whose ``__float__`` lies: it holds 0.5 but converts to nan."""
+
+    def __float__(self):
+        return math.nan
+
+
+class _RaisingFloat(float):
+    def __float__(self):
+        raise RuntimeError("lying __float__")
+
+
+class _TextFloat(float):
+    def __float__(self):  # (Python refuses the result: "__float__ returned non-float")
+        return "0.5"
+
+
+class _RaisingIndex(int):
+    def __index__(self):
+        raise RuntimeError("lying __index__")
+
+    __int__ = __index__
+
+
+class _HugeIndex(int):
+    def __index__(self):
+        return 10**400
+
+    __int__ = __index__
+
+
+class _FakeReal:
+    """Registered as a ``numbers.Real`` (so isinstance checks pass) with a ``__float__`` that lies."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __float__(self):
+        if isinstance(self.out, BaseException):
+            raise self.out
+        return self.out
+
+    def __repr__(self):
+        return f"<FakeReal {self.out!r}>"
+
+
+import numbers as _numbers  # noqa: E402
+
+_numbers.Real.register(_FakeReal)
+
+
+class _LyingLen(list):
+    def __len__(self):
+        return 10**6
+
+
+def _ro(a):
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+
+#: scalars for a numeric parameter: (label, value, bad). ``bad``: nonsense, must be refused naming the
+#: parameter; otherwise accepted or refused, never a traceback (a valid number in numpy's clothes).
+TYPE_SCALARS = [
+    ("float16(0.5)", np.float16(0.5), False), ("float32(0.5)", np.float32(0.5), False),
+    ("int8(127)", np.int8(127), False), ("int8(-128)", np.int8(-128), False), ("uint8(0)", np.uint8(0), False),
+    ("uint64(2**64-1)", np.uint64(2**64 - 1), False), ("int64(2**63-1)", np.int64(2**63 - 1), False),
+    ("longdouble(1e4000)", np.longdouble("1e4000"), False),  # (inf where longdouble is a float64)
+    ("True", True, True), ("np.True_", np.bool_(True), True), ("False", False, True),
+    ("datetime64", np.datetime64("2020-01-01"), True), ("str_('2')", np.str_("2"), True),
+    ("Fraction(1,2)", fractions.Fraction(1, 2), False), ("Decimal('NaN')", decimal.Decimal("NaN"), True),
+    ("Decimal('sNaN')", decimal.Decimal("sNaN"), True), ("Decimal('Infinity')", decimal.Decimal("Infinity"), True),
+    ("Decimal('2')", decimal.Decimal("2"), False), ("complex(2,0)", complex(2, 0), True),
+    ("complex64(2)", np.complex64(2), True),
+    ("float-nan-lie", _NanFloat(0.5), False), ("float-raising", _RaisingFloat(0.5), True),
+    ("float-text", _TextFloat(0.5), True), ("int-index-raising", _RaisingIndex(3), False),
+    ("int-index-huge", _HugeIndex(3), False),
+    ("Real-raising", _FakeReal(RuntimeError("lying")), True), ("Real-nan", _FakeReal(math.nan), True),
+    ("Real-text", _FakeReal("0.5"), True), ("Real-overflow", _FakeReal(OverflowError("big")), True),
+    ("0d", np.array(2.0), False), ("0d-readonly", _ro(2.0), False), ("0d-bigendian", np.array(2.0, ">f8"), False),
+    ("0d-float16", np.array(2.0, np.float16), False), ("0d-object", np.array(2.0, dtype=object), False),
+    ("0d-object-str", np.array("2", dtype=object), True), ("0d-bool", np.array(True), True),
+    ("ma.masked", np.ma.masked, True), ("0d-masked", np.ma.array(2.0, mask=True), True),
+    ("0d-masked-unmasked", np.ma.array(2.0, mask=False), False),
+    ("memoryview", memoryview(b"\x02"), True), ("generator", (x for x in [2.0]), True),
+    ("1-elem-array", np.array([2.0]), True), ("mixed-list", [2.0, "a"], True),
+]
+
+
+def _fresh(v):
+    """A generator is consumed by the first call: every case gets its own."""
+    return (x for x in [2.0]) if inspect.isgenerator(v) else v
+
+
+#: arrays for an array parameter (rewards, means, contexts): (label, build, verdict); verdict: "ok" -- a
+#: valid array in unusual clothes, must be accepted; "bad" -- refused naming the parameter; "edge" --
+#: accepted or refused, never a traceback. ``build(good)`` makes the case from a valid float array.
+def _noncontig(g):
+    wide = np.repeat(np.asarray(g), 2, axis=-1)
+    return wide[..., ::2]
+
+
+TYPE_ARRAYS = [
+    ("readonly", _ro, "ok"), ("noncontiguous", _noncontig, "ok"),
+    ("bigendian", lambda g: np.asarray(g).astype(np.asarray(g).dtype.newbyteorder(">")), "ok"), ("float16", lambda g: np.asarray(g, np.float16), "ok"),
+    ("float32", lambda g: np.asarray(g, np.float32), "ok"), ("fortran", lambda g: np.asfortranarray(g), "ok"),
+    ("object-numbers", lambda g: np.asarray(g, dtype=object), "ok"),
+    ("masked-none", lambda g: np.ma.masked_array(g, mask=np.zeros(np.shape(g), bool)), "ok"),
+    ("masked-one", lambda g: np.ma.masked_array(g, mask=np.eye(1, np.size(g), dtype=bool).reshape(np.shape(g))),
+     "bad"),
+    ("memoryview", lambda g: memoryview(np.ascontiguousarray(g, float)), "edge"),
+    ("list-of-np-scalars", lambda g: np.asarray(g, np.float32).tolist() if np.ndim(g) > 1
+     else [np.float32(x) for x in np.ravel(g)], "ok"),
+    ("list-with-Fraction", lambda g: _swap_first(g, lambda x: fractions.Fraction(x).limit_denominator(1000)), "edge"),
+    ("list-with-Decimal", lambda g: _swap_first(g, lambda x: decimal.Decimal(str(x))), "bad"),
+    ("list-with-bool", lambda g: _swap_first(g, lambda x: True), "bad"),  # (an adjacency's bool: valid there)
+    ("list-with-str_", lambda g: _swap_first(g, lambda x: np.str_(str(x))), "bad"),
+    ("list-with-nan-lie", lambda g: _swap_first(g, lambda x: _NanFloat(x)), "edge"),
+    ("list-with-raising", lambda g: _swap_first(g, lambda x: _FakeReal(RuntimeError("lying"))), "bad"),
+    ("list-with-complex0", lambda g: _swap_first(g, lambda x: complex(x, 0)), "bad"),
+    ("datetime", lambda g: np.full(np.shape(g), np.datetime64("2020-01-01")), "bad"),
+    ("generator", lambda g: (x for x in np.asarray(g).tolist()), "bad"),
+    ("lying-len", lambda g: _LyingLen(np.asarray(g).tolist()), "edge"),
+    ("complex-zero-imag", lambda g: np.asarray(g, complex), "bad"),
+    ("object-with-None", lambda g: _swap_first(g, lambda x: None), "bad"),
+]
+
+
+def _swap_first(g, f):
+    a = np.asarray(g, float)
+    out = a.tolist()
+    if a.ndim == 1:
+        out[0] = f(out[0])
+    else:
+        out[0][0] = f(out[0][0])
+    return out
+
+
+def fuzz_types(fz: Fuzzer) -> None:
+    """Round 2, item 1: numbers and arrays that are not plain, through the Python API."""
+    from privbandit import budget, simulate, sweep
+    from privbandit.envs import Bernoulli, ClippedGaussian, TruncatedExponential, RewardTable, RewardTape, GraphFeedback
+    from privbandit.policies import REGISTRY, make_policy
+    from privbandit.contextual import LinearContextual, LoggedData, replay
+    import accountants as A
+    from accountants.best import default_accountants
+
+    def bad_for(param, default, v, bad):
+        if isinstance(default, bool):  # a flag: only a real bool (or numpy's) is a flag
+            return not isinstance(v, (bool, np.bool_))
+        return bad
+
+    def env_for(pol, k=2):
+        if "contexts" in pol.requires:
+            return LinearContextual(dim=5, n_arms=k)
+        if "graph" in pol.requires:
+            return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
+        return Bernoulli([0.3, 0.6][:k])
+
+    for name, cls in sorted(REGISTRY.items()):
+        for param, p in inspect.signature(cls).parameters.items():
+            if isinstance(p.default, str):
+                continue  # named options: session 15's `choice` (strings, arrays, objects) covers them
+            for label, v, bad in TYPE_SCALARS:
+                def build(name=name, param=param, v=v):
+                    pol = make_policy(name, **{param: _fresh(v)})
+                    simulate(pol, env_for(pol), 12, 2, seed=0, progress=False)
+                    if pol.private:
+                        budget.epsilon(pol, 100, 1e-6, 2)
+
+                fz.call(f"types policy {name}", f"{param}={label}", build, bad=bad_for(param, p.default, v, bad),
+                        names=(param,))
+    pol = make_policy("dp_ucb", epsilon=1.0)
+    env = Bernoulli([0.3, 0.6])
+    for param, base in (("horizon", 12), ("replicates", 2), ("delta", 1e-6), ("seed", 0), ("max_tracked_bytes", 10**6),
+                        ("realized_points", 4), ("ledger_replicates", 1)):
+        for label, v, bad in TYPE_SCALARS:
+            if param == "seed" and label in ("str_('2')", "memoryview", "mixed-list"):
+                bad = False  # (a seed may be text or bytes: hashed, documented)
+            if param == "seed" and label in ("1-elem-array",):
+                bad = False  # (a seed sequence)
+            kw = dict(horizon=12, replicates=2, seed=0, progress=False) | {param: _fresh(v)}
+            if param in ("horizon", "replicates") and label.startswith(("uint64", "int64", "longdouble")):
+                continue  # (valid and enormous: the memory check's cases, item 3)
+            fz.call("types simulate", f"{param}={label}", lambda kw=kw: simulate(pol, env, **kw),
+                    bad=bad and not (param == "seed" and isinstance(v, (np.str_,))), names=(param,))
+        if param in ("horizon", "replicates"):
+            for label, v, bad in TYPE_SCALARS:
+                if label.startswith(("uint64", "int64", "longdouble")):
+                    continue
+                kw = dict(horizon=12, replicates=2) | {param: _fresh(v)}
+                fz.call("types sweep", f"{param}={label}",
+                        lambda kw=kw: sweep([pol], [env], kw["horizon"], kw["replicates"], seed=0),
+                        bad=bad, names=(param,))
+    fns = [
+        ("budget.epsilon", budget.epsilon, dict(policy=pol, horizon=100, delta=1e-6, n_arms=2)),
+        ("budget.delta", budget.delta, dict(policy=pol, horizon=100, epsilon=1.0, n_arms=2)),
+        ("budget.mu", budget.mu, dict(policy=make_policy("gaussian_ts", c=4.0), horizon=100, n_arms=2)),
+        ("budget.affordable_horizon", budget.affordable_horizon, dict(policy=pol, target=5.0, n_arms=2, delta=1e-6,
+                                                                      max_horizon=10**4)),
+        ("budget.invert", budget.invert, dict(policy="dp_ucb_int", target=1.0, horizon=100, solve_for="v",
+                                              bounds=(1.01, 1.99), delta=1e-6, n_arms=2)),
+        ("budget.ts_frontier", budget.ts_frontier, dict(target=5.0, horizon=100, n_arms=2, bs=[0, 4])),
+    ]
+    for fname, fn, params in fns:
+        for param in params:
+            if param in ("policy", "solve_for"):
+                continue
+            for label, v, bad in TYPE_SCALARS:
+                if param in ("horizon", "max_horizon") and label.startswith(("uint64", "int64", "longdouble")):
+                    bad = False
+                fz.call(f"types {fname}", f"{param}={label}",
+                        lambda fn=fn, params=params, param=param, v=v: fn(**(params | {param: _fresh(v)})),
+                        bad=bad and not (param == "bs" and label in ("1-elem-array", "generator", "memoryview")),
+                        names=(param, param.rstrip("s")))  # (bs: any iterable of whole numbers, documented)
+    for label, build, verdict in TYPE_ARRAYS:
+        for param, good in (("horizons", [10, 100]), ("bs", [0, 4])):
+            v = build(np.asarray(good, float)) if verdict != "ok" or label not in ("float16",) else build(good)
+            fn = (lambda v=v: budget.curve(pol, v, 1e-6, 2)) if param == "horizons" else \
+                (lambda v=v: budget.ts_frontier(5.0, 100, 2, v))
+            fz.call(f"types budget.{'curve' if param == 'horizons' else 'ts_frontier'}", f"{param}={label}", fn,
+                    bad=verdict == "bad" and not (param == "bs" and label in ("generator", "memoryview")),
+                    names=(param, param.rstrip("s")))  # (bs is any iterable of whole numbers: documented)
+    # accountants: events, compose counts, epsilon / delta of every default accountant
+    ev = A.Laplace(scale=1.0)
+    for label, v, bad in TYPE_SCALARS:
+        for cls, param in (("Laplace", "scale"), ("Gaussian", "sigma"), ("GDP", "mu"), ("ApproxDP", "delta"),
+                           ("DiscreteGaussian", "grid"), ("ZCDP", "rho")):
+            base = {"Laplace": dict(scale=1.0), "Gaussian": dict(sigma=1.0), "GDP": dict(mu=1.0),
+                    "ApproxDP": dict(epsilon=1.0, delta=1e-6), "DiscreteGaussian": dict(sigma=1.0, grid=2**-20),
+                    "ZCDP": dict(rho=0.5)}[cls]
+            ok_value = not (param == "delta" and label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)")) and \
+                param in ("delta",) and not bad
+            fz.call(f"types accountants.{cls}", f"{param}={label}",
+                    lambda cls=cls, base=base, param=param, v=v: A.best_epsilon(getattr(A, cls)(**(base | {param: _fresh(v)})) * 3, 1e-6),
+                    bad=bad, names=(param,))
+        fz.call("types compose", f"count={label}", lambda v=v: A.best_epsilon(ev * _fresh(v), 1e-6),
+                bad=bad or label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)"), names=("count", "times"))
+        for factory in default_accountants():
+            nm = factory.__name__
+
+            def method(factory=factory, v=v, which="epsilon"):
+                acc = factory()
+                acc.compose(ev, 3)
+                return acc.epsilon(_fresh(v)) if which == "epsilon" else acc.delta(_fresh(v))
+
+            fz.call(f"types accountant {nm}", f"epsilon(delta={label})", method, bad=bad, names=("delta",))
+            fz.call(f"types accountant {nm}", f"delta(epsilon={label})", lambda m=method: m(which="delta"),
+                    bad=bad, names=("epsilon",))
+            fz.call(f"types accountant {nm}", f"compose(count={label})",
+                    lambda factory=factory, v=v: factory().compose(ev, _fresh(v)),
+                    bad=bad or label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)"), names=("count",))
+    # mechanisms
+    from privbandit.ledger import Ledger
+    from privbandit import mechanisms as M
+
+    for cls, params in (("TreeMechanism", dict(replicates=2, streams=2, epsilon=1.0, horizon=16)),
+                        ("HybridMechanism", dict(replicates=2, streams=2, epsilon=1.0)),
+                        ("IntervalMean", dict(replicates=2, streams=2, v=1.5, epsilon=1.0))):
+        for param in params:
+            for label, v, bad in TYPE_SCALARS:
+                fz.call(f"types mechanism {cls}", f"{param}={label}",
+                        lambda cls=cls, params=params, param=param, v=v: getattr(M, cls)(
+                            **(params | {param: _fresh(v)}), rng=np.random.default_rng(0), ledger=Ledger.unrecorded(2, 2)),
+                        bad=bad, names=(param,))
+    # environments: means, tables, tapes
+    for label, build, verdict in TYPE_ARRAYS:
+        for cls in (Bernoulli, TruncatedExponential, ClippedGaussian):
+            means = build(np.array([0.3, 0.6]))
+            fz.call(f"types env {cls.__name__}", f"means={label}",
+                    lambda cls=cls, means=means: simulate(make_policy("ucb1"), cls(means), 6, 2, seed=0, progress=False),
+                    bad=verdict == "bad", names=("means", "rates", "locs", "arm"), ok_required=verdict == "ok")
+        table = build(np.full((10, 2), 0.5))
+        fz.call("types env RewardTable", f"table={label}",
+                lambda t=table: simulate(make_policy("exp3"), RewardTable(t), 6, 2, seed=0, progress=False),
+                bad=verdict == "bad", names=("table", "reward"), ok_required=verdict == "ok")
+        tape = build(np.full((2, 10), 0.5))
+        fz.call("types env RewardTape", f"tape={label}",
+                lambda t=tape: simulate(make_policy("dp_ucb"), RewardTape(t), 6, 2, seed=0, progress=False),
+                bad=verdict == "bad", names=("tape", "reward"), ok_required=verdict == "ok")
+        # contextual: a logged data set's every column
+        rng = np.random.default_rng(0)
+        cols = dict(contexts=rng.random((20, 5)), actions=np.zeros(20, int), rewards=np.full(20, 0.5),
+                    propensities=np.full(20, 0.5))
+        for col, good in cols.items():
+            v = build(good)
+            fz.call("types contextual LoggedData", f"{col}={label}",
+                    lambda col=col, v=v: replay(make_policy("lin_ucb"), LoggedData(**(cols | {col: v}), n_arms=2)),
+                    bad=verdict == "bad" and not (label == "list-with-bool" and col in ("contexts", "rewards")),
+                    names=(col, col.rstrip("s")),  # (bool contexts and rewards: one-hot features, clicks; documented)
+                    ok_required=verdict == "ok" and not (col == "actions" and label in (
+                        "float16", "float32", "object-numbers", "list-of-np-scalars")))  # (actions: an integer dtype)
+        theta = build(np.tile(np.array([1.0, 0.6, 0.0, 0.0, 0.0]) / math.sqrt(2), (2, 1)))
+        fz.call("types env LinearContextual", f"theta={label}",
+                lambda th=theta: LinearContextual(dim=5, n_arms=2, theta=th), bad=verdict == "bad", names=("theta",),
+                ok_required=verdict == "ok" and label != "float16")  # (float16 rounds theta off its required form)
+    for label, v, bad in TYPE_SCALARS:
+        for param in ("dim", "n_arms", "noise", "theta_seed"):
+            base = dict(dim=5, n_arms=2)
+            fz.call("types env LinearContextual", f"{param}={label}",
+                    lambda param=param, v=v: simulate(make_policy("lin_ucb"), LinearContextual(**(base | {param: _fresh(v)})),
+                                                      6, 2, seed=0, progress=False),
+                    bad=bad, names=(param, "horizon"))  # (127 arms need a horizon >= 127: named so)
+    # graphs: networkx graphs whose nodes are not 0..K-1, directed, multi; adjacency in unusual clothes
+    import networkx as nx
+
+    from privbandit.envs.graphs import check_adjacency
+
+    graphs = {
+        "nx_str_nodes": (nx.relabel_nodes(nx.path_graph(3), {0: "x", 1: "y", 2: "z"}), "bad"),
+        "nx_1_based": (nx.relabel_nodes(nx.path_graph(3), {0: 1, 1: 2, 2: 3}), "bad"),
+        "nx_np_int_nodes": (nx.relabel_nodes(nx.path_graph(3), {i: np.int64(i) for i in range(3)}), "ok"),
+        "nx_bool_nodes": (nx.Graph([(False, True), (True, 2)]), "edge"),
+        "nx_float_int_nodes": (nx.Graph([(0.0, 1.0), (1.0, 2.0)]), "edge"),
+        "nx_tuple_nodes": (nx.Graph([((0,), (1,)), ((1,), (2,))]), "bad"),
+        "nx_digraph_sym": (nx.DiGraph([(0, 1), (1, 0), (1, 2), (2, 1)]), "edge"),
+        "nx_multidigraph": (nx.MultiDiGraph([(0, 1), (1, 2)]), "edge"),
+        "nx_empty": (nx.Graph(), "bad"), "nx_big_labels": (nx.Graph([(0, 1), (1, 10**6)]), "bad"),
+        "nx_negative_nodes": (nx.Graph([(-1, 0), (0, 1)]), "bad"),
+    }
+    for label, build, verdict in TYPE_ARRAYS:
+        if label in ("generator", "lying-len"):
+            continue
+        graphs[f"adjacency {label}"] = (build(np.eye(3)), "edge" if verdict != "bad" or label == "list-with-bool"
+                                        else "bad")
+    for label, (g, verdict) in graphs.items():
+        fz.call("types env GraphFeedback", f"graph={label}",
+                lambda g=g: simulate(make_policy("ucb_n"), GraphFeedback(Bernoulli([0.2, 0.5, 0.8]), g), 6, 2,
+                                     seed=0, progress=False),
+                bad=verdict == "bad", names=("graph", "adjacency", "node", "arm"), ok_required=verdict == "ok")
+        fz.call("types graphs.check_adjacency", label, lambda g=g: check_adjacency(g, 3), bad=verdict == "bad",
+                names=("graph", "adjacency", "node"), ok_required=verdict == "ok")
+    # the deployment API: create's numbers, update's reward
+    from privbandit.deploy import Deployment
+
+    tmp = Path(tempfile.mkdtemp(prefix="privbandit-fuzz16-"))
+    try:
+        good = tmp / "good.db"
+        Deployment.create(good, "dp_ucb", n_arms=2, budget=50.0, delta=1e-6, seed=1).close()
+        for label, v, bad in TYPE_SCALARS:
+            for param in ("n_arms", "budget", "delta", "horizon", "seed"):
+                kw = dict(n_arms=2, budget=5.0, delta=1e-6, seed=1) | {param: _fresh(v)}
+                fz.call("types Deployment.create", f"{param}={label}",
+                        lambda kw=kw: Deployment.create(tmp / f"c{len(fz.results)}.db", "dp_ucb", **kw).close(),
+                        bad=bad and not (param == "seed" and label == "1-elem-array"), names=(param,))
+            fz.call("types Deployment.create", f"params.epsilon={label}",
+                    lambda v=v: Deployment.create(tmp / f"c{len(fz.results)}.db", "dp_ucb", params={"epsilon": _fresh(v)},
+                                                  n_arms=2, budget=5.0, delta=1e-6).close(),
+                    bad=bad and "float-" not in label, names=("epsilon", "params"))
+            # (a float subclass in params is stored as JSON by float.__repr__: its value, consistently)
+
+            def upd(v=v, which="reward"):
+                with Deployment.open(good) as dep:
+                    d = dep.select()
+                    if which == "reward":
+                        dep.update(d.decision, _fresh(v))
+                    else:
+                        dep.update(_fresh(v), 0.5)
+
+            fz.call("types Deployment.update", f"reward={label}", upd, bad=bad, names=("reward",))
+            fz.call("types Deployment.update", f"decision={label}", lambda u=upd: u(which="decision"),
+                    bad=bad or not label.startswith(("int", "uint", "0d", "Fraction", "Decimal('2')")),
+                    names=("decision",))
+            def status(v=v):
+                with Deployment.open(good) as dep:
+                    dep.status(last=_fresh(v))
+
+            fz.call("types Deployment.status", f"last={label}", status, bad=bad, names=("last",))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     from privbandit.cli_checks import whole
@@ -744,7 +1119,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     parts = {"cli": lambda: fuzz_cli(fz, tmp, args.quick), "deploy": lambda: fuzz_deploy(fz, tmp, args.quick),
              "api": lambda: fuzz_api(fz, args.quick), "acc": lambda: fuzz_accountants(fz),
-             "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp)}
+             "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp),
+             "types": lambda: fuzz_types(fz)}
     try:
         for part in args.only.split(","):
             t0 = time.perf_counter()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import os
 import sys
 import time
@@ -130,8 +131,9 @@ def _validate(policy, env, horizon, replicates, delta):
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {_accountant_validate.shown(delta)}")
     # the accountants need a normal float (checked here, before the run, not at its first query)
-    _accountant_validate.probability("delta", delta)
+    delta = _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)
+    return horizon, replicates, delta
 
 
 def _check_capabilities(policy, env) -> None:
@@ -387,8 +389,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         relation: the neighbouring relation certified and realized, "entry" or "round"
             (``privbandit.feedback.RELATIONS``; the same for K-armed bandit feedback).
     """
-    _validate(policy, env, horizon, replicates, delta)
-    check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
+    # the validated values from here on (session 16): int(horizon) of the caller's object called an int
+    # subclass's own __int__, which may lie (validated 12 rounds, ran 10**400)
+    horizon, replicates, delta = _validate(policy, env, horizon, replicates, delta)
+    check_run_options(horizon, checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
     check_relation(relation)
     _check_capabilities(policy, env)
     env, trusted = _frozen(env)  # (before its structure is read: the schedule and the run see one environment)
@@ -423,7 +427,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     increments = np.empty((block, replicates)) if per_round_regret else None
     acc = _RegretAccumulator(env, horizon, replicates, block)
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
-    queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, int(realized_points))))
+    queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, operator.index(realized_points))))
     query = set(checkpoints[queried].tolist())
     next_cp, cp_rounds = 0, checkpoints.tolist() + [0]  # Python ints: a cheap per-round comparison
     bar = _progress(horizon, progress)

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -318,7 +319,7 @@ def _whole(name: str, value, minimum: int) -> int:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
-    return int(value)
+    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 class Ledger:

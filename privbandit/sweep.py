@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -147,7 +148,7 @@ def _check_grid(n_policies: int, n_envs: int, replicates, n_arms: int) -> None:
     if physical is None or isinstance(replicates, NOT_NUMBERS) or not isinstance(replicates, (int, np.integer)):
         return
     cells = n_policies * n_envs
-    per_cell = _BYTES_PER_RESULT + 8 * max(int(replicates), 1) * (n_arms + 2)
+    per_cell = _BYTES_PER_RESULT + 8 * max(operator.index(replicates), 1) * (n_arms + 2)
     if cells * per_cell > physical:
         if per_cell > physical:  # one cell alone: the replicates are the problem (10**400 replicates made the
             # size below an OverflowError in its float division)
