@@ -11,6 +11,7 @@ import difflib
 import math
 import numbers
 import operator
+import os
 import sys
 import unicodedata
 
@@ -79,6 +80,32 @@ def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
            if not c.isascii() or not c.isprintable()][:3]
     where_odd = f" -- it holds {'; '.join(odd)}, not printable ASCII" if odd else ""
     return ValueError(f"unknown {kind} {shown(value)}{where_odd}; {hint}")
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes; None where it cannot be read (not a POSIX system:
+    numpy is then the judge)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+class MemoryRefusal(ValueError):
+    """:func:`check_bytes`'s refusal (a ValueError: bad input, named)."""
+
+
+def check_bytes(what: str, nbytes: int, remedy: str) -> None:
+    """ValueError naming ``what`` when an allocation of at least ``nbytes`` cannot fit in the machine's
+    physical memory: checked before allocating, so a huge shape fails at once with its parameters named
+    instead of a MemoryError (or an out-of-memory kill) from inside numpy (session 16). ``nbytes`` is a
+    lower bound of what the caller allocates next, so nothing that fits is refused; ``remedy`` says
+    which parameter to bring down."""
+    physical = physical_memory()
+    if physical is not None and nbytes > physical:
+        need = f"{nbytes / 2**30:.3g} GiB" if nbytes.bit_length() < 1000 else f"about 2^{nbytes.bit_length() - 30} GiB"
+        raise MemoryRefusal(f"{what} needs at least {need}, more than this machine's {physical / 2**30:.3g} GiB "
+                         f"of memory: {remedy}")
 
 
 def _as_float(name: str, value: object, valid: str = "") -> float:
@@ -177,8 +204,12 @@ def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
         if raw.dtype.kind == "O" and not all(isinstance(x, (numbers.Real, np.number)) and not isinstance(x, NOT_NUMBERS)
                                              for x in raw.ravel().tolist()):
             raise TypeError("mixed")
+        # (a broadcast view of 10^10 entries costs nothing until it is copied as floats: named first)
+        check_bytes(f"{name} of shape {raw.shape}", 8 * int(raw.size), f"{name} must hold fewer entries")
         with np.errstate(over="raise"):  # (a longdouble of 1e400 became inf with a RuntimeWarning)
             return raw.astype(float)
+    except MemoryRefusal:
+        raise
     except FloatingPointError:
         raise ValueError(f"{name} must be an array of real numbers within the floats' range (|x| <= 1.8e308), "
                          f"got {shown(value)}") from None

@@ -56,6 +56,7 @@ def _alarm(signum, frame):
 class Fuzzer:
     def __init__(self, seed: int, limit: float = 20.0):
         self.rng = random.Random(seed)
+        self.seed = seed
         self.limit = limit
         self.results: list[tuple[str, str, str, str]] = []  # (entry, label, outcome, detail)
         signal.signal(signal.SIGALRM, _alarm)
@@ -1099,6 +1100,286 @@ def fuzz_types(fz: Fuzzer) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _rlimit_as(gib: float):
+    """Cap this process's address space for a part that tries allocations beyond the machine (so a check
+    that misses is a MemoryError here, not the machine swapping); returns the restore function."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = int(gib * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def fuzz_resources(fz: Fuzzer, tmp: Path) -> None:
+    """Round 2, item 3: shapes and run sizes whose arrays exceed the machine's memory must be refused up
+    front, naming the parameters (an estimate of the bytes before allocating), never a MemoryError; a
+    KeyboardInterrupt during a run leaves no output file and no staging directory behind."""
+    if os.environ.get("PRIVBANDIT_FUZZ_CHILD") != "resources":
+        # in a child process: a check that misses is a MemoryError under the address-space cap, and a
+        # MemoryError inside numba / BLAS can leave this process unusable (a segfault later, measured on
+        # 990ee7c) -- the other parts must not inherit that
+        import json
+
+        dump = tmp / "resources.json"
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--only", "resources", "--dump", str(dump),
+                               "--seed", str(fz.seed)], env=dict(os.environ, PRIVBANDIT_FUZZ_CHILD="resources"),
+                              capture_output=True, text=True, cwd=str(tmp))
+        if dump.exists():
+            fz.results.extend(tuple(r) for r in json.loads(dump.read_text()))
+        if proc.returncode < 0 or not dump.exists():
+            fz.results.append(("resources", "child process", "traceback",
+                                f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"))
+        return
+    import networkx as nx
+
+    from privbandit import budget, simulate, sweep
+    from privbandit.engine import physical_memory
+    from privbandit.envs import (Bernoulli, ClippedGaussian, GraphFeedback, RewardTable, RewardTape,
+                                 TruncatedExponential)
+    from privbandit.contextual import LinearContextual, LoggedData
+    from privbandit.ledger import Ledger
+    from privbandit import mechanisms as M
+    from privbandit.policies import make_policy
+
+    phys = physical_memory() or 16 * 2**30
+    n = 2 * phys // 8  # entries whose float64 copy is twice the machine
+    k_graph = math.isqrt(2 * phys) + 1  # nodes whose K x K bool adjacency is twice the machine
+    restore = _rlimit_as(min(8.0, phys / 2**30 / 2))
+    try:
+        pol = make_policy("dp_ucb")
+        cases = {
+            "Bernoulli means (n,)": (lambda: Bernoulli(np.broadcast_to(0.5, (n,))), ("means",)),
+            "TruncatedExponential rates (n,)": (lambda: TruncatedExponential(np.broadcast_to(0.5, (n,))), ("rates", "means")),
+            "ClippedGaussian locs (n,)": (lambda: ClippedGaussian(np.broadcast_to(0.5, (n,))), ("locs", "means")),
+            "RewardTable (n/2, 2)": (lambda: RewardTable(np.broadcast_to(0.5, (n // 2, 2))), ("table",)),
+            "RewardTape (2, n/2)": (lambda: RewardTape(np.broadcast_to(0.5, (2, n // 2))), ("tape",)),
+            "graph networkx K nodes": (lambda: GraphFeedback(Bernoulli(np.full(k_graph, 0.5)), nx.empty_graph(k_graph)),
+                                       ("graph",)),
+            "graph broadcast (K, K)": (lambda: GraphFeedback(Bernoulli(np.full(k_graph, 0.5)),
+                                                             np.broadcast_to(True, (k_graph, k_graph))), ("graph",)),
+            "budget.curve horizons (n,)": (lambda: budget.curve(pol, np.broadcast_to(10, (n,)), 1e-6, 2), ("horizons",)),
+            "LoggedData contexts (n/5, 5)": (lambda: LoggedData(
+                np.broadcast_to(0.5, (n // 5, 5)), np.broadcast_to(0, (n // 5,)), np.broadcast_to(0.5, (n // 5,)),
+                np.broadcast_to(0.5, (n // 5,)), 2), ("contexts",)),
+            "Ledger replicates x streams": (lambda: Ledger(10**6, 10**6), ("replicates", "streams")),
+            "TreeMechanism replicates x streams": (lambda: M.TreeMechanism(
+                replicates=10**6, streams=10**6, epsilon=1.0, horizon=16, rng=np.random.default_rng(0),
+                ledger=Ledger.unrecorded(1, 1)), ("replicates", "streams")),
+            "simulate horizon x replicates": (lambda: simulate(pol, Bernoulli([0.3, 0.6]), phys, 2, progress=False),
+                                              ("horizon", "replicates")),
+            "simulate lin_ucb replicates x K x dim^2": (
+                lambda: simulate(make_policy("lin_ucb"), LinearContextual(dim=100, n_arms=16384), 16384,
+                                 int(2 * phys // (8 * 16384 * 100 * 100)) + 1, progress=False),
+                ("replicates", "arms", "dim")),
+            "simulate private_lin_ucb contexts R x K x dim": (
+                lambda: simulate(make_policy("private_lin_ucb", dim=1000), LinearContextual(dim=1000, n_arms=2**20),
+                                 2**20, int(2 * phys // (8 * 2**20 * 1000)) + 1, progress=False),
+                ("replicates", "arms", "dim")),
+            "sweep horizon x replicates": (lambda: sweep([pol], [Bernoulli([0.3, 0.6])], phys, 2), ("horizon",)),
+        }
+        for label, (fn, names) in cases.items():
+            fz.call("resources", label, fn, bad=True, names=names)
+    finally:
+        restore()
+    # KeyboardInterrupt mid-run: the command line says "interrupted" (exit 130) and writes nothing
+    from privbandit.cli import main
+
+    for argv_tail, outputs in ((["run", "dp_ucb", "--horizon", "3000000", "--replicates", "4",
+                                 "--quiet", "--save", "{d}/r.csv", "--plot", "{d}/r.png"], ("r.csv", "r.csv.json", "r.png")),
+                               (["experiment", "tossou2016-2arm", "--horizon", "300000", "--replicates", "2",
+                                 "--out", "{d}/exp"], ("exp/summary.csv", "exp/regret.png"))):
+        for delay in (0.5, 2.0):
+            d = tmp / f"interrupt{len(fz.results)}"
+            d.mkdir()
+            argv = [a.format(d=d) for a in argv_tail]
+
+            def interrupted(argv=argv, d=d, outputs=outputs, delay=delay):
+                def fire(signum, frame):
+                    raise KeyboardInterrupt
+
+                old = signal.signal(signal.SIGALRM, fire)
+                signal.setitimer(signal.ITIMER_REAL, delay)
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                        rc = main(argv)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, old)
+                left = [o for o in outputs if (d / o).exists()] + [str(p) for p in d.rglob(".privbandit-*")]
+                if rc != 130 or left:
+                    raise AssertionError(f"exit {rc}, left behind: {left}")
+
+            outcome = fz.call("interrupt", f"{argv[0]} after {delay} s", interrupted, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+
+
+#: a writer process for the kill tests: ``python -c WRITER kind target`` writes ``target`` over and over
+#: (printing "ready" once the first write is done) until it is killed
+_WRITER = r'''
+import sys, numpy as np
+kind, target = sys.argv[1], sys.argv[2]
+import matplotlib
+matplotlib.use("Agg")
+from privbandit import simulate, sweep
+from privbandit.envs import Bernoulli
+from privbandit.policies import make_policy
+if kind in ("save_csv", "save_parquet"):
+    res = simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), 20000, 2, seed=0, progress=False,
+                   checkpoints=np.arange(1, 20001))
+    write = lambda: res.save(target)
+elif kind == "sweep_plot":
+    sw = sweep([make_policy("dp_ucb"), make_policy("ucb1")], [Bernoulli([0.3, 0.6])], 200, 2, seed=0)
+    write = lambda: sw.plot(target)
+write()
+print("ready", flush=True)
+while True:
+    write()
+'''
+
+
+def _complete(kind: str, path: Path, old: bytes) -> str:
+    """'old' / 'new' when ``path`` holds the old bytes or a whole new file; else what is wrong."""
+    if not path.exists():
+        return "missing"
+    data = path.read_bytes()
+    if data == old:
+        return "old"
+    if kind == "save_csv":
+        import pandas as pd
+
+        try:
+            frame = pd.read_csv(io.BytesIO(data))
+        except Exception as exc:  # noqa: BLE001
+            return f"unreadable ({type(exc).__name__})"
+        return "new" if len(frame) == 20000 and data.endswith(b"\n") else f"truncated ({len(frame)} rows)"
+    if kind == "sweep_plot":
+        return "new" if data.startswith(b"\x89PNG") and data.rstrip().endswith(b"IEND\xaeB`\x82") else \
+            f"truncated ({len(data)} bytes)"
+    if kind == "save_parquet":
+        return "new" if data.startswith(b"PAR1") and data.endswith(b"PAR1") else f"truncated ({len(data)} bytes)"
+    return "unknown kind"
+
+
+def fuzz_kills(fz: Fuzzer, tmp: Path, quick: bool) -> None:
+    """Round 2, item 2: SIGKILL every writer at random points. A file output must afterwards hold its old
+    complete content or a new complete one; a deployment store must reopen with every acknowledged call,
+    an odometer >= the spend of every returned decision, no decision lost or credited twice."""
+    rng = random.Random(fz.rng.random())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    kills = 3 if quick else 6
+    writers = ["save_csv", "sweep_plot"]
+    try:
+        import pyarrow  # noqa: F401
+
+        writers.append("save_parquet")
+    except ImportError:
+        pass
+    for kind in writers:
+        suffix = {"save_csv": ".csv", "save_parquet": ".parquet"}.get(kind, ".png")
+        for i in range(kills):
+            target = tmp / f"kill_{kind}_{i}{suffix}"
+            old = b"OLD CONTENT, complete\n"
+            target.write_bytes(old)
+            proc = subprocess.Popen([sys.executable, "-c", _WRITER, kind, str(target)], env=env, cwd=str(tmp),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+            def kill_once(proc=proc, target=target, kind=kind, old=old):
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(proc.stderr.read()[-500:])
+                time.sleep(rng.uniform(0.0, 0.6))
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+                state = _complete(kind, target, old)
+                if state not in ("old", "new"):
+                    raise AssertionError(state)
+
+            outcome = fz.call("kill writer", f"{kind} #{i}", kill_once, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+    # the deployment store: a writer selects, updates, snapshots, closes and reopens; killed at random
+    from privbandit.deploy import Deployment
+    from privbandit.audit.deployment import deployment_audit
+
+    worker = r'''
+import sys, numpy as np
+from privbandit.deploy import Deployment
+path, steps = sys.argv[1], int(sys.argv[2])
+dep = Deployment.open(path)
+rng = np.random.default_rng(int(sys.argv[3]))
+pending = []
+for step in range(steps):
+    u = rng.random()
+    if pending and (len(pending) >= 3 or u < 0.45):
+        d, arm = pending.pop(int(rng.integers(len(pending))))
+        r = float(np.random.default_rng([12345, d]).random() < (0.2, 0.5, 0.8)[arm])
+        dep.update(d, r)
+        print("U", d, r, flush=True)
+    elif u < 0.9:
+        dec = dep.select()
+        pending.append((dec.decision, dec.arm))
+        print("S", dec.decision, dec.arm, flush=True)
+    elif u < 0.95:
+        dep.snapshot()
+    else:
+        dep.close()
+        dep = Deployment.open(path)
+'''
+    for policy, params in (("dp_ucb", {}), ("gaussian_ts", {"b": 2, "c": 50.0}), ("dp_ts", {}), ("private_ucb", {})):
+        path = tmp / f"kill_{policy}.db"
+        Deployment.create(path, policy, params=params, n_arms=3, budget=1e6, delta=1e-6, horizon=100_000, seed=3,
+                          synchronous="normal").close()
+        acked_s, acked_u = {}, {}
+        for i in range(kills):
+            proc = subprocess.Popen([sys.executable, "-c", worker, str(path), "100000", str(1000 * i + 1)], env=env,
+                                    cwd=str(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+            def kill_store(proc=proc, path=path):
+                first = proc.stdout.readline()
+                if not first:
+                    raise RuntimeError(proc.stderr.read()[-500:])
+                time.sleep(rng.uniform(0.0, 0.4))
+                os.kill(proc.pid, signal.SIGKILL)
+                rest = proc.stdout.read()
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+                for kind, *f in (ln.split() for ln in [first, *rest.splitlines()] if ln.strip()):
+                    (acked_s if kind == "S" else acked_u)[int(f[0])] = int(f[1]) if kind == "S" else float(f[1])
+                with Deployment.open(path) as dep:  # the store reopens after every kill
+                    rows = {r["decision"]: r for r in dep.decisions()}
+                    status = dep.status()
+                    policy_rounds = sum(r["kind"] == "policy" for r in rows.values())
+                    spent = dep.odometer.epsilon(policy_rounds)
+                    acked_policy = sum(rows[d]["kind"] == "policy" for d in acked_s if d in rows)
+                    problems = []
+                    if len(rows) != len(dep.decisions()) or status["policy_rounds"] != policy_rounds:
+                        problems.append("policy rounds miscounted")
+                    if status["spent_epsilon"] != spent or spent < dep.odometer.epsilon(acked_policy):
+                        problems.append(f"odometer {status['spent_epsilon']} below the returned decisions' spend")
+                    lost = [d for d, arm in acked_s.items() if d not in rows or rows[d]["arm"] != arm]
+                    lost += [d for d, r in acked_u.items() if rows.get(d, {}).get("reward") != r]
+                    if lost:
+                        problems.append(f"acknowledged calls lost: {lost[:5]}")
+                    logged = [sum(r["releases"][a] + (r["update_releases"] or [0] * 3)[a] for r in rows.values())
+                              for a in range(3)]
+                    if status["releases_per_arm"] != logged or status["applied_updates"] > policy_rounds:
+                        problems.append("releases or updates credited twice")
+                res = deployment_audit(path)
+                if res.verdict != "CONSISTENT":
+                    problems.append(f"audit {res.verdict}")
+                if problems:
+                    raise AssertionError("; ".join(problems))
+
+            outcome = fz.call("kill deploy store", f"{policy} kill #{i}", kill_store, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     from privbandit.cli_checks import whole
@@ -1107,6 +1388,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer random command lines, no audit run")
     ap.add_argument("--only", default="cli,deploy,api,acc,mech,data,files")
     ap.add_argument("--show", type=whole(0), default=5, help="findings printed per entry point")
+    ap.add_argument("--dump", help="also write every case's (entry, label, outcome, detail) to this JSON file")
     args = ap.parse_args(argv)
     global EXPECTED
     from privbandit.deploy import StoreError
@@ -1120,7 +1402,8 @@ def main(argv=None) -> int:
     parts = {"cli": lambda: fuzz_cli(fz, tmp, args.quick), "deploy": lambda: fuzz_deploy(fz, tmp, args.quick),
              "api": lambda: fuzz_api(fz, args.quick), "acc": lambda: fuzz_accountants(fz),
              "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp),
-             "types": lambda: fuzz_types(fz)}
+             "types": lambda: fuzz_types(fz), "resources": lambda: fuzz_resources(fz, tmp),
+             "kills": lambda: fuzz_kills(fz, tmp, args.quick)}
     try:
         for part in args.only.split(","):
             t0 = time.perf_counter()
@@ -1139,6 +1422,10 @@ def main(argv=None) -> int:
             for x in dirs:
                 os.chmod(os.path.join(root, x), 0o700)
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.dump:
+        import json
+
+        Path(args.dump).write_text(json.dumps(fz.results))
     per = defaultdict(Counter)
     for entry, _, outcome, _ in fz.results:
         per[entry][outcome] += 1

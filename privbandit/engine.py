@@ -78,13 +78,8 @@ def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
 _BYTES_PER_CELL = 24
 
 
-def physical_memory() -> int | None:
-    """The machine's physical memory in bytes; None where it cannot be read (not a POSIX system:
-    numpy is then the judge)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
+#: the machine's physical memory (accountants._validate.physical_memory, shared with the array checks)
+physical_memory = _accountant_validate.physical_memory
 
 
 def check_memory(horizon: int, replicates: int, what: str = "replicates") -> None:
@@ -133,6 +128,16 @@ def _validate(policy, env, horizon, replicates, delta):
     # the accountants need a normal float (checked here, before the run, not at its first query)
     delta = _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)
+    # the per-arm state, a lower bound: every policy keeps at least two (replicates, n_arms) arrays (counts and
+    # sums, or weights and probabilities); a contextual run draws (replicates, n_arms, dim) contexts every
+    # round, and a disjoint linear model keeps a (dim, dim) Gram matrix per arm (session 16: a MemoryError
+    # from inside the run, naming nothing, before)
+    k, dim = int(env.n_arms), int(getattr(env, "dim", 0) or 0) if "contexts" in policy.requires else 0
+    per = 2 + dim + (dim * dim if getattr(policy, "model", None) == "disjoint" else 0)
+    _accountant_validate.check_bytes(
+        f"the run's state, replicates x n_arms{' x dim^2' if per > 2 + dim else ' x dim' if dim else ''} = "
+        f"{replicates} x {k}{f' x {dim}' if dim else ''}", 8 * replicates * k * per,
+        "bring replicates, the number of arms" + (" or dim" if dim else "") + " down")
     return horizon, replicates, delta
 
 

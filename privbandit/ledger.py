@@ -68,6 +68,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS, shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
@@ -370,6 +371,8 @@ class Ledger:
             raise ValueError(f"tight must be True or False, got {shown(tight)}")
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
+        _validate.check_bytes(f"a ledger of replicates x streams = {self.replicates} x {self.streams}",
+                              8 * self.replicates * self.streams, "bring replicates or streams down")
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._rows = _pulled_layout(self.replicates)  # (not pickled: the shared read-only array, see _store)
         # Initial record positions per stream. A caller that knows the most records a stream can

@@ -117,8 +117,11 @@ class SweepResult:
 
         fig = plot_cells(self.cells, title=title, columns=min(int(columns), len(self.cells)))
         if path is not None:
-            try:
-                fig.savefig(path, dpi=90)
+            from privbandit.cli_checks import staged_outputs
+
+            try:  # (staged, as Result.save: a kill mid-write leaves the old figure or the new one)
+                with staged_outputs(path.parent, "path") as stage:
+                    fig.savefig(stage.path(path.name), dpi=90)
             except OSError as exc:
                 raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return fig
