@@ -727,60 +727,9 @@ def fuzz_files(fz: Fuzzer, tmp: Path) -> None:
 
 
 # === Session 16 (s16/fuzz): round 2 -- types that look like numbers or arrays, huge shapes, kills ===
-class _NanFloat(float):
-    """A float subclass whose ``__float__`` lies: it holds 0.5 but converts to nan."""
-
-    def __float__(self):
-        return math.nan
-
-
-class _RaisingFloat(float):
-    def __float__(self):
-        raise RuntimeError("lying __float__")
-
-
-class _TextFloat(float):
-    def __float__(self):  # (Python refuses the result: "__float__ returned non-float")
-        return "0.5"
-
-
-class _RaisingIndex(int):
-    def __index__(self):
-        raise RuntimeError("lying __index__")
-
-    __int__ = __index__
-
-
-class _HugeIndex(int):
-    def __index__(self):
-        return 10**400
-
-    __int__ = __index__
-
-
-class _FakeReal:
-    """Registered as a ``numbers.Real`` (so isinstance checks pass) with a ``__float__`` that lies."""
-
-    def __init__(self, out):
-        self.out = out
-
-    def __float__(self):
-        if isinstance(self.out, BaseException):
-            raise self.out
-        return self.out
-
-    def __repr__(self):
-        return f"<FakeReal {self.out!r}>"
-
-
-import numbers as _numbers  # noqa: E402
-
-_numbers.Real.register(_FakeReal)
-
-
-class _LyingLen(list):
-    def __len__(self):
-        return 10**6
+from privbandit.testing.hostile import (FakeReal as _FakeReal, HugeInt as _HugeIndex,  # noqa: E402
+                                       LyingLen as _LyingLen, NanFloat as _NanFloat, RaisingFloat as _RaisingFloat,
+                                       RaisingInt as _RaisingIndex, TextFloat as _TextFloat)
 
 
 def _ro(a):

@@ -8,7 +8,6 @@ memory, and writers killed mid-write. Each test fails on 990ee7c.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import signal
 import subprocess
@@ -24,52 +23,9 @@ from accountants import _validate
 from privbandit import budget, simulate
 from privbandit.envs import Bernoulli, GraphFeedback
 from privbandit.policies import make_policy
+from privbandit.testing.hostile import FakeReal, HugeInt, NanFloat, RaisingFloat, RaisingInt, TextFloat
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class RaisingFloat(float):
-    def __float__(self):
-        raise RuntimeError("lying __float__")
-
-
-class TextFloat(float):
-    def __float__(self):
-        return "0.5"
-
-
-class NanFloat(float):
-    """Holds its value (comparisons see it) but converts to nan."""
-
-    def __float__(self):
-        return math.nan
-
-
-class RaisingInt(int):
-    def __index__(self):
-        raise RuntimeError("lying __index__")
-
-    __int__ = __index__
-
-
-class HugeInt(int):
-    def __index__(self):
-        return 10**400
-
-    __int__ = __index__
-
-
-class FakeReal:
-    def __init__(self, out):
-        self.out = out
-
-    def __float__(self):
-        if isinstance(self.out, BaseException):
-            raise self.out
-        return self.out
-
-
-numbers.Real.register(FakeReal)
 
 
 # --- numbers whose conversion raises or lies -------------------------------------------------------
