@@ -1,6 +1,14 @@
 """Session 15 (s15/fuzz): hostile inputs through every public entry point, each outcome classified.
 
     PYTHONPATH=. python bench/fuzz_inputs.py [--seed 15] [--quick] [--only cli,api,data,deploy] [--show N]
+    PYTHONPATH=. python bench/fuzz_inputs.py --only types,resources,kills   # round 2 (session 16, s16/fuzz)
+
+Round 2 adds ``types`` (numbers and arrays that are not plain: numpy scalars at their edges, Decimal sNaN,
+objects whose ``__float__`` / ``__index__`` raise or lie -- privbandit/testing/hostile.py --, 0-d, masked,
+big-endian, read-only arrays, generators), ``resources`` (shapes and runs beyond the machine's memory, in a
+child process under an address-space cap; KeyboardInterrupt mid-run) and ``kills`` (SIGKILL every file writer
+and a deployment store at random points; the findings ``truncated`` and, for a valid array refused, ``refused``).
+See docs/engine.md "Session 16 (s16/fuzz)".
 
 Deterministic for a seed (the hostile values are fixed lists; the seed picks the combinations of the
 random CLI argv and the random orders). Runs in a few minutes on one core. Each case ends as one of:
