@@ -1351,6 +1351,12 @@ def main(argv=None) -> int:
     from privbandit.deploy import StoreError
 
     EXPECTED = (StoreError,)
+    # imported before any case: a case's time limit (SIGALRM) firing inside a first import of scipy under
+    # load left the module half-initialised, and every later case failed with its NameError
+    import privbandit.audit.cli  # noqa: F401
+    import privbandit.cli  # noqa: F401
+    import scipy.ndimage  # noqa: F401
+    import scipy.stats  # noqa: F401
     fz = Fuzzer(args.seed)
     tmp = Path(tempfile.mkdtemp(prefix="privbandit-fuzz-"))
     here = os.getcwd()
