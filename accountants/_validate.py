@@ -10,6 +10,8 @@ import decimal
 import difflib
 import math
 import numbers
+import operator
+import os
 import sys
 import unicodedata
 
@@ -42,7 +44,7 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
         text = text if len(text) <= limit else f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
         return f"{text} (a Decimal is not converted: pass float(x) or int(x))"
     if isinstance(value, (int, np.integer)) and not isinstance(value, NOT_NUMBERS):
-        n = int(value)
+        n = operator.index(value)  # (an int subclass's own value: int() calls its __int__, which may lie)
         if abs(n) < 10**40:
             return repr(n) if type(value) is int else repr(value)
         sign = "-" if n < 0 else ""
@@ -80,6 +82,32 @@ def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
     return ValueError(f"unknown {kind} {shown(value)}{where_odd}; {hint}")
 
 
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes; None where it cannot be read (not a POSIX system:
+    numpy is then the judge)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+class MemoryRefusal(ValueError):
+    """:func:`check_bytes`'s refusal (a ValueError: bad input, named)."""
+
+
+def check_bytes(what: str, nbytes: int, remedy: str) -> None:
+    """ValueError naming ``what`` when an allocation of at least ``nbytes`` cannot fit in the machine's
+    physical memory: checked before allocating, so a huge shape fails at once with its parameters named
+    instead of a MemoryError (or an out-of-memory kill) from inside numpy (session 16). ``nbytes`` is a
+    lower bound of what the caller allocates next, so nothing that fits is refused; ``remedy`` says
+    which parameter to bring down."""
+    physical = physical_memory()
+    if physical is not None and nbytes > physical:
+        need = f"{nbytes / 2**30:.3g} GiB" if nbytes.bit_length() < 1000 else f"about 2^{nbytes.bit_length() - 30} GiB"
+        raise MemoryRefusal(f"{what} needs at least {need}, more than this machine's {physical / 2**30:.3g} GiB "
+                         f"of memory: {remedy}")
+
+
 def _as_float(name: str, value: object, valid: str = "") -> float:
     """``value`` as a float, or a ValueError; ``valid`` (e.g. "in (0, inf)") is the range the caller
     checks next, named already here: "epsilon must be a real number, got '0x10'" and "epsilon must not
@@ -92,6 +120,10 @@ def _as_float(name: str, value: object, valid: str = "") -> float:
     except OverflowError:  # a Python int beyond 1.8e308: no float holds it (was an OverflowError)
         raise ValueError(f"{name} must be a real number within the floats' range (|x| <= 1.8e308)"
                          f"{',' + valid if valid else ''}, got {shown(value)}") from None
+    except Exception as exc:  # noqa: BLE001 -- a numbers.Real (registered, or a float subclass) whose
+        # __float__ raises or returns a non-float (session 16): the caller's object, refused by name
+        raise ValueError(f"{name} must be a real number{valid}; float() of {shown(value)} failed "
+                         f"({type(exc).__name__}: {exc})") from exc
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN" + (f" (a real number{valid})" if valid else ""))
     return x
@@ -172,13 +204,20 @@ def real_array(name: str, value: object, *, bools: bool = False) -> np.ndarray:
         if raw.dtype.kind == "O" and not all(isinstance(x, (numbers.Real, np.number)) and not isinstance(x, NOT_NUMBERS)
                                              for x in raw.ravel().tolist()):
             raise TypeError("mixed")
+        # (a broadcast view of 10^10 entries costs nothing until it is copied as floats: named first)
+        check_bytes(f"{name} of shape {raw.shape}", 8 * int(raw.size), f"{name} must hold fewer entries")
         with np.errstate(over="raise"):  # (a longdouble of 1e400 became inf with a RuntimeWarning)
             return raw.astype(float)
+    except MemoryRefusal:
+        raise
     except FloatingPointError:
         raise ValueError(f"{name} must be an array of real numbers within the floats' range (|x| <= 1.8e308), "
                          f"got {shown(value)}") from None
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of real numbers, got {shown(value)}") from None
+    except Exception as exc:  # noqa: BLE001 -- an entry's own __float__ raised (session 16): refused by name
+        raise ValueError(f"{name} must be an array of real numbers; converting {shown(value)} failed "
+                         f"({type(exc).__name__}: {exc})") from exc
 
 
 def _holds_bool(seq) -> bool:
@@ -212,11 +251,16 @@ def choice(name: str, value: object, choices) -> str:
 def count(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring a non-negative whole number."""
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
+        if isinstance(value, (float, np.floating)) and _as_float(name, value, "in [0, inf)").is_integer():
+            value = int(_as_float(name, value))
         else:
             raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(value)}")
-    n = int(value)
+    try:
+        # the exact value of an int subclass (int() calls its __int__, which may raise or lie: session 16)
+        n = operator.index(value)
+    except Exception as exc:  # noqa: BLE001 -- a registered numbers.Integral without a working __index__
+        raise ValueError(f"{name} must be a whole number in [0, inf); operator.index() of {shown(value)} "
+                         f"failed ({type(exc).__name__}: {exc})") from exc
     if n < 0:
         raise ValueError(f"{name} must be a whole number in [0, inf), got {shown(n)}")
     return n

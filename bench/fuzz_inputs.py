@@ -1,6 +1,14 @@
 """Session 15 (s15/fuzz): hostile inputs through every public entry point, each outcome classified.
 
     PYTHONPATH=. python bench/fuzz_inputs.py [--seed 15] [--quick] [--only cli,api,data,deploy] [--show N]
+    PYTHONPATH=. python bench/fuzz_inputs.py --only types,resources,kills   # round 2 (session 16, s16/fuzz)
+
+Round 2 adds ``types`` (numbers and arrays that are not plain: numpy scalars at their edges, Decimal sNaN,
+objects whose ``__float__`` / ``__index__`` raise or lie -- privbandit/testing/hostile.py --, 0-d, masked,
+big-endian, read-only arrays, generators), ``resources`` (shapes and runs beyond the machine's memory, in a
+child process under an address-space cap; KeyboardInterrupt mid-run) and ``kills`` (SIGKILL every file writer
+and a deployment store at random points; the findings ``truncated`` and, for a valid array refused, ``refused``).
+See docs/engine.md "Session 16 (s16/fuzz)".
 
 Deterministic for a seed (the hostile values are fixed lists; the seed picks the combinations of the
 random CLI argv and the random orders). Runs in a few minutes on one core. Each case ends as one of:
@@ -41,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang")
+FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang", "refused", "truncated")
 EXPECTED: tuple = ()  # documented refusal types besides ValueError, filled in by main()
 
 
@@ -56,14 +64,16 @@ def _alarm(signum, frame):
 class Fuzzer:
     def __init__(self, seed: int, limit: float = 20.0):
         self.rng = random.Random(seed)
+        self.seed = seed
         self.limit = limit
         self.results: list[tuple[str, str, str, str]] = []  # (entry, label, outcome, detail)
         signal.signal(signal.SIGALRM, _alarm)
 
     # -- one Python call --------------------------------------------------------------------------
-    def call(self, entry: str, label: str, fn, *, bad: bool, names=(), clipped=False):
+    def call(self, entry: str, label: str, fn, *, bad: bool, names=(), clipped=False, ok_required=False):
         """Run ``fn()``; ``bad``: the input is nonsense and must be refused; ``names``: words one of which
-        the refusal must contain (the parameter)."""
+        the refusal must contain (the parameter); ``ok_required``: the input is valid (a valid array in
+        unusual clothes: read-only, big-endian, ...) and a refusal is the finding ``refused``."""
         signal.setitimer(signal.ITIMER_REAL, self.limit)
         detail = ""
         try:
@@ -81,7 +91,7 @@ class Fuzzer:
             if names and not any(n.lower() in text for n in names):
                 outcome = "unnamed"
             else:
-                outcome = "good"
+                outcome = "refused" if ok_required else "good"
             detail = f"{type(exc).__name__}: {str(exc)[:200]}"
         except Exception as exc:  # noqa: BLE001 -- the finding
             outcome, detail = "traceback", f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -724,6 +734,609 @@ def fuzz_files(fz: Fuzzer, tmp: Path) -> None:
         fz.cli("cli deploy replay", ["deploy", "replay", str(store), str(path)], bad=name != "good.csv")
 
 
+# === Session 16 (s16/fuzz): round 2 -- types that look like numbers or arrays, huge shapes, kills ===
+from privbandit.testing.hostile import (FakeReal as _FakeReal, HugeInt as _HugeIndex,  # noqa: E402
+                                       LyingLen as _LyingLen, NanFloat as _NanFloat, RaisingFloat as _RaisingFloat,
+                                       RaisingInt as _RaisingIndex, TextFloat as _TextFloat)
+
+
+def _ro(a):
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+
+#: scalars for a numeric parameter: (label, value, bad). ``bad``: nonsense, must be refused naming the
+#: parameter; otherwise accepted or refused, never a traceback (a valid number in numpy's clothes).
+TYPE_SCALARS = [
+    ("float16(0.5)", np.float16(0.5), False), ("float32(0.5)", np.float32(0.5), False),
+    ("int8(127)", np.int8(127), False), ("int8(-128)", np.int8(-128), False), ("uint8(0)", np.uint8(0), False),
+    ("uint64(2**64-1)", np.uint64(2**64 - 1), False), ("int64(2**63-1)", np.int64(2**63 - 1), False),
+    ("longdouble(1e4000)", np.longdouble("1e4000"), False),  # (inf where longdouble is a float64)
+    ("True", True, True), ("np.True_", np.bool_(True), True), ("False", False, True),
+    ("datetime64", np.datetime64("2020-01-01"), True), ("str_('2')", np.str_("2"), True),
+    ("Fraction(1,2)", fractions.Fraction(1, 2), False), ("Decimal('NaN')", decimal.Decimal("NaN"), True),
+    ("Decimal('sNaN')", decimal.Decimal("sNaN"), True), ("Decimal('Infinity')", decimal.Decimal("Infinity"), True),
+    ("Decimal('2')", decimal.Decimal("2"), False), ("complex(2,0)", complex(2, 0), True),
+    ("complex64(2)", np.complex64(2), True),
+    ("float-nan-lie", _NanFloat(0.5), False), ("float-raising", _RaisingFloat(0.5), True),
+    ("float-text", _TextFloat(0.5), True), ("int-index-raising", _RaisingIndex(3), False),
+    ("int-index-huge", _HugeIndex(3), False),
+    ("Real-raising", _FakeReal(RuntimeError("lying")), True), ("Real-nan", _FakeReal(math.nan), True),
+    ("Real-text", _FakeReal("0.5"), True), ("Real-overflow", _FakeReal(OverflowError("big")), True),
+    ("0d", np.array(2.0), False), ("0d-readonly", _ro(2.0), False), ("0d-bigendian", np.array(2.0, ">f8"), False),
+    ("0d-float16", np.array(2.0, np.float16), False), ("0d-object", np.array(2.0, dtype=object), False),
+    ("0d-object-str", np.array("2", dtype=object), True), ("0d-bool", np.array(True), True),
+    ("ma.masked", np.ma.masked, True), ("0d-masked", np.ma.array(2.0, mask=True), True),
+    ("0d-masked-unmasked", np.ma.array(2.0, mask=False), False),
+    ("memoryview", memoryview(b"\x02"), True), ("generator", (x for x in [2.0]), True),
+    ("1-elem-array", np.array([2.0]), True), ("mixed-list", [2.0, "a"], True),
+]
+
+
+def _fresh(v):
+    """A generator is consumed by the first call: every case gets its own."""
+    return (x for x in [2.0]) if inspect.isgenerator(v) else v
+
+
+#: arrays for an array parameter (rewards, means, contexts): (label, build, verdict); verdict: "ok" -- a
+#: valid array in unusual clothes, must be accepted; "bad" -- refused naming the parameter; "edge" --
+#: accepted or refused, never a traceback. ``build(good)`` makes the case from a valid float array.
+def _noncontig(g):
+    wide = np.repeat(np.asarray(g), 2, axis=-1)
+    return wide[..., ::2]
+
+
+TYPE_ARRAYS = [
+    ("readonly", _ro, "ok"), ("noncontiguous", _noncontig, "ok"),
+    ("bigendian", lambda g: np.asarray(g).astype(np.asarray(g).dtype.newbyteorder(">")), "ok"), ("float16", lambda g: np.asarray(g, np.float16), "ok"),
+    ("float32", lambda g: np.asarray(g, np.float32), "ok"), ("fortran", lambda g: np.asfortranarray(g), "ok"),
+    ("object-numbers", lambda g: np.asarray(g, dtype=object), "ok"),
+    ("masked-none", lambda g: np.ma.masked_array(g, mask=np.zeros(np.shape(g), bool)), "ok"),
+    ("masked-one", lambda g: np.ma.masked_array(g, mask=np.eye(1, np.size(g), dtype=bool).reshape(np.shape(g))),
+     "bad"),
+    ("memoryview", lambda g: memoryview(np.ascontiguousarray(g, float)), "edge"),
+    ("list-of-np-scalars", lambda g: np.asarray(g, np.float32).tolist() if np.ndim(g) > 1
+     else [np.float32(x) for x in np.ravel(g)], "ok"),
+    ("list-with-Fraction", lambda g: _swap_first(g, lambda x: fractions.Fraction(x).limit_denominator(1000)), "edge"),
+    ("list-with-Decimal", lambda g: _swap_first(g, lambda x: decimal.Decimal(str(x))), "bad"),
+    ("list-with-bool", lambda g: _swap_first(g, lambda x: True), "bad"),  # (an adjacency's bool: valid there)
+    ("list-with-str_", lambda g: _swap_first(g, lambda x: np.str_(str(x))), "bad"),
+    ("list-with-nan-lie", lambda g: _swap_first(g, lambda x: _NanFloat(x)), "edge"),
+    ("list-with-raising", lambda g: _swap_first(g, lambda x: _FakeReal(RuntimeError("lying"))), "bad"),
+    ("list-with-complex0", lambda g: _swap_first(g, lambda x: complex(x, 0)), "bad"),
+    ("datetime", lambda g: np.full(np.shape(g), np.datetime64("2020-01-01")), "bad"),
+    ("generator", lambda g: (x for x in np.asarray(g).tolist()), "bad"),
+    ("lying-len", lambda g: _LyingLen(np.asarray(g).tolist()), "edge"),
+    ("complex-zero-imag", lambda g: np.asarray(g, complex), "bad"),
+    ("object-with-None", lambda g: _swap_first(g, lambda x: None), "bad"),
+]
+
+
+def _swap_first(g, f):
+    a = np.asarray(g, float)
+    out = a.tolist()
+    if a.ndim == 1:
+        out[0] = f(out[0])
+    else:
+        out[0][0] = f(out[0][0])
+    return out
+
+
+def fuzz_types(fz: Fuzzer) -> None:
+    """Round 2, item 1: numbers and arrays that are not plain, through the Python API."""
+    from privbandit import budget, simulate, sweep
+    from privbandit.envs import Bernoulli, ClippedGaussian, TruncatedExponential, RewardTable, RewardTape, GraphFeedback
+    from privbandit.policies import REGISTRY, make_policy
+    from privbandit.contextual import LinearContextual, LoggedData, replay
+    import accountants as A
+    from accountants.best import default_accountants
+
+    def bad_for(param, default, v, bad):
+        if isinstance(default, bool):  # a flag: only a real bool (or numpy's) is a flag
+            return not isinstance(v, (bool, np.bool_))
+        return bad
+
+    def env_for(pol, k=2):
+        if "contexts" in pol.requires:
+            return LinearContextual(dim=5, n_arms=k)
+        if "graph" in pol.requires:
+            return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
+        return Bernoulli([0.3, 0.6][:k])
+
+    for name, cls in sorted(REGISTRY.items()):
+        for param, p in inspect.signature(cls).parameters.items():
+            if isinstance(p.default, str):
+                continue  # named options: session 15's `choice` (strings, arrays, objects) covers them
+            for label, v, bad in TYPE_SCALARS:
+                def build(name=name, param=param, v=v):
+                    pol = make_policy(name, **{param: _fresh(v)})
+                    simulate(pol, env_for(pol), 12, 2, seed=0, progress=False)
+                    if pol.private:
+                        budget.epsilon(pol, 100, 1e-6, 2)
+
+                fz.call(f"types policy {name}", f"{param}={label}", build, bad=bad_for(param, p.default, v, bad),
+                        names=(param,))
+    pol = make_policy("dp_ucb", epsilon=1.0)
+    env = Bernoulli([0.3, 0.6])
+    for param, base in (("horizon", 12), ("replicates", 2), ("delta", 1e-6), ("seed", 0), ("max_tracked_bytes", 10**6),
+                        ("realized_points", 4), ("ledger_replicates", 1)):
+        for label, v, bad in TYPE_SCALARS:
+            if param == "seed" and label in ("str_('2')", "memoryview", "mixed-list"):
+                bad = False  # (a seed may be text or bytes: hashed, documented)
+            if param == "seed" and label in ("1-elem-array",):
+                bad = False  # (a seed sequence)
+            kw = dict(horizon=12, replicates=2, seed=0, progress=False) | {param: _fresh(v)}
+            if param in ("horizon", "replicates") and label.startswith(("uint64", "int64", "longdouble")):
+                continue  # (valid and enormous: the memory check's cases, item 3)
+            fz.call("types simulate", f"{param}={label}", lambda kw=kw: simulate(pol, env, **kw),
+                    bad=bad and not (param == "seed" and isinstance(v, (np.str_,))), names=(param,))
+        if param in ("horizon", "replicates"):
+            for label, v, bad in TYPE_SCALARS:
+                if label.startswith(("uint64", "int64", "longdouble")):
+                    continue
+                kw = dict(horizon=12, replicates=2) | {param: _fresh(v)}
+                fz.call("types sweep", f"{param}={label}",
+                        lambda kw=kw: sweep([pol], [env], kw["horizon"], kw["replicates"], seed=0),
+                        bad=bad, names=(param,))
+    fns = [
+        ("budget.epsilon", budget.epsilon, dict(policy=pol, horizon=100, delta=1e-6, n_arms=2)),
+        ("budget.delta", budget.delta, dict(policy=pol, horizon=100, epsilon=1.0, n_arms=2)),
+        ("budget.mu", budget.mu, dict(policy=make_policy("gaussian_ts", c=4.0), horizon=100, n_arms=2)),
+        ("budget.affordable_horizon", budget.affordable_horizon, dict(policy=pol, target=5.0, n_arms=2, delta=1e-6,
+                                                                      max_horizon=10**4)),
+        ("budget.invert", budget.invert, dict(policy="dp_ucb_int", target=1.0, horizon=100, solve_for="v",
+                                              bounds=(1.01, 1.99), delta=1e-6, n_arms=2)),
+        ("budget.ts_frontier", budget.ts_frontier, dict(target=5.0, horizon=100, n_arms=2, bs=[0, 4])),
+    ]
+    for fname, fn, params in fns:
+        for param in params:
+            if param in ("policy", "solve_for"):
+                continue
+            for label, v, bad in TYPE_SCALARS:
+                if param in ("horizon", "max_horizon") and label.startswith(("uint64", "int64", "longdouble")):
+                    bad = False
+                fz.call(f"types {fname}", f"{param}={label}",
+                        lambda fn=fn, params=params, param=param, v=v: fn(**(params | {param: _fresh(v)})),
+                        bad=bad and not (param == "bs" and label in ("1-elem-array", "generator", "memoryview")),
+                        names=(param, param.rstrip("s")))  # (bs: any iterable of whole numbers, documented)
+    for label, build, verdict in TYPE_ARRAYS:
+        for param, good in (("horizons", [10, 100]), ("bs", [0, 4])):
+            v = build(np.asarray(good, float)) if verdict != "ok" or label not in ("float16",) else build(good)
+            fn = (lambda v=v: budget.curve(pol, v, 1e-6, 2)) if param == "horizons" else \
+                (lambda v=v: budget.ts_frontier(5.0, 100, 2, v))
+            fz.call(f"types budget.{'curve' if param == 'horizons' else 'ts_frontier'}", f"{param}={label}", fn,
+                    bad=verdict == "bad" and not (param == "bs" and label in ("generator", "memoryview")),
+                    names=(param, param.rstrip("s")))  # (bs is any iterable of whole numbers: documented)
+    # accountants: events, compose counts, epsilon / delta of every default accountant
+    ev = A.Laplace(scale=1.0)
+    for label, v, bad in TYPE_SCALARS:
+        for cls, param in (("Laplace", "scale"), ("Gaussian", "sigma"), ("GDP", "mu"), ("ApproxDP", "delta"),
+                           ("DiscreteGaussian", "grid"), ("ZCDP", "rho")):
+            base = {"Laplace": dict(scale=1.0), "Gaussian": dict(sigma=1.0), "GDP": dict(mu=1.0),
+                    "ApproxDP": dict(epsilon=1.0, delta=1e-6), "DiscreteGaussian": dict(sigma=1.0, grid=2**-20),
+                    "ZCDP": dict(rho=0.5)}[cls]
+            ok_value = not (param == "delta" and label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)")) and \
+                param in ("delta",) and not bad
+            fz.call(f"types accountants.{cls}", f"{param}={label}",
+                    lambda cls=cls, base=base, param=param, v=v: A.best_epsilon(getattr(A, cls)(**(base | {param: _fresh(v)})) * 3, 1e-6),
+                    bad=bad, names=(param,))
+        fz.call("types compose", f"count={label}", lambda v=v: A.best_epsilon(ev * _fresh(v), 1e-6),
+                bad=bad or label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)"), names=("count", "times"))
+        for factory in default_accountants():
+            nm = factory.__name__
+
+            def method(factory=factory, v=v, which="epsilon"):
+                acc = factory()
+                acc.compose(ev, 3)
+                return acc.epsilon(_fresh(v)) if which == "epsilon" else acc.delta(_fresh(v))
+
+            fz.call(f"types accountant {nm}", f"epsilon(delta={label})", method, bad=bad, names=("delta",))
+            fz.call(f"types accountant {nm}", f"delta(epsilon={label})", lambda m=method: m(which="delta"),
+                    bad=bad, names=("epsilon",))
+            fz.call(f"types accountant {nm}", f"compose(count={label})",
+                    lambda factory=factory, v=v: factory().compose(ev, _fresh(v)),
+                    bad=bad or label in ("float16(0.5)", "float32(0.5)", "Fraction(1,2)"), names=("count",))
+    # mechanisms
+    from privbandit.ledger import Ledger
+    from privbandit import mechanisms as M
+
+    for cls, params in (("TreeMechanism", dict(replicates=2, streams=2, epsilon=1.0, horizon=16)),
+                        ("HybridMechanism", dict(replicates=2, streams=2, epsilon=1.0)),
+                        ("IntervalMean", dict(replicates=2, streams=2, v=1.5, epsilon=1.0))):
+        for param in params:
+            for label, v, bad in TYPE_SCALARS:
+                fz.call(f"types mechanism {cls}", f"{param}={label}",
+                        lambda cls=cls, params=params, param=param, v=v: getattr(M, cls)(
+                            **(params | {param: _fresh(v)}), rng=np.random.default_rng(0), ledger=Ledger.unrecorded(2, 2)),
+                        bad=bad, names=(param,))
+    # environments: means, tables, tapes
+    for label, build, verdict in TYPE_ARRAYS:
+        for cls in (Bernoulli, TruncatedExponential, ClippedGaussian):
+            means = build(np.array([0.3, 0.6]))
+            fz.call(f"types env {cls.__name__}", f"means={label}",
+                    lambda cls=cls, means=means: simulate(make_policy("ucb1"), cls(means), 6, 2, seed=0, progress=False),
+                    bad=verdict == "bad", names=("means", "rates", "locs", "arm"), ok_required=verdict == "ok")
+        table = build(np.full((10, 2), 0.5))
+        fz.call("types env RewardTable", f"table={label}",
+                lambda t=table: simulate(make_policy("exp3"), RewardTable(t), 6, 2, seed=0, progress=False),
+                bad=verdict == "bad", names=("table", "reward"), ok_required=verdict == "ok")
+        tape = build(np.full((2, 10), 0.5))
+        fz.call("types env RewardTape", f"tape={label}",
+                lambda t=tape: simulate(make_policy("dp_ucb"), RewardTape(t), 6, 2, seed=0, progress=False),
+                bad=verdict == "bad", names=("tape", "reward"), ok_required=verdict == "ok")
+        # contextual: a logged data set's every column
+        rng = np.random.default_rng(0)
+        cols = dict(contexts=rng.random((20, 5)), actions=np.zeros(20, int), rewards=np.full(20, 0.5),
+                    propensities=np.full(20, 0.5))
+        for col, good in cols.items():
+            v = build(good)
+            fz.call("types contextual LoggedData", f"{col}={label}",
+                    lambda col=col, v=v: replay(make_policy("lin_ucb"), LoggedData(**(cols | {col: v}), n_arms=2)),
+                    bad=verdict == "bad" and not (label == "list-with-bool" and col in ("contexts", "rewards")),
+                    names=(col, col.rstrip("s")),  # (bool contexts and rewards: one-hot features, clicks; documented)
+                    ok_required=verdict == "ok" and not (col == "actions" and label in (
+                        "float16", "float32", "object-numbers", "list-of-np-scalars")))  # (actions: an integer dtype)
+        theta = build(np.tile(np.array([1.0, 0.6, 0.0, 0.0, 0.0]) / math.sqrt(2), (2, 1)))
+        fz.call("types env LinearContextual", f"theta={label}",
+                lambda th=theta: LinearContextual(dim=5, n_arms=2, theta=th), bad=verdict == "bad", names=("theta",),
+                ok_required=verdict == "ok" and label != "float16")  # (float16 rounds theta off its required form)
+    for label, v, bad in TYPE_SCALARS:
+        for param in ("dim", "n_arms", "noise", "theta_seed"):
+            base = dict(dim=5, n_arms=2)
+            fz.call("types env LinearContextual", f"{param}={label}",
+                    lambda param=param, v=v: simulate(make_policy("lin_ucb"), LinearContextual(**(base | {param: _fresh(v)})),
+                                                      6, 2, seed=0, progress=False),
+                    bad=bad, names=(param, "horizon"))  # (127 arms need a horizon >= 127: named so)
+    # graphs: networkx graphs whose nodes are not 0..K-1, directed, multi; adjacency in unusual clothes
+    import networkx as nx
+
+    from privbandit.envs.graphs import check_adjacency
+
+    graphs = {
+        "nx_str_nodes": (nx.relabel_nodes(nx.path_graph(3), {0: "x", 1: "y", 2: "z"}), "bad"),
+        "nx_1_based": (nx.relabel_nodes(nx.path_graph(3), {0: 1, 1: 2, 2: 3}), "bad"),
+        "nx_np_int_nodes": (nx.relabel_nodes(nx.path_graph(3), {i: np.int64(i) for i in range(3)}), "ok"),
+        "nx_bool_nodes": (nx.Graph([(False, True), (True, 2)]), "edge"),
+        "nx_float_int_nodes": (nx.Graph([(0.0, 1.0), (1.0, 2.0)]), "edge"),
+        "nx_tuple_nodes": (nx.Graph([((0,), (1,)), ((1,), (2,))]), "bad"),
+        "nx_digraph_sym": (nx.DiGraph([(0, 1), (1, 0), (1, 2), (2, 1)]), "edge"),
+        "nx_multidigraph": (nx.MultiDiGraph([(0, 1), (1, 2)]), "edge"),
+        "nx_empty": (nx.Graph(), "bad"), "nx_big_labels": (nx.Graph([(0, 1), (1, 10**6)]), "bad"),
+        "nx_negative_nodes": (nx.Graph([(-1, 0), (0, 1)]), "bad"),
+    }
+    for label, build, verdict in TYPE_ARRAYS:
+        if label in ("generator", "lying-len"):
+            continue
+        graphs[f"adjacency {label}"] = (build(np.eye(3)), "edge" if verdict != "bad" or label == "list-with-bool"
+                                        else "bad")
+    for label, (g, verdict) in graphs.items():
+        fz.call("types env GraphFeedback", f"graph={label}",
+                lambda g=g: simulate(make_policy("ucb_n"), GraphFeedback(Bernoulli([0.2, 0.5, 0.8]), g), 6, 2,
+                                     seed=0, progress=False),
+                bad=verdict == "bad", names=("graph", "adjacency", "node", "arm"), ok_required=verdict == "ok")
+        fz.call("types graphs.check_adjacency", label, lambda g=g: check_adjacency(g, 3), bad=verdict == "bad",
+                names=("graph", "adjacency", "node"), ok_required=verdict == "ok")
+    # the deployment API: create's numbers, update's reward
+    from privbandit.deploy import Deployment
+
+    tmp = Path(tempfile.mkdtemp(prefix="privbandit-fuzz16-"))
+    try:
+        good = tmp / "good.db"
+        Deployment.create(good, "dp_ucb", n_arms=2, budget=50.0, delta=1e-6, seed=1).close()
+        for label, v, bad in TYPE_SCALARS:
+            for param in ("n_arms", "budget", "delta", "horizon", "seed"):
+                kw = dict(n_arms=2, budget=5.0, delta=1e-6, seed=1) | {param: _fresh(v)}
+                fz.call("types Deployment.create", f"{param}={label}",
+                        lambda kw=kw: Deployment.create(tmp / f"c{len(fz.results)}.db", "dp_ucb", **kw).close(),
+                        bad=bad and not (param == "seed" and label == "1-elem-array"), names=(param,))
+            fz.call("types Deployment.create", f"params.epsilon={label}",
+                    lambda v=v: Deployment.create(tmp / f"c{len(fz.results)}.db", "dp_ucb", params={"epsilon": _fresh(v)},
+                                                  n_arms=2, budget=5.0, delta=1e-6).close(),
+                    bad=bad and "float-" not in label, names=("epsilon", "params"))
+            # (a float subclass in params is stored as JSON by float.__repr__: its value, consistently)
+
+            def upd(v=v, which="reward"):
+                with Deployment.open(good) as dep:
+                    d = dep.select()
+                    if which == "reward":
+                        dep.update(d.decision, _fresh(v))
+                    else:
+                        dep.update(_fresh(v), 0.5)
+
+            fz.call("types Deployment.update", f"reward={label}", upd, bad=bad, names=("reward",))
+            fz.call("types Deployment.update", f"decision={label}", lambda u=upd: u(which="decision"),
+                    bad=bad or not label.startswith(("int", "uint", "0d", "Fraction", "Decimal('2')")),
+                    names=("decision",))
+            def status(v=v):
+                with Deployment.open(good) as dep:
+                    dep.status(last=_fresh(v))
+
+            fz.call("types Deployment.status", f"last={label}", status, bad=bad, names=("last",))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rlimit_as(gib: float):
+    """Cap this process's address space for a part that tries allocations beyond the machine (so a check
+    that misses is a MemoryError here, not the machine swapping); returns the restore function."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = int(gib * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def fuzz_resources(fz: Fuzzer, tmp: Path) -> None:
+    """Round 2, item 3: shapes and run sizes whose arrays exceed the machine's memory must be refused up
+    front, naming the parameters (an estimate of the bytes before allocating), never a MemoryError; a
+    KeyboardInterrupt during a run leaves no output file and no staging directory behind."""
+    if os.environ.get("PRIVBANDIT_FUZZ_CHILD") != "resources":
+        # in a child process: a check that misses is a MemoryError under the address-space cap, and a
+        # MemoryError inside numba / BLAS can leave this process unusable (a segfault later, measured on
+        # 990ee7c) -- the other parts must not inherit that
+        import json
+
+        dump = tmp / "resources.json"
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--only", "resources", "--dump", str(dump),
+                               "--seed", str(fz.seed)], env=dict(os.environ, PRIVBANDIT_FUZZ_CHILD="resources"),
+                              capture_output=True, text=True, cwd=str(tmp))
+        if dump.exists():
+            fz.results.extend(tuple(r) for r in json.loads(dump.read_text()))
+        if proc.returncode < 0 or not dump.exists():
+            fz.results.append(("resources", "child process", "traceback",
+                                f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"))
+        return
+    import networkx as nx
+
+    from privbandit import budget, simulate, sweep
+    from privbandit.engine import physical_memory
+    from privbandit.envs import (Bernoulli, ClippedGaussian, GraphFeedback, RewardTable, RewardTape,
+                                 TruncatedExponential)
+    from privbandit.contextual import LinearContextual, LoggedData
+    from privbandit.ledger import Ledger
+    from privbandit import mechanisms as M
+    from privbandit.policies import make_policy
+
+    phys = physical_memory() or 16 * 2**30
+    n = 2 * phys // 8  # entries whose float64 copy is twice the machine
+    k_graph = math.isqrt(2 * phys) + 1  # nodes whose K x K bool adjacency is twice the machine
+    restore = _rlimit_as(min(8.0, phys / 2**30 / 2))
+    try:
+        pol = make_policy("dp_ucb")
+        cases = {
+            "Bernoulli means (n,)": (lambda: Bernoulli(np.broadcast_to(0.5, (n,))), ("means",)),
+            "TruncatedExponential rates (n,)": (lambda: TruncatedExponential(np.broadcast_to(0.5, (n,))), ("rates", "means")),
+            "ClippedGaussian locs (n,)": (lambda: ClippedGaussian(np.broadcast_to(0.5, (n,))), ("locs", "means")),
+            "RewardTable (n/2, 2)": (lambda: RewardTable(np.broadcast_to(0.5, (n // 2, 2))), ("table",)),
+            "RewardTape (2, n/2)": (lambda: RewardTape(np.broadcast_to(0.5, (2, n // 2))), ("tape",)),
+            "graph networkx K nodes": (lambda: GraphFeedback(Bernoulli(np.full(k_graph, 0.5)), nx.empty_graph(k_graph)),
+                                       ("graph",)),
+            "graph broadcast (K, K)": (lambda: GraphFeedback(Bernoulli(np.full(k_graph, 0.5)),
+                                                             np.broadcast_to(True, (k_graph, k_graph))), ("graph",)),
+            "budget.curve horizons (n,)": (lambda: budget.curve(pol, np.broadcast_to(10, (n,)), 1e-6, 2), ("horizons",)),
+            "LoggedData contexts (n/5, 5)": (lambda: LoggedData(
+                np.broadcast_to(0.5, (n // 5, 5)), np.broadcast_to(0, (n // 5,)), np.broadcast_to(0.5, (n // 5,)),
+                np.broadcast_to(0.5, (n // 5,)), 2), ("contexts",)),
+            "Ledger replicates x streams": (lambda: Ledger(10**6, 10**6), ("replicates", "streams")),
+            "TreeMechanism replicates x streams": (lambda: M.TreeMechanism(
+                replicates=10**6, streams=10**6, epsilon=1.0, horizon=16, rng=np.random.default_rng(0),
+                ledger=Ledger.unrecorded(1, 1)), ("replicates", "streams")),
+            "simulate horizon x replicates": (lambda: simulate(pol, Bernoulli([0.3, 0.6]), phys, 2, progress=False),
+                                              ("horizon", "replicates")),
+            "simulate lin_ucb replicates x K x dim^2": (
+                lambda: simulate(make_policy("lin_ucb"), LinearContextual(dim=100, n_arms=16384), 16384,
+                                 int(2 * phys // (8 * 16384 * 100 * 100)) + 1, progress=False),
+                ("replicates", "arms", "dim")),
+            "simulate private_lin_ucb contexts R x K x dim": (
+                lambda: simulate(make_policy("private_lin_ucb", dim=1000), LinearContextual(dim=1000, n_arms=2**20),
+                                 2**20, int(2 * phys // (8 * 2**20 * 1000)) + 1, progress=False),
+                ("replicates", "arms", "dim")),
+            "sweep horizon x replicates": (lambda: sweep([pol], [Bernoulli([0.3, 0.6])], phys, 2), ("horizon",)),
+        }
+        for label, (fn, names) in cases.items():
+            fz.call("resources", label, fn, bad=True, names=names)
+    finally:
+        restore()
+    # KeyboardInterrupt mid-run: the command line says "interrupted" (exit 130) and writes nothing
+    from privbandit.cli import main
+
+    for argv_tail, outputs in ((["run", "dp_ucb", "--horizon", "3000000", "--replicates", "4",
+                                 "--quiet", "--save", "{d}/r.csv", "--plot", "{d}/r.png"], ("r.csv", "r.csv.json", "r.png")),
+                               (["experiment", "tossou2016-2arm", "--horizon", "300000", "--replicates", "2",
+                                 "--out", "{d}/exp"], ("exp/summary.csv", "exp/regret.png"))):
+        for delay in (0.5, 2.0):
+            d = tmp / f"interrupt{len(fz.results)}"
+            d.mkdir()
+            argv = [a.format(d=d) for a in argv_tail]
+
+            def interrupted(argv=argv, d=d, outputs=outputs, delay=delay):
+                def fire(signum, frame):
+                    raise KeyboardInterrupt
+
+                old = signal.signal(signal.SIGALRM, fire)
+                signal.setitimer(signal.ITIMER_REAL, delay)
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                        rc = main(argv)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, old)
+                left = [o for o in outputs if (d / o).exists()] + [str(p) for p in d.rglob(".privbandit-*")]
+                if rc != 130 or left:
+                    raise AssertionError(f"exit {rc}, left behind: {left}")
+
+            outcome = fz.call("interrupt", f"{argv[0]} after {delay} s", interrupted, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+
+
+#: a writer process for the kill tests: ``python -c WRITER kind target`` writes ``target`` over and over
+#: (printing "ready" once the first write is done) until it is killed
+_WRITER = r'''
+import sys, numpy as np
+kind, target = sys.argv[1], sys.argv[2]
+import matplotlib
+matplotlib.use("Agg")
+from privbandit import simulate, sweep
+from privbandit.envs import Bernoulli
+from privbandit.policies import make_policy
+if kind in ("save_csv", "save_parquet"):
+    res = simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), 20000, 2, seed=0, progress=False,
+                   checkpoints=np.arange(1, 20001))
+    write = lambda: res.save(target)
+elif kind == "sweep_plot":
+    sw = sweep([make_policy("dp_ucb"), make_policy("ucb1")], [Bernoulli([0.3, 0.6])], 200, 2, seed=0)
+    write = lambda: sw.plot(target)
+write()
+print("ready", flush=True)
+while True:
+    write()
+'''
+
+
+def _complete(kind: str, path: Path, old: bytes) -> str:
+    """'old' / 'new' when ``path`` holds the old bytes or a whole new file; else what is wrong."""
+    if not path.exists():
+        return "missing"
+    data = path.read_bytes()
+    if data == old:
+        return "old"
+    if kind == "save_csv":
+        import pandas as pd
+
+        try:
+            frame = pd.read_csv(io.BytesIO(data))
+        except Exception as exc:  # noqa: BLE001
+            return f"unreadable ({type(exc).__name__})"
+        return "new" if len(frame) == 20000 and data.endswith(b"\n") else f"truncated ({len(frame)} rows)"
+    if kind == "sweep_plot":
+        return "new" if data.startswith(b"\x89PNG") and data.rstrip().endswith(b"IEND\xaeB`\x82") else \
+            f"truncated ({len(data)} bytes)"
+    if kind == "save_parquet":
+        return "new" if data.startswith(b"PAR1") and data.endswith(b"PAR1") else f"truncated ({len(data)} bytes)"
+    return "unknown kind"
+
+
+def fuzz_kills(fz: Fuzzer, tmp: Path, quick: bool) -> None:
+    """Round 2, item 2: SIGKILL every writer at random points. A file output must afterwards hold its old
+    complete content or a new complete one; a deployment store must reopen with every acknowledged call,
+    an odometer >= the spend of every returned decision, no decision lost or credited twice."""
+    rng = random.Random(fz.rng.random())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    kills = 3 if quick else 6
+    writers = ["save_csv", "sweep_plot"]
+    try:
+        import pyarrow  # noqa: F401
+
+        writers.append("save_parquet")
+    except ImportError:
+        pass
+    for kind in writers:
+        suffix = {"save_csv": ".csv", "save_parquet": ".parquet"}.get(kind, ".png")
+        for i in range(kills):
+            target = tmp / f"kill_{kind}_{i}{suffix}"
+            old = b"OLD CONTENT, complete\n"
+            target.write_bytes(old)
+            proc = subprocess.Popen([sys.executable, "-c", _WRITER, kind, str(target)], env=env, cwd=str(tmp),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+            def kill_once(proc=proc, target=target, kind=kind, old=old):
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(proc.stderr.read()[-500:])
+                time.sleep(rng.uniform(0.0, 0.6))
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+                state = _complete(kind, target, old)
+                if state not in ("old", "new"):
+                    raise AssertionError(state)
+
+            outcome = fz.call("kill writer", f"{kind} #{i}", kill_once, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+    # the deployment store: a writer selects, updates, snapshots, closes and reopens; killed at random
+    from privbandit.deploy import Deployment
+    from privbandit.audit.deployment import deployment_audit
+
+    worker = r'''
+import sys, numpy as np
+from privbandit.deploy import Deployment
+path, steps = sys.argv[1], int(sys.argv[2])
+dep = Deployment.open(path)
+rng = np.random.default_rng(int(sys.argv[3]))
+pending = []
+for step in range(steps):
+    u = rng.random()
+    if pending and (len(pending) >= 3 or u < 0.45):
+        d, arm = pending.pop(int(rng.integers(len(pending))))
+        r = float(np.random.default_rng([12345, d]).random() < (0.2, 0.5, 0.8)[arm])
+        dep.update(d, r)
+        print("U", d, r, flush=True)
+    elif u < 0.9:
+        dec = dep.select()
+        pending.append((dec.decision, dec.arm))
+        print("S", dec.decision, dec.arm, flush=True)
+    elif u < 0.95:
+        dep.snapshot()
+    else:
+        dep.close()
+        dep = Deployment.open(path)
+'''
+    for policy, params in (("dp_ucb", {}), ("gaussian_ts", {"b": 2, "c": 50.0}), ("dp_ts", {}), ("private_ucb", {})):
+        path = tmp / f"kill_{policy}.db"
+        Deployment.create(path, policy, params=params, n_arms=3, budget=1e6, delta=1e-6, horizon=100_000, seed=3,
+                          synchronous="normal").close()
+        acked_s, acked_u = {}, {}
+        for i in range(kills):
+            proc = subprocess.Popen([sys.executable, "-c", worker, str(path), "100000", str(1000 * i + 1)], env=env,
+                                    cwd=str(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+            def kill_store(proc=proc, path=path):
+                first = proc.stdout.readline()
+                if not first:
+                    raise RuntimeError(proc.stderr.read()[-500:])
+                time.sleep(rng.uniform(0.0, 0.4))
+                os.kill(proc.pid, signal.SIGKILL)
+                rest = proc.stdout.read()
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+                for kind, *f in (ln.split() for ln in [first, *rest.splitlines()] if ln.strip()):
+                    (acked_s if kind == "S" else acked_u)[int(f[0])] = int(f[1]) if kind == "S" else float(f[1])
+                with Deployment.open(path) as dep:  # the store reopens after every kill
+                    rows = {r["decision"]: r for r in dep.decisions()}
+                    status = dep.status()
+                    policy_rounds = sum(r["kind"] == "policy" for r in rows.values())
+                    spent = dep.odometer.epsilon(policy_rounds)
+                    acked_policy = sum(rows[d]["kind"] == "policy" for d in acked_s if d in rows)
+                    problems = []
+                    if len(rows) != len(dep.decisions()) or status["policy_rounds"] != policy_rounds:
+                        problems.append("policy rounds miscounted")
+                    if status["spent_epsilon"] != spent or spent < dep.odometer.epsilon(acked_policy):
+                        problems.append(f"odometer {status['spent_epsilon']} below the returned decisions' spend")
+                    lost = [d for d, arm in acked_s.items() if d not in rows or rows[d]["arm"] != arm]
+                    lost += [d for d, r in acked_u.items() if rows.get(d, {}).get("reward") != r]
+                    if lost:
+                        problems.append(f"acknowledged calls lost: {lost[:5]}")
+                    logged = [sum(r["releases"][a] + (r["update_releases"] or [0] * 3)[a] for r in rows.values())
+                              for a in range(3)]
+                    if status["releases_per_arm"] != logged or status["applied_updates"] > policy_rounds:
+                        problems.append("releases or updates credited twice")
+                res = deployment_audit(path)
+                if res.verdict != "CONSISTENT":
+                    problems.append(f"audit {res.verdict}")
+                if problems:
+                    raise AssertionError("; ".join(problems))
+
+            outcome = fz.call("kill deploy store", f"{policy} kill #{i}", kill_store, bad=False)
+            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     from privbandit.cli_checks import whole
@@ -732,11 +1345,18 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer random command lines, no audit run")
     ap.add_argument("--only", default="cli,deploy,api,acc,mech,data,files")
     ap.add_argument("--show", type=whole(0), default=5, help="findings printed per entry point")
+    ap.add_argument("--dump", help="also write every case's (entry, label, outcome, detail) to this JSON file")
     args = ap.parse_args(argv)
     global EXPECTED
     from privbandit.deploy import StoreError
 
     EXPECTED = (StoreError,)
+    # imported before any case: a case's time limit (SIGALRM) firing inside a first import of scipy under
+    # load left the module half-initialised, and every later case failed with its NameError
+    import privbandit.audit.cli  # noqa: F401
+    import privbandit.cli  # noqa: F401
+    import scipy.ndimage  # noqa: F401
+    import scipy.stats  # noqa: F401
     fz = Fuzzer(args.seed)
     tmp = Path(tempfile.mkdtemp(prefix="privbandit-fuzz-"))
     here = os.getcwd()
@@ -744,7 +1364,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     parts = {"cli": lambda: fuzz_cli(fz, tmp, args.quick), "deploy": lambda: fuzz_deploy(fz, tmp, args.quick),
              "api": lambda: fuzz_api(fz, args.quick), "acc": lambda: fuzz_accountants(fz),
-             "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp)}
+             "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp),
+             "types": lambda: fuzz_types(fz), "resources": lambda: fuzz_resources(fz, tmp),
+             "kills": lambda: fuzz_kills(fz, tmp, args.quick)}
     try:
         for part in args.only.split(","):
             t0 = time.perf_counter()
@@ -763,6 +1385,10 @@ def main(argv=None) -> int:
             for x in dirs:
                 os.chmod(os.path.join(root, x), 0o700)
         shutil.rmtree(tmp, ignore_errors=True)
+    if args.dump:
+        import json
+
+        Path(args.dump).write_text(json.dumps(fz.results))
     per = defaultdict(Counter)
     for entry, _, outcome, _ in fz.results:
         per[entry][outcome] += 1

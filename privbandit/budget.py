@@ -180,7 +180,10 @@ def curve(policy: Policy | str, horizons: Sequence[int] | np.ndarray, delta: flo
     if isinstance(horizons, (bool, np.bool_)) or (isinstance(horizons, (list, tuple))
                                                  and any(isinstance(h, (bool, np.bool_)) for h in horizons)):
         raise ValueError(f"horizons must be whole numbers in [0, inf), not bools; got {shown(horizons)}")
+    _validate.unmasked("horizons", horizons)  # (np.asarray drops a mask: the masked horizon was certified)
     raw = np.asarray(horizons)
+    # (a broadcast view of 10^10 horizons costs nothing until it is copied below: named first)
+    _validate.check_bytes(f"horizons of shape {raw.shape}", 16 * int(raw.size), "give fewer horizons")
     if raw.ndim != 1:  # a bare number is not a sequence (it returned a 0-d result)
         raise ValueError(f"horizons must be a 1-D sequence of whole numbers in [0, inf), got {shown(horizons)}")
     if raw.size == 0:

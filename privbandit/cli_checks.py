@@ -112,9 +112,11 @@ def _delta_or_zero(text: str) -> float:
     """An argparse type: the delta of a certificate, 0 (pure DP: the accountants' exact pure epsilon, inf with
     a release that is not pure; session 15) or a normal float in (0, 1) as :data:`probability`."""
     try:
-        if plain_number_text(text) and float(text) == 0.0:
+        # exactly zero (read as a decimal, session 16): float("1e-400") underflows to 0.0, and a delta the user
+        # wrote as 1e-400 was certified as pure DP without a word
+        if plain_number_text(text) and decimal.Decimal(text.strip()) == 0:
             return 0.0
-    except ValueError:
+    except (decimal.InvalidOperation, ValueError):
         pass
     try:
         return probability(text)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import os
 import sys
 import time
@@ -77,13 +78,8 @@ def _realized_points(checkpoints: np.ndarray, points: int) -> np.ndarray:
 _BYTES_PER_CELL = 24
 
 
-def physical_memory() -> int | None:
-    """The machine's physical memory in bytes; None where it cannot be read (not a POSIX system:
-    numpy is then the judge)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
+#: the machine's physical memory (accountants._validate.physical_memory, shared with the array checks)
+physical_memory = _accountant_validate.physical_memory
 
 
 def check_memory(horizon: int, replicates: int, what: str = "replicates") -> None:
@@ -130,8 +126,19 @@ def _validate(policy, env, horizon, replicates, delta):
     if isinstance(delta, bool) or not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {_accountant_validate.shown(delta)}")
     # the accountants need a normal float (checked here, before the run, not at its first query)
-    _accountant_validate.probability("delta", delta)
+    delta = _accountant_validate.probability("delta", delta)
     check_memory(horizon, replicates)
+    # the per-arm state, a lower bound: every policy keeps at least two (replicates, n_arms) arrays (counts and
+    # sums, or weights and probabilities); a contextual run draws (replicates, n_arms, dim) contexts every
+    # round, and a disjoint linear model keeps a (dim, dim) Gram matrix per arm (session 16: a MemoryError
+    # from inside the run, naming nothing, before)
+    k, dim = int(env.n_arms), int(getattr(env, "dim", 0) or 0) if "contexts" in policy.requires else 0
+    per = 2 + dim + (dim * dim if getattr(policy, "model", None) == "disjoint" else 0)
+    _accountant_validate.check_bytes(
+        f"the run's state, replicates x n_arms{' x dim^2' if per > 2 + dim else ' x dim' if dim else ''} = "
+        f"{replicates} x {k}{f' x {dim}' if dim else ''}", 8 * replicates * k * per,
+        "bring replicates, the number of arms" + (" or dim" if dim else "") + " down")
+    return horizon, replicates, delta
 
 
 def _check_capabilities(policy, env) -> None:
@@ -387,8 +394,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
         relation: the neighbouring relation certified and realized, "entry" or "round"
             (``privbandit.feedback.RELATIONS``; the same for K-armed bandit feedback).
     """
-    _validate(policy, env, horizon, replicates, delta)
-    check_run_options(int(horizon), checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
+    # the validated values from here on (session 16): int(horizon) of the caller's object called an int
+    # subclass's own __int__, which may lie (validated 12 rounds, ran 10**400)
+    horizon, replicates, delta = _validate(policy, env, horizon, replicates, delta)
+    check_run_options(horizon, checkpoints=checkpoints, ledger=ledger, strict_rewards=strict_rewards, keep_arms=keep_arms, progress=progress, realized_points=realized_points, max_tracked_bytes=max_tracked_bytes, ledger_replicates=ledger_replicates)
     check_relation(relation)
     _check_capabilities(policy, env)
     env, trusted = _frozen(env)  # (before its structure is read: the schedule and the run see one environment)
@@ -423,7 +432,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, replicates: int = 1
     increments = np.empty((block, replicates)) if per_round_regret else None
     acc = _RegretAccumulator(env, horizon, replicates, block)
     realized = np.full((checkpoints.size, replicates), np.nan) if book is not None else None
-    queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, int(realized_points))))
+    queried = np.isin(checkpoints, _realized_points(checkpoints, max(1, operator.index(realized_points))))
     query = set(checkpoints[queried].tolist())
     next_cp, cp_rounds = 0, checkpoints.tolist() + [0]  # Python ints: a cheap per-round comparison
     bar = _progress(horizon, progress)

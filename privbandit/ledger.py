@@ -63,10 +63,12 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS, shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
@@ -318,7 +320,7 @@ def _whole(name: str, value, minimum: int) -> int:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
-    return int(value)
+    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 class Ledger:
@@ -369,6 +371,8 @@ class Ledger:
             raise ValueError(f"tight must be True or False, got {shown(tight)}")
         self.tight = bool(tight)
         self.max_tracked_bytes = _whole("max_tracked_bytes", max_tracked_bytes, 0)
+        _validate.check_bytes(f"a ledger of replicates x streams = {self.replicates} x {self.streams}",
+                              8 * self.replicates * self.streams, "bring replicates or streams down")
         self._draws = np.zeros((self.replicates, self.streams), dtype=np.int64)
         self._rows = _pulled_layout(self.replicates)  # (not pickled: the shared read-only array, see _store)
         # Initial record positions per stream. A caller that knows the most records a stream can

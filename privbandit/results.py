@@ -186,14 +186,20 @@ class SimulationResult:
 
     def save(self, path: str | Path) -> Path:
         """Write the tidy frame to ``.parquet`` or ``.csv`` and the metadata to ``<path>.json``."""
+        from privbandit.cli_checks import staged_outputs
+
         path = output_path(path, (".parquet", ".csv"))
         frame = self.to_frame()
         try:
-            if path.suffix.lower() == ".parquet":
-                frame.to_parquet(path, index=False)
-            else:
-                frame.to_csv(path, index=False)
-            path.with_suffix(path.suffix + ".json").write_text(json.dumps(self.metadata(), indent=2, default=str))
+            # staged (session 16): written in a private directory beside the destination and moved in with
+            # os.replace, so a kill or an error mid-write leaves the old file or the new one, never a truncated
+            # one (pandas wrote in place), and a symlink at the path is replaced, not written through
+            with staged_outputs(path.parent, "path") as stage:
+                if path.suffix.lower() == ".parquet":
+                    frame.to_parquet(stage.path(path.name), index=False)
+                else:
+                    frame.to_csv(stage.path(path.name), index=False)
+                Path(stage.path(path.name + ".json")).write_text(json.dumps(self.metadata(), indent=2, default=str))
         except OSError as exc:  # an unwritable place: bad input, named, not pandas' OSError
             raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return path

@@ -28,4 +28,7 @@ def check_seed(name: str, seed, *, generator: bool = False):
         np.random.SeedSequence(seed)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be {what}, got {shown(seed)}") from None
+    except Exception as exc:  # noqa: BLE001 -- an int subclass whose __index__ / __int__ raises (session 16)
+        raise ValueError(f"{name} must be {what}; numpy could not read {shown(seed)} "
+                         f"({type(exc).__name__}: {exc})") from exc
     return seed

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -116,8 +117,11 @@ class SweepResult:
 
         fig = plot_cells(self.cells, title=title, columns=min(int(columns), len(self.cells)))
         if path is not None:
-            try:
-                fig.savefig(path, dpi=90)
+            from privbandit.cli_checks import staged_outputs
+
+            try:  # (staged, as Result.save: a kill mid-write leaves the old figure or the new one)
+                with staged_outputs(path.parent, "path") as stage:
+                    fig.savefig(stage.path(path.name), dpi=90)
             except OSError as exc:
                 raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return fig
@@ -147,7 +151,7 @@ def _check_grid(n_policies: int, n_envs: int, replicates, n_arms: int) -> None:
     if physical is None or isinstance(replicates, NOT_NUMBERS) or not isinstance(replicates, (int, np.integer)):
         return
     cells = n_policies * n_envs
-    per_cell = _BYTES_PER_RESULT + 8 * max(int(replicates), 1) * (n_arms + 2)
+    per_cell = _BYTES_PER_RESULT + 8 * max(operator.index(replicates), 1) * (n_arms + 2)
     if cells * per_cell > physical:
         if per_cell > physical:  # one cell alone: the replicates are the problem (10**400 replicates made the
             # size below an OverflowError in its float division)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -252,7 +253,11 @@ class AuditResult:
         ax2.set_title("trade-off: corners below the curve refute the claim", fontsize=9)
         ax2.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        from privbandit.cli_checks import staged_outputs
+
+        # staged (session 16), as every output: a kill mid-write leaves the old figure or the new one
+        with staged_outputs(Path(path).parent, "path") as stage:
+            fig.savefig(stage.path(Path(path).name), dpi=110)
         plt.close(fig)
         return path
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import operator
 
 import numpy as np
 
@@ -90,7 +91,9 @@ class LinearContextual(ContextualEnvironment):
         noise = _validate.nonnegative("noise", noise)  # (an int beyond the floats: named, not an OverflowError)
         if not isinstance(model, str) or model not in ("disjoint", "shared"):
             raise ValueError(f"model must be 'disjoint' or 'shared', got {shown(model)}")
-        self._dim, self._n_arms, self.noise, self.model = int(dim), int(n_arms), float(noise), model
+        self._dim, self._n_arms, self.noise, self.model = operator.index(dim), operator.index(n_arms), noise, model
+        _validate.check_bytes(f"LinearContextual's parameters, n_arms x dim = {self._n_arms} x {self._dim}",
+                              8 * self._n_arms * self._dim, "bring n_arms or dim down")
         self.theta_seed = check_seed("theta_seed", theta_seed)
         shape = (self._n_arms,) if model == "disjoint" else ()
         if theta is None:

@@ -60,6 +60,7 @@ class LoggedData:
         # never counted. Numbers only (real_array: text such as "0.5" was read as 0.5); bool contexts and
         # rewards (one-hot features, clicks) read as 0 / 1 as before.
         x = _validate.real_array("contexts", self.contexts, bools=True)
+        _validate.unmasked("actions", self.actions)  # (np.asarray drops a mask: the masked action was replayed)
         a = np.asarray(self.actions)
         r = _validate.real_array("rewards", self.rewards, bools=True)
         p = _validate.real_array("propensities", self.propensities)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import operator
 import numbers
 import os
 import sqlite3
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS, choice, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
@@ -101,20 +103,24 @@ def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
             or (maximum is not None and value > maximum):
         top = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
-    return int(value)
+    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
+
+
+def _finite_or_nan(name: str, value) -> float:
+    """``value`` as a finite float by the shared conversion (``accountants._validate.finite``), or nan for
+    anything it refuses, for the caller's own message naming its range."""
+    try:
+        return _validate.finite(name, value)
+    except ValueError:
+        return math.nan
 
 
 def check_reward(reward, strict: bool) -> tuple[float, float]:
     """(raw, clipped): a finite real; outside [0, 1] it is clipped (the sensitivities of every
     policy rely on [0, 1]) unless ``strict``, which makes it an error."""
-    if isinstance(reward, NOT_NUMBERS) or not isinstance(reward, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"reward must be a real number in [0, 1], got {shown(reward)}")
-    try:
-        raw = float(reward)
-    except OverflowError:  # an int beyond the floats
-        raise ValueError(f"reward must be a finite real number in [0, 1], got {shown(reward)}") from None
+    raw = _finite_or_nan("reward", reward)  # (the shared conversion: a lying __float__ is refused by name)
     if not math.isfinite(raw):
-        raise ValueError(f"reward must be a finite real number in [0, 1], got {shown(raw)}")
+        raise ValueError(f"reward must be a finite real number in [0, 1], got {shown(reward)}")
     if strict and not 0.0 <= raw <= 1.0:
         raise ValueError(f"reward must lie in [0, 1] (strict_rewards=True), got {shown(raw)}")
     return raw, min(1.0, max(0.0, raw))
@@ -386,15 +392,15 @@ class Deployment:
             raise ValueError(f"policy {pol.name!r} needs each round's contexts, which a deployment does not take "
                              "(select() has no context argument); deploy a K-armed private policy")
         n_arms = _whole("n_arms", n_arms, 2, N_ARMS_MAX)
-        # (0 < budget < inf compares a 400-digit int exactly; float(budget) below then overflowed. For a
-        # numpy scalar the largest float is a float64: a Python float is cast to a float16 budget's own
-        # type, with an "overflow encountered in cast" RuntimeWarning)
-        top = np.float64(1.7976931348623157e308) if isinstance(budget, np.generic) else 1.7976931348623157e308
-        if isinstance(budget, NOT_NUMBERS) or not isinstance(budget, numbers.Real) or not (0 < budget < math.inf) \
-                or budget > top:
-            raise ValueError(f"budget must be a real number in (0, inf), got {shown(budget)}")
-        if isinstance(delta, NOT_NUMBERS) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
-            raise ValueError(f"delta must be a real number in (0, 1), got {shown(delta)}")
+        # converted first, then checked (session 16): comparing the caller's object and then storing float() of
+        # it let a float subclass whose __float__ lies store budget_epsilon = nan; the shared conversion also
+        # names a 400-digit int (float() overflowed) and reads a numpy scalar as a float64 (no float16 cast)
+        given_budget, given_delta = budget, delta
+        budget, delta = _finite_or_nan("budget", budget), _finite_or_nan("delta", delta)
+        if not 0 < budget < math.inf:
+            raise ValueError(f"budget must be a real number in (0, inf), got {shown(given_budget)}")
+        if not 0 < delta < 1:
+            raise ValueError(f"delta must be a real number in (0, 1), got {shown(given_delta)}")
         if horizon is not None:
             # below 2^63, as simulate's: rounds are int64 in the policies' state (10^30 reached Private-UCB's
             # compiled kernel as a Python object: numba's TypingError, an internal error on the command line)

@@ -21,6 +21,7 @@ x_t(a*) - f_t(a_{t-1}, a_t).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from privbandit.seeding import check_seed
 def _whole(name: str, value, minimum: int) -> int:
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
-    return int(value)
+    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 def _unit(name: str, value, *, open_low: bool = False) -> float:

@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from accountants._validate import NOT_NUMBERS, shown, unmasked
+from accountants._validate import NOT_NUMBERS, check_bytes, shown, unmasked
 from privbandit.mechanisms._base import whole
 
 
@@ -45,6 +45,7 @@ def _seed(rng: np.random.Generator) -> int:
 
 def adjacency_from_edges(n: int, edges) -> np.ndarray:
     """The closed-neighbourhood adjacency matrix (diagonal True, symmetric) of an edge list."""
+    check_bytes(f"a graph of {n} nodes (its {n} x {n} adjacency matrix)", n * n, "a feedback graph must have fewer nodes")
     adj = np.eye(n, dtype=bool)
     e = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
     if e.size:
@@ -101,6 +102,8 @@ def check_adjacency(adjacency, n_arms: int | None = None) -> np.ndarray:
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 2:
         got = f"shape {a.shape}" if a.ndim else shown(adjacency)
         raise ValueError(f"graph must be a square (K, K) adjacency matrix with K >= 2, got {got}")
+    # (a broadcast view costs nothing until the bool copy and the symmetry check below)
+    check_bytes(f"graph of shape {a.shape}", 2 * a.shape[0] ** 2, "a feedback graph must have fewer nodes")
     if a.dtype != bool:
         if a.dtype.kind not in "iuf" or not np.all((a == 0) | (a == 1)):
             raise ValueError(f"graph adjacency entries must be 0/1 or bool, got dtype {a.dtype}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import operator
 
 import numpy as np
 
@@ -22,7 +23,7 @@ def whole(name: str, value, minimum: int = 0) -> int:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
-    return int(value)
+    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 def positive(name: str, value) -> float:

@@ -35,10 +35,12 @@ bound saturates at c within a few batches.
 from __future__ import annotations
 
 import math
+import operator
 from typing import ClassVar
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS, shown
 from accountants.events import NO_EVENT, Composed, Event, PureDP, SelfComposed
 from privbandit import _engine_kernels
@@ -62,15 +64,18 @@ def _check_tau(tau, default: str) -> int | None:
         return None
     if isinstance(tau, NOT_NUMBERS) or not isinstance(tau, (int, np.integer)) or tau < 1:
         raise ValueError(f"tau must be a whole number in [1, inf) (or None for {default}), got {shown(tau)}")
-    return int(tau)
+    return operator.index(tau)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 def _check_gamma(gamma) -> float | None:
     if gamma is None:
         return None
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 < gamma <= 1:
+    # converted first, then checked (session 16): a float subclass's lying __float__ gave gamma = nan after
+    # the check had passed on its value
+    x = _validate.finite("gamma", gamma) if isinstance(gamma, (int, float)) and not isinstance(gamma, bool) else 0.0
+    if not 0 < x <= 1:
         raise ValueError(f"gamma must lie in (0, 1] (or be None for Auer et al.'s tuning), got {shown(gamma)}")
-    return float(gamma)
+    return x
 
 
 class _Exp3Core:

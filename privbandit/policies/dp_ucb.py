@@ -531,9 +531,14 @@ class DPUCBInt(Policy):
         if len(given) > 1:
             raise ValueError(f"give one of epsilon (the certified privacy), rate (1/interval) or interval, "
                              f"got {' and '.join(given)}")
-        if isinstance(v, NOT_NUMBERS) or not isinstance(v, numbers.Real) or not 1 < v < 2:
+        # converted first, then checked (session 16): checking ``1 < v < 2`` on the object and then storing
+        # float(v) let a float subclass whose __float__ lies through as v = nan
+        try:
+            self.v = _validate.finite("v", v)
+        except ValueError:
+            self.v = math.nan
+        if not 1 < self.v < 2:
             raise ValueError(f"v must be a real number in (1, 2), got {shown(v)}")
-        self.v = float(v)
         try:  # (math.isfinite of an int beyond the floats was an OverflowError)
             self.decay = _validate.nonnegative("decay", decay)
         except ValueError:
@@ -543,10 +548,11 @@ class DPUCBInt(Policy):
         self.epsilon = self.rate = None
         if interval is not None:
             # pull counts are int64: a longer interval would overflow them (and never release anyway)
-            if (isinstance(interval, NOT_NUMBERS) or not isinstance(interval, numbers.Integral)
-                    or not 1 <= interval <= _MAX_INTERVAL):
+            # (count reads an int subclass's exact value: int() called its __int__, which may lie)
+            n = _validate.count("interval", interval) if isinstance(interval, numbers.Integral) else 0
+            if isinstance(interval, NOT_NUMBERS) or not 1 <= n <= _MAX_INTERVAL:
                 raise ValueError(f"interval must be a whole number in [1, {_MAX_INTERVAL:.0e}], got {shown(interval)}")
-            self.interval = int(interval)
+            self.interval = n
         elif rate is not None:
             try:
                 self.rate = check_positive("rate", rate)

@@ -47,6 +47,7 @@ tests/privbandit/policies/test_linear_neighbours.py; docs/policies_contextual.md
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ _CONTEXT_MODES = ("clip", "reject")
 def _check_dim(dim) -> int:
     if isinstance(dim, NOT_NUMBERS) or not isinstance(dim, (int, np.integer)) or not 1 <= dim <= 200:
         raise ValueError(f"dim must be a whole number in [1, 200], got {shown(dim)}")
-    return int(dim)
+    return operator.index(dim)  # (the exact value: int() calls an int subclass's own __int__)
 
 
 _MIN_BOUND, _MAX_BOUND = 1e-50, 1e50

@@ -44,6 +44,7 @@ phases sequentially although a record enters one arm's statistic of one phase.
 from __future__ import annotations
 
 import math
+import operator
 import numbers
 
 import numpy as np
@@ -337,7 +338,7 @@ class PrivateTS(Policy):
                                          or not isinstance(random_pulls, (numbers.Integral, np.integer))
                                          or random_pulls < 0):
             raise ValueError(f"random_pulls must be None or a whole number in [0, inf), got {shown(random_pulls)}")
-        self.random_pulls = None if random_pulls is None else int(random_pulls)
+        self.random_pulls = None if random_pulls is None else operator.index(random_pulls)
         self.exact = check_flag("exact", exact)
 
     def random_pull_count(self, horizon: int, gap) -> np.ndarray:
