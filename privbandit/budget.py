@@ -349,13 +349,17 @@ def _flat_direction(make, lo, hi, horizon, n_arms, delta, target_mu, accountants
 
     probe_accountants = accountants if accountants is not None else [
         f for f in default_accountants() if getattr(f, "name", "") != "pld"]
+    # at a large delta a few small releases certify 0 whatever their noise (DP-UCB-Int, K = 100, interval 5000
+    # at delta 0.1: 0 up to 2.6e6 rounds), so an epsilon target is also compared at delta 1e-10
+    deltas = [None] if target_mu else sorted({delta, min(delta, 1e-10)}, reverse=True)
     h = horizon
     while h <= horizon * _FLAT_PROBE_MAX // _FLAT_PROBE_FACTOR and h < 2**62 // _FLAT_PROBE_FACTOR:
         h *= _FLAT_PROBE_FACTOR
-        certify = _certificate_fn(make, h, n_arms, delta, target_mu, probe_accountants, structure, relation)
-        c_lo, c_hi = certify(lo), certify(hi)
-        if c_lo != c_hi:
-            return c_hi > c_lo
+        for d in deltas:
+            certify = _certificate_fn(make, h, n_arms, d, target_mu, probe_accountants, structure, relation)
+            c_lo, c_hi = certify(lo), certify(hi)
+            if c_lo != c_hi:
+                return c_hi > c_lo
     return True
 
 

@@ -132,6 +132,11 @@ def test_invert_on_a_flat_certificate_returns_the_least_noise_end():
     assert inv.value == 1.1 and inv.certificate <= 1.0
     longer = [budget.epsilon("dp_ucb_int", 8, 1e-6, v=v, interval=1).value for v in (1.1, 1.9999)]
     assert longer[0] > longer[1]
+    # no release by T = 10^4 at K = 100, interval 5000; at delta 0.1 every horizon to 2^20 T certifies 0 too,
+    # so the direction is read at delta 1e-10
+    inv = budget.invert("dp_ucb_int", 10.0, 10**4, solve_for="v", bounds=(1.01, 1.9999), n_arms=100, delta=0.1,
+                        interval=5000)
+    assert inv.value == 1.01 and inv.certificate == 0.0
     # Gaussian TS at T = K with b = 1: no release, every c certifies 0; c is the posterior's variance factor
     inv = budget.invert("gaussian_ts", 1.0, 2, solve_for="c", bounds=(1e-3, 1e3), delta=1e-6, b=1)
     assert inv.value == 1e-3 and inv.certificate == 0.0
