@@ -15,6 +15,23 @@ import numpy as np
 ROUND_UP = 1e-13
 """Relative upward margin applied to finished sums (covers per-term rounding and the sum's own)."""
 
+_LEAST_NORMAL = 2.2250738585072014e-308
+_SUBNORMAL_MARGIN = 4 * 5e-324
+
+
+def term_up(x: float) -> float:
+    """A non-negative per-release term (eps^2, eps tanh(eps/2), eps (e^eps - 1), mu^2) that a relative
+    margin can cover: unchanged where it is a normal float, raised by 4 subnormal ulps below the least
+    normal one.
+
+    :data:`ROUND_UP` is relative, and a product that lands among the subnormals is off by up to half an
+    absolute ulp (2.5e-324) -- relatively anything up to 100%, and 0 where it underflowed. Session 16:
+    ``PureDP(1e-200)`` at delta 1e-300 (exact epsilon ~1e-200) certified 0 by GDP (mu^2 = 0) and advanced
+    composition (eps^2 = 0), hence by ``best_epsilon``; ``GDP(1e-160)``'s mu^2 read 5.6e-6 below exact, so
+    its delta(0) was below the truth. Four ulps cover the product's rounding and that of a factor
+    computed to a few ulps (tanh, expm1): each term is then at least its exact value."""
+    return x + _SUBNORMAL_MARGIN if 0.0 <= x < _LEAST_NORMAL else x
+
 
 class CompensatedSum:
     """Neumaier's improved Kahan summation of floats; ``value`` is the running total."""

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from accountants._validate import shown
 from accountants import _validate, gdp_conversion
-from accountants._sums import ROUND_UP, CompensatedSum
+from accountants._sums import ROUND_UP, CompensatedSum, term_up
 from accountants.base import Accountant
 from accountants.events import LeafEvent
 
@@ -35,8 +35,8 @@ def advanced_composition_epsilon(epsilons: Iterable[float], delta_prime: float) 
     s2, s3 = CompensatedSum(), CompensatedSum()
     for i, e in enumerate(epsilons):
         e = _validate.nonnegative(f"epsilons[{i}]", e)
-        s2.add(e * e)
-        s3.add(_eps_expm1(e))
+        s2.add(term_up(e * e))
+        s3.add(term_up(_eps_expm1(e)))
     return _closed_form(s2.upper(), s3.upper(), delta_prime)
 
 
@@ -45,8 +45,8 @@ def advanced_composition_epsilon_homogeneous(epsilon0: float, k: int, delta_prim
     epsilon0 = _validate.nonnegative("epsilon0", epsilon0)
     k = _validate.count("k", k)
     delta_prime = _validate.probability("delta_prime", delta_prime)
-    s2 = k * epsilon0 * epsilon0
-    s3 = k * _eps_expm1(epsilon0)
+    s2 = k * term_up(epsilon0 * epsilon0)
+    s3 = k * term_up(_eps_expm1(epsilon0))
     return _closed_form(s2 * (1 + ROUND_UP), s3 * (1 + ROUND_UP), delta_prime)
 
 
@@ -76,8 +76,8 @@ class AdvancedCompositionAccountant(Accountant):
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
         eps, delta = leaf.epsilon_delta()
-        self._sum_sq.add(eps * eps * count)
-        self._sum_expm1.add(_eps_expm1(eps) * count)
+        self._sum_sq.add(term_up(eps * eps) * count)
+        self._sum_expm1.add(term_up(_eps_expm1(eps)) * count)
         self._sum_delta.add(delta * count)
         self.count += count
 

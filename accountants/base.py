@@ -32,10 +32,38 @@ class UnsupportedEventError(ValueError):
 CANNOT_REACH_MARGIN = 1e-6
 
 
+def _zero_above_pure_sum(delta_of):
+    """``delta_of(self, epsilon)``, answering exactly 0 where ``epsilon`` is at or above
+    :meth:`Accountant.pure_epsilon` (finite only when every composed release is pure (eps_i, 0)-DP).
+
+    Valid: k adaptively composed (eps_i, 0)-DP releases are (sum eps_i, 0)-DP (Dwork & Roth 2014,
+    Thm 3.16), hence (epsilon, 0)-DP for every epsilon >= sum eps_i, and ``pure_epsilon`` is at or
+    above the exact sum (fsum, then rounded up; subnormal ratios rounded up exactly). Each accountant's
+    own curve answered a positive delta there before (session 16: e.g. PureDP(0.1) x 1000 at
+    epsilon 100.00000000001: GDP 9.3e-121, advanced 1.3e-174, RDP 1.9e-286, the PLD 4.6e-9, its FFT
+    rounding margin, at every epsilon). A delta that is already 0 stays 0; the curve is still asked
+    below the pure sum."""
+    def delta(self, epsilon: float) -> float:
+        epsilon = _validate.nonnegative("epsilon", epsilon)
+        if self._pure_only and epsilon >= self.pure_epsilon():
+            return 0.0
+        return delta_of(self, epsilon)
+
+    delta.__name__, delta.__qualname__, delta.__doc__ = delta_of.__name__, delta_of.__qualname__, delta_of.__doc__
+    delta._answers_pure = True
+    return delta
+
+
 class Accountant(abc.ABC):
     """Base class: subclasses implement ``_supports_leaf``, ``_add``, ``epsilon`` and ``delta``."""
 
     name: ClassVar[str] = "accountant"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("delta")
+        if callable(own) and not getattr(own, "_answers_pure", False):
+            cls.delta = _zero_above_pure_sum(own)
 
     def compose(self, event: Event, count: int = 1) -> Self:
         """Add ``count`` sequential repetitions of ``event``; returns ``self`` for chaining.

@@ -85,9 +85,26 @@ class LeafEvent(Event):
 
 def _ratio_up(sensitivity: float, scale: float) -> float:
     """sensitivity / scale, never rounded down to 0: a ratio below the least subnormal (sensitivity 5e-324,
-    scale 2) is reported as that subnormal, not as 0, which no leaf may claim."""
+    scale 2) is reported as that subnormal, not as 0, which no leaf may claim. Among the subnormals it is
+    rounded up exactly (session 16): to nearest it can lie up to half an absolute ulp below the exact
+    ratio -- relatively far more than the accountants' relative margins cover (Laplace(3, 2026 x 5e-324)
+    reads 675 ulps for 675.33: epsilon at delta = 0 below the truth). Normal ratios are to nearest, within
+    the margins (2^-53 relative)."""
     ratio = sensitivity / scale
-    return ratio if ratio > 0.0 else math.ulp(0.0)
+    if not ratio > 0.0:
+        return math.ulp(0.0)
+    return _quotient_up(ratio, sensitivity, scale) if ratio < _LEAST_NORMAL else ratio
+
+
+_LEAST_NORMAL = 2.2250738585072014e-308
+
+
+def _quotient_up(ratio: float, numerator, denominator) -> float:
+    """``ratio`` (a float quotient of ``numerator`` / ``denominator``) moved up to the least float at or
+    above the exact quotient (exact arithmetic; used among the subnormals only, where it is rare)."""
+    if fractions.Fraction(ratio) < fractions.Fraction(numerator) / fractions.Fraction(denominator):
+        return math.nextafter(ratio, math.inf)
+    return ratio
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +198,8 @@ class DiscreteLaplace(LeafEvent):
         return int(self.sensitivity / self.grid)
 
     def pure_epsilon(self) -> float:
-        return self.u / self.t
+        ratio = self.u / self.t
+        return _quotient_up(ratio, self.u, self.t) if ratio < _LEAST_NORMAL else ratio
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
         return rdp_curves.discrete_laplace(alphas, float(self.t), self.u)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from accountants import _validate, gdp_conversion
-from accountants._sums import CompensatedSum
+from accountants._sums import CompensatedSum, term_up
 from accountants.base import CANNOT_REACH_MARGIN, Accountant
 from accountants.events import LeafEvent
 
@@ -45,7 +45,7 @@ class GDPAccountant(Accountant):
 
     def _add(self, leaf: LeafEvent, count: int) -> None:
         mu = self._leaf_mu(leaf)
-        self._sum.add(mu * mu * count)
+        self._sum.add(term_up(mu * mu) * count)
 
     @property
     def sum_mu_squared(self) -> float:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from accountants import _validate, gdp_conversion
-from accountants._sums import ROUND_UP, CompensatedSum
+from accountants._sums import ROUND_UP, CompensatedSum, term_up
 from accountants.base import Accountant
 from accountants.events import LeafEvent
 
@@ -57,8 +57,8 @@ class KOVHeterogeneousAccountant(Accountant):
     def _add(self, leaf: LeafEvent, count: int) -> None:
         eps, delta = leaf.epsilon_delta()
         self._sum_eps.add(eps * count)
-        self._sum_sq.add(eps * eps * count)
-        self._sum_tanh.add(eps * math.tanh(eps / 2.0) * count)
+        self._sum_sq.add(term_up(eps * eps) * count)
+        self._sum_tanh.add(term_up(eps * math.tanh(eps / 2.0)) * count)
         if delta:
             self._sum_log1m_delta.add(math.log1p(-delta) * count)
         self.count += count

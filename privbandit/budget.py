@@ -258,6 +258,10 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
 
     The certificate must be monotone in the parameter over ``bounds``; the direction is found by
     evaluating both ends. "Least noise" is the end of the feasible set next to the infeasible one.
+    Where the certificate is flat in the parameter at ``horizon`` (both ends certify the same, e.g. no
+    release yet), every value is equally private and the end that adds the least noise is returned: the
+    direction is read at the first longer horizon (4x, 16x, ... up to 2^20 x) where the ends differ
+    (:func:`_flat_direction`); the upper end of ``bounds`` if none does.
     The returned value is re-evaluated: ``certificate <= target`` is checked, never assumed.
     """
     if isinstance(policy, str):
@@ -308,6 +312,9 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
     increasing = c_hi >= c_lo  # spend grows with the parameter: the feasible set is [lo, x*]
+    if c_lo == c_hi:  # flat here: every value certifies the same, so the direction is read further out
+        increasing = _flat_direction(make, lo, hi, horizon, n_arms, delta, target_mu, accountants, structure,
+                                     relation)
     currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
     try:
         result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
@@ -322,6 +329,41 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     if not final <= target:  # defensive re-verification of the returned parameter
         raise UnreachableTargetError(f"verification failed: {solve_for}={value} certifies {final} > {target}")
     return Inversion(make(value), solve_for, value, final, float(target), currency)
+
+
+#: how far past the horizon :func:`invert` looks for the direction of a certificate that is flat at it
+_FLAT_PROBE_FACTOR, _FLAT_PROBE_MAX = 4, 2**20
+
+
+def _flat_direction(make, lo, hi, horizon, n_arms, delta, target_mu, accountants, structure, relation) -> bool:
+    """Whether a larger parameter spends more, for a certificate that is flat in it at ``horizon``.
+
+    A flat certificate (DP-UCB-Int's ``v`` at T = 2: its one release has eps 1^(-v/2) = 1 for every v;
+    Gaussian TS's ``c`` at T = K with b = 1: no release at all) makes every value of ``bounds`` equally
+    private at this horizon, so any answer is valid; what a caller wants from "the least-noise value" is
+    the end that adds the least noise. That is a property of the parameter, not of the horizon: it is read
+    at the first of the horizons 4 T, 16 T, ... (up to 2^20 T) where the two ends certify differently.
+    Before (session 15, left then): a tie read as "increasing", so the upper end came back -- for ``v``
+    and ``c`` the noisiest. Where no horizon tells them apart, the parameter does not move the
+    certificate at all and the upper end of ``bounds`` is returned, as before. The probe certifies with
+    the closed-form accountants (no PLD) unless ``accountants`` are given: only the order of the two
+    ends is read from it."""
+    from accountants.best import default_accountants
+
+    probe_accountants = accountants if accountants is not None else [
+        f for f in default_accountants() if getattr(f, "name", "") != "pld"]
+    # at a large delta a few small releases certify 0 whatever their noise (DP-UCB-Int, K = 100, interval 5000
+    # at delta 0.1: 0 up to 2.6e6 rounds), so an epsilon target is also compared at delta 1e-10
+    deltas = [None] if target_mu else sorted({delta, min(delta, 1e-10)}, reverse=True)
+    h = horizon
+    while h <= horizon * _FLAT_PROBE_MAX // _FLAT_PROBE_FACTOR and h < 2**62 // _FLAT_PROBE_FACTOR:
+        h *= _FLAT_PROBE_FACTOR
+        for d in deltas:
+            certify = _certificate_fn(make, h, n_arms, d, target_mu, probe_accountants, structure, relation)
+            c_lo, c_hi = certify(lo), certify(hi)
+            if c_lo != c_hi:
+                return c_hi > c_lo
+    return True
 
 
 def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, delta: float | None = None,

@@ -628,19 +628,47 @@ _MAX_INTERVAL = 1e18  # pulls between releases: beyond any horizon a run can hol
 
 def _calibrated_interval(target: float, delta: float, v: float) -> int:
     """The smallest fixed interval f with paper bound <= ``target`` at ``delta`` (ALGORITHMS.md 4.4's
-    inversion standing in for Corollary 3.2): solve sqrt(ln S) + 2 S = target for S in closed form,
-    start just below the implied f and step up, checking each candidate by re-evaluation."""
+    inversion standing in for Corollary 3.2): solve sqrt(ln S) + 2 S = target for S in closed form, then
+    search the whole numbers around the implied f for the least one whose evaluated bound meets the
+    target and whose predecessor's does not (every candidate checked by re-evaluation).
+
+    Session 16: sqrt(S) was (-sqrt(ln) + sqrt(ln + 8 target)) / 4, which cancels when 8 target << ln
+    (relative error ~1e-16 ln / target: 2.3e-11 at target 1e-5, delta 1e-10), and the walk started one
+    below that f and stepped up only -- 17 of 520 (target, delta, v) returned an f whose f - 1 met the
+    bound too (up to ~1.5e5 pulls too long at f ~ 3.4e13). Now the cancellation-free form
+    2 target / (sqrt(ln) + sqrt(ln + 8 target)), and a gallop + bisection to the boundary in both
+    directions."""
     ln = 2.0 * math.log(1.0 / delta)
-    y = (-math.sqrt(ln) + math.sqrt(ln + 8.0 * target)) / 4.0  # sqrt(S) solving sqrt(ln S) + 2 S = target
+    y = 2.0 * target / (math.sqrt(ln) + math.sqrt(ln + 8.0 * target))  # sqrt(S) solving sqrt(ln S) + 2 S = target
     with np.errstate(divide="ignore", over="ignore"):
         start = (special.zeta(v) / np.float64(y) ** 2) ** (1.0 / v)
     if not start < _MAX_INTERVAL:  # an epsilon ~1e-300 (y^2 underflows): no release would ever happen
         raise ValueError(f"epsilon must be large enough that DP-UCB-Int's calibrated interval stays below "
                          f"{_MAX_INTERVAL:.0e} pulls at delta={delta:g}, v={v:g}; got epsilon={target!r}")
-    f = max(1, math.floor(start) - 1)
-    while _paper_series_bound(f, v, delta) > target:
-        f += 1
-    return f
+
+    def feasible(f: int) -> bool:
+        return _paper_series_bound(f, v, delta) <= target
+
+    f = max(1, math.floor(start))
+    if feasible(f):  # gallop down to an infeasible f (or to 1, feasible: the answer)
+        good, step = f, 1
+        while good > 1 and feasible(max(1, good - step)):
+            good, step = max(1, good - step), 2 * step
+        if good == 1:
+            return 1
+        bad = max(1, good - step)
+    else:  # gallop up to a feasible f
+        bad, step = f, 1
+        while not feasible(bad + step):
+            bad, step = bad + step, 2 * step
+        good = bad + step
+    while good - bad > 1:  # invariant: bad infeasible, good feasible
+        mid = (good + bad) // 2
+        if feasible(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 def _first_unit_step(first: int, decay: float) -> int:

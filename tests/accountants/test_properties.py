@@ -59,6 +59,9 @@ def test_round_trip_eps_accountants(pairs, delta):
         acc = _fill(factory, pairs)
         eps = acc.epsilon(delta)
         assert math.isfinite(eps)
+        if eps >= acc.pure_epsilon():  # at or above the pure sum delta is exactly 0 (session 16)
+            assert acc.delta(eps) == 0.0
+            continue
         if eps == 0.0 or (factory is KOVHeterogeneousAccountant
                           and eps <= acc._sum_eps.value * (1 + 1e-12)):
             continue  # on a flat piece (eps = 0 or KOV's basic-composition branch) delta jumps
@@ -82,7 +85,9 @@ def test_round_trip_optimal(leaf, k, delta):
 def test_round_trip_gdp(pairs, delta):
     acc = _fill(GDPAccountant, pairs)
     eps = acc.epsilon(delta)
-    if eps > 0:
+    if eps >= acc.pure_epsilon():  # at or above the pure sum delta is exactly 0 (session 16)
+        assert acc.delta(eps) == 0.0
+    elif eps > 0:
         assert acc.delta(eps) == pytest.approx(delta, rel=1e-10)
         mu_back = gdp_conversion.mu_for_epsilon_delta(eps, acc.delta(eps))
         assert mu_back == pytest.approx(acc.mu(), rel=1e-10)
@@ -202,7 +207,8 @@ def test_huge_epsilon_releases_stay_valid():
     # e^eps overflows a float: advanced composition becomes vacuous (inf), never NaN or an error
     ev = PureDP(800.0) * 2
     adv = AdvancedCompositionAccountant().compose(ev)
-    assert adv.epsilon(1e-6) == math.inf and adv.delta(1e4) == 1.0
+    assert adv.epsilon(1e-6) == math.inf and adv.delta(1e3) == 1.0
+    assert adv.delta(1e4) == 0.0  # at or above the pure sum 1600 (session 16; before: 1.0)
     assert KOVHeterogeneousAccountant().compose(ev).epsilon(1e-6) == pytest.approx(1600.0)
     with pytest.raises(UnsupportedEventError):  # dp-accounting overflows on exp(800)
         PLDAccountant().compose(ev)
