@@ -117,6 +117,7 @@ from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
 from privbandit.audit.sampler_reach import reach_check
+from privbandit.audit.seed_dependence import run_generator
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.audit.weights import sampling_check
 from privbandit.ledger import Ledger
@@ -461,7 +462,7 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         clock.tracer = tracer
         if traced_from == 1:
             stack.enter_context(tracer)
-        run = policy.start(K, R, horizon if rounds is None else int(rounds[-1]), np.random.default_rng(seed),
+        run = policy.start(K, R, horizon if rounds is None else int(rounds[-1]), run_generator(seed),
                            ledger=ledger)
         told = (lambda t: t) if rounds is None else (lambda t: int(rounds[t - 1]))
         plan = run.plan if planned else None
@@ -523,7 +524,7 @@ def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np
     """:func:`_run` round by round without a ledger and without the tracer: the actions (R, T) of the
     path a run takes when nobody records its releases (check 12)."""
     R, K, _ = tapes.shape
-    run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=None)
+    run = policy.start(K, R, horizon, run_generator(seed), ledger=None)
     pulls = np.zeros((R, K), dtype=np.int64)
     rows = np.arange(R)
     actions = np.empty((R, horizon), dtype=np.int64)

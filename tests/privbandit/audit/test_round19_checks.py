@@ -1,0 +1,73 @@
+"""Session 16 (s16/reach): the auditor's answers to round 18 (written blind), each against cases of our own.
+
+* The coupled runs' seed (privbandit/audit/seed_dependence.py ``run_generator``): round 18's control
+  ``dp_ts_replicates_spawned_generators`` -- correct noise from generators spawned off the run's generator -- was
+  refuted by check 7 (noise_coupling), because the runs on D and D' were handed one ``SeedSequence`` object and
+  the run on D' spawned the children after D's. Here: DP-UCB whose sampler draws from a generator spawned from the
+  run's generator at start (clean: CONSISTENT; VIOLATION by noise_coupling without the copy), and its planted
+  twin spawning a new generator at the releases whose statistic's integer part is odd (noise keyed to the data:
+  still caught by noise_coupling with the copy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandit.audit.seed_dependence import run_generator
+from privbandit.audit.whitebox import whitebox_audit
+from privbandit.mechanisms.sampling import NoiseSampler
+from privbandit.policies import DPUCB
+
+
+class DPUCBSpawnedSampler(DPUCB):
+    """Clean: the sampler's generator spawned from the run's at start (independent, secret: DESIGN.md's way)."""
+
+    name = "test_dp_ucb_spawned_sampler"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.hybrid.sampler.rng = rng.spawn(1)[0]
+        return run
+
+
+class _SpawnedOnOdd(NoiseSampler):
+    """A new generator spawned from the run's before each release whose statistic sums to an odd integer part."""
+
+    _root = None
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        if self._root is not None and int(np.floor(np.sum(statistic))) % 2:
+            self.rng = self._root.spawn(1)[0]
+        return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+
+
+class DPUCBSpawnKeyedToData(DPUCB):
+    """Planted: how many generators are spawned reads the data, so the noise after the changed record differs."""
+
+    name = "test_dp_ucb_spawn_keyed_to_data"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.hybrid.sampler
+        sampler.__class__ = _SpawnedOnOdd
+        sampler._root = rng
+        return run
+
+
+def test_run_generator_copies_a_seed_sequence():
+    seq = np.random.SeedSequence(7)
+    a, b = run_generator(seq), run_generator(seq)
+    assert a.spawn(1)[0].random() == b.spawn(1)[0].random()  # one object shared: the second child differs
+    assert seq.n_children_spawned == 0
+    assert run_generator(3).random() == np.random.default_rng(3).random()
+
+
+def test_spawning_policy_is_coupled():
+    res = whitebox_audit(DPUCBSpawnedSampler(1.0), 120, 2, 16, seed=0, law=False)
+    assert res.verdict == "CONSISTENT", res.findings
+
+
+def test_spawn_keyed_to_data_still_refuted():
+    res = whitebox_audit(DPUCBSpawnKeyedToData(1.0), 120, 2, 16, seed=0, law=False)
+    assert res.verdict == "VIOLATION" and "noise_coupling" in res.checks, res.findings
+    assert whitebox_audit(DPUCB(1.0), 120, 2, 16, seed=0, law=False).verdict == "CONSISTENT"
