@@ -7,6 +7,10 @@
   run's generator at start (clean: CONSISTENT; VIOLATION by noise_coupling without the copy), and its planted
   twin spawning a new generator at the releases whose statistic's integer part is odd (noise keyed to the data:
   still caught by noise_coupling with the copy).
+* Check 5e on every replicate (``whitebox_audit(seed_wide=True)``, the command's main run): round 18's
+  ``dp_ts_replicates_past_sixteen_fixed_seed`` drew public noise for replicates 16.. only, and the seed check's
+  runs had 16 replicates. Here: DP-UCB whose draws take their elements past the 40th from a generator of a fixed
+  seed (public noise for the replicates a draw holds past 40), against the unmodified DP-UCB.
 """
 
 from __future__ import annotations
@@ -54,6 +58,31 @@ class DPUCBSpawnKeyedToData(DPUCB):
         return run
 
 
+class _PublicPastForty(NoiseSampler):
+    """Each draw's elements past the 40th: standard Laplace from a generator of a fixed seed (public)."""
+
+    _public = None
+
+    def _sum_release(self, statistic, scale, on_grid=True):
+        statistic = np.asarray(statistic, dtype=float)
+        if self._public is None or self.exact or statistic.size <= 40:
+            return NoiseSampler._sum_release(self, statistic, scale, on_grid)
+        z = self.rng.laplace(0.0, 1.0, statistic.size)
+        z[40:] = self._public.laplace(0.0, 1.0, statistic.size - 40)
+        return statistic + z.reshape(statistic.shape) * np.asarray(scale, dtype=float) * self._noise_scale_factor
+
+
+class DPUCBPublicPastForty(DPUCB):
+    name = "test_dp_ucb_public_past_forty"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        sampler = run.hybrid.sampler
+        sampler.__class__ = _PublicPastForty
+        sampler._public = np.random.default_rng(2024)
+        return run
+
+
 def test_run_generator_copies_a_seed_sequence():
     seq = np.random.SeedSequence(7)
     a, b = run_generator(seq), run_generator(seq)
@@ -71,3 +100,11 @@ def test_spawn_keyed_to_data_still_refuted():
     res = whitebox_audit(DPUCBSpawnKeyedToData(1.0), 120, 2, 16, seed=0, law=False)
     assert res.verdict == "VIOLATION" and "noise_coupling" in res.checks, res.findings
     assert whitebox_audit(DPUCB(1.0), 120, 2, 16, seed=0, law=False).verdict == "CONSISTENT"
+
+
+def test_seed_check_on_every_replicate():
+    bug = DPUCBPublicPastForty(1.0)
+    assert whitebox_audit(bug, 120, 2, 48, seed=0, law=False).verdict == "CONSISTENT"  # 16 replicates, K = 2: 32 values a draw at most
+    res = whitebox_audit(bug, 120, 2, 48, seed=0, law=False, seed_wide=True)
+    assert res.verdict == "VIOLATION" and res.checks == ["seed"], res.findings
+    assert whitebox_audit(DPUCB(1.0), 120, 2, 48, seed=0, law=False, seed_wide=True).verdict == "CONSISTENT"
