@@ -7,7 +7,12 @@ per-run seed copy is bit-identical for a policy that never spawns from its gener
 on round 18's ``dp_ts_replicates_past_sixteen_fixed_seed``. Prints per case the narrow and wide findings and the
 CPU seconds of the wide runs (the added cost per policy).
 
-    python bench/audit_seed_wide.py [--seed 0] [--only NAME ...] [--bugs]
+``--choices``: instead, check 13's choice-seed test (``privbandit.audit.weights._choice_seed``, a third run on D
+with another seed) at the main run's sizes, on the cases whose schedule declares a sampling floor (EXP3, EXP3-tau
+and their controls; with ``--bugs``, round 18's ``exp3_tau_choice_seeded_by_batch``): the findings and the CPU
+seconds of ``sampling_check`` (three runs; the added one is a third of it).
+
+    python bench/audit_seed_wide.py [--seed 0] [--only NAME ...] [--bugs] [--choices]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from audit_planted_round18 import CONTROLS18, ROUND18_BUGS  # noqa: E402
 
 from privbandit.audit.cli import TIERS, WB_RELEASES  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
+from privbandit.audit.weights import declared, sampling_check  # noqa: E402
 from privbandit.audit.whitebox import _seed_check, neighbour_tapes, probe_horizon, release_profile  # noqa: E402
 from privbandit.cli_checks import whole  # noqa: E402
 from privbandit.policies import REGISTRY, make_policy  # noqa: E402
@@ -58,20 +64,46 @@ def main_run_checks(policy, seed: int, k: int = 2, seed_runs: int = 16) -> dict:
             "notes": notes}
 
 
+def main_run_sizes(policy, k: int = 2) -> tuple[int, int]:
+    """(horizon, replicates) of the command's main white-box run at --tier ci."""
+    budget = TIERS["ci"]["wb_budget"]
+    horizon = probe_horizon(policy, k)
+    _, per_rep = release_profile(policy, k, horizon)
+    reps = budget // horizon
+    if per_rep and reps * per_rep < WB_RELEASES:
+        reps = min(4 * budget // horizon, -(-WB_RELEASES // per_rep))
+    return horizon, int(min(1024, max(32, reps)))
+
+
+def choice_row(policy, seed: int, k: int = 2) -> dict:
+    """check 13 with the choice-seed test at the main run's sizes, and its CPU seconds (three runs: the test's run
+    on D with another seed is a third of them)."""
+    horizon, reps = main_run_sizes(policy, k)
+    sampling_check(policy, 8, k, 4, seed)  # compile the policy's kernels outside the timing
+    cpu = time.process_time()
+    found = sampling_check(policy, horizon, k, reps, seed)
+    return {"T": horizon, "R": reps, "found": found, "cpu": time.process_time() - cpu}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=whole(0), default=0, help="the command's --seed, a whole number >= 0")
     ap.add_argument("--only", nargs="*", default=None, help="only these cases (registered names or the rounds' row names)")
-    ap.add_argument("--bugs", action="store_true", help="also round 18's dp_ts_replicates_past_sixteen_fixed_seed")
+    ap.add_argument("--bugs", action="store_true", help="also round 18's bug of the table (see above)")
+    ap.add_argument("--choices", action="store_true", help="check 13's choice-seed test instead of check 5e")
     opts = ap.parse_args()
     cases = [(name, "clean", name) for name, cls in private_policies().items() if default_constructible(cls)]
     variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14, **CONTROLS15, **CONTROLS16,
                 **CONTROLS17, **CONTROLS18}
-    bugs = {"dp_ts_replicates_past_sixteen_fixed_seed": ROUND18_BUGS["dp_ts_replicates_past_sixteen_fixed_seed"]}
+    row = "exp3_tau_choice_seeded_by_batch" if opts.choices else "dp_ts_replicates_past_sixteen_fixed_seed"
+    bugs = {row: ROUND18_BUGS[row]}
     for key, cls in {**variants, **(bugs if opts.bugs else {})}.items():
         REGISTRY[cls.name] = cls
         cases.append((cls.name, "control" if key in variants else "bug", key))
-    print("| case | kind | T | R | narrow (16) | wide (all R) | wide CPU s |\n|---|---|---:|---:|---|---|---:|")
+    if opts.choices:
+        print("| case | kind | T | R | check 13 findings | check 13 CPU s |\n|---|---|---:|---:|---|---:|")
+    else:
+        print("| case | kind | T | R | narrow (16) | wide (all R) | wide CPU s |\n|---|---|---:|---:|---|---|---:|")
     total = 0.0
     for name, kind, key in cases:
         if opts.only is not None and name not in opts.only and key not in opts.only:
@@ -79,12 +111,20 @@ def main() -> None:
         policy = make_policy(name)
         if policy.requires & {"contexts", "graph"}:
             continue  # the contextual and graph audits keep the narrow check (docs/audit.md, Session 16)
+        if opts.choices:
+            if declared(policy, 200, 2) is None:
+                continue
+            out = choice_row(policy, opts.seed)
+            total += out["cpu"] / 3
+            found = "; ".join(m[:70] for m in out["found"]) or "-"
+            print(f"| `{name}` | {kind} | {out['T']} | {out['R']} | {found} | {out['cpu']:.2f} |", flush=True)
+            continue
         out = main_run_checks(policy, opts.seed)
         total += out["cpu"]
         show = lambda f: "-" if f is None else "**seed**: " + f.detail[:60]  # noqa: E731
         print(f"| `{name}` | {kind} | {out['T']} | {out['R']} | {show(out['narrow'])} | {show(out['wide'])} | "
               f"{out['cpu']:.2f} |{' ' + '; '.join(out['notes']) if out['notes'] else ''}", flush=True)
-    print(f"\ntotal wide CPU s: {total:.1f}")
+    print(f"\ntotal added CPU s: {total:.2f}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ from privbandit.policies.base import Policy, schedule_for
 
 STEP_SLACK = 1e-9
 """Relative slack on ``first_step`` (the update's own rounding: a few ulps)."""
+CHOICE_ALPHA = 1e-6
+"""Level of the choice-seed test (statistical: tallied as ``choice_seed`` in the white-box false-alarm budget)."""
 
 
 def _state(run):
@@ -73,36 +75,67 @@ def tapes(n_arms: int, horizon: int, replicates: int, rng: np.random.Generator):
     return d, d_prime, arm, pull
 
 
-def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, seed: int) -> list[str]:
-    """Findings (messages) of check 13 (module docstring); [] for a policy that does not declare the premises."""
+def _choice_seed(schedule, horizon: int, n_arms: int, same: int, replicates: int, floor: float, alpha: float):
+    """The choice-seed test (session 16, s16/reach): the certificate is all in the choices' randomness, which must
+    be the run's secret. Two runs on the same tapes with two seeds choose independently, so at each choice the
+    second agrees with the first with probability at most max_a q(a) <= 1 - (K - 1) floor (every probability >=
+    the floor, checked above on both runs); a replicate agrees on all of its m = ``schedule.choices(horizon)``
+    choices after the first batch and more with probability at most q = (1 - (K - 1) floor)^m, independently across
+    replicates. ``same`` replicates agreeing throughout has tail probability <= Binomial(R, q).sf(same - 1); a tail
+    below ``alpha`` is a finding (choices drawn from a generator the seed does not reach: round 18's
+    ``exp3_tau_choice_seeded_by_batch``, every replicate alike). Spends ``alpha`` (``choice_seed``)."""
+    from scipy import stats as sps
+
+    from privbandit.audit.false_alarms import spend
+
+    m = int(schedule.choices(horizon))
+    q = (1.0 - (n_arms - 1) * floor) ** m
+    if m < 1 or q >= 1.0 or replicates < 1:
+        return None
+    spend("choice_seed", alpha)
+    tail = float(sps.binom.sf(same - 1, replicates, q)) if same else 1.0
+    if tail >= alpha:
+        return None
+    return (f"{same} of {replicates} replicates made every choice alike in two runs on the same tapes with different "
+            f"seeds (at most {q:.3g} each by chance: {m} choices, each alike with probability <= 1 - (K - 1) floor; "
+            f"tail {tail:.3g} < alpha {alpha:g}) -- the choices' randomness does not depend on the run's seed, and the "
+            f"certificate rests on it being secret")
+
+
+def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, seed: int,
+                   alpha: float = CHOICE_ALPHA) -> list[str]:
+    """Findings (messages) of check 13 (module docstring) and of its choice-seed test at level ``alpha``; [] for a
+    policy that does not declare the premises."""
     schedule = declared(policy, horizon, n_arms)
     if schedule is None:
         return []
     rng = np.random.default_rng([int(seed), 13])
     d, d_prime, _, _ = tapes(n_arms, horizon, replicates, rng)
     run_seed = int(rng.integers(2 ** 63))
-    runs = [policy.start(n_arms, replicates, horizon, np.random.default_rng(run_seed)) for _ in range(2)]
+    other_seed = int(rng.integers(2 ** 63))  # the choice-seed test's run on D (drawn after: the rest unchanged)
+    runs = [policy.start(n_arms, replicates, horizon, np.random.default_rng(s))
+            for s in (run_seed, run_seed, other_seed)]
     states = [_state(r) for r in runs]
     if states[0] is None:
         return []
     floor, step = float(schedule.floor), float(schedule.first_step)
     rows = np.arange(replicates)
-    pulls = [np.zeros((replicates, n_arms), dtype=np.int64) for _ in range(2)]
+    pulls = [np.zeros((replicates, n_arms), dtype=np.int64) for _ in range(3)]
+    same = np.ones(replicates, dtype=bool)  # the other seed's run on D has made every choice alike so far
     apart = np.zeros(replicates, dtype=bool)  # log-weights already differ (the first difference was checked)
     out = []
     low = worst = None
     n_over = 0
     for t in range(1, horizon + 1):
         arms = [np.asarray(r.select(t)).astype(np.int64) for r in runs]
-        probs = []
-        for i in range(2):
+        same &= arms[2] == arms[0]
+        for i in range(3):
             p, _ = states[i]()
-            probs.append(p)
             below = p < floor
             if low is None and below.any():
                 r_, a_ = np.argwhere(below)[0]
-                low = (("D", "D'")[i], int(r_), t, int(a_), float(p[r_, a_]), int(below.sum()))
-        for i, tape in enumerate((d, d_prime)):
+                low = (("D", "D'", "D (another seed)")[i], int(r_), t, int(a_), float(p[r_, a_]), int(below.sum()))
+        for i, tape in enumerate((d, d_prime, d)):
             j = pulls[i][rows, arms[i]]
             pulls[i][rows, arms[i]] += 1
             runs[i].update(t, arms[i], tape[rows, arms[i], np.minimum(j, horizon - 1)])
@@ -122,6 +155,10 @@ def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, s
         out.append(f"a choice probability below the certificate's sampling floor: run on {run}, replicate {r_}, round "
                    f"{t}, arm {a_}: p = {p:.6g} < floor {floor:.6g} (gamma / K; {n} probabilities below it in that "
                    f"round) -- the certificate's per-choice cap assumes p >= floor for every arm and round")
+    if low is None:  # every probability of the other seed's run is >= floor: the bound below holds
+        message = _choice_seed(schedule, horizon, n_arms, int(same.sum()), replicates, floor, alpha)
+        if message is not None:
+            out.append(message)
     if worst is not None:
         r_, t, moved = worst
         out.append(f"a changed record moved a log-weight by {moved:.6g} > the certificate's first step {step:.6g} "

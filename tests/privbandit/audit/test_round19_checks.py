@@ -11,16 +11,21 @@
   ``dp_ts_replicates_past_sixteen_fixed_seed`` drew public noise for replicates 16.. only, and the seed check's
   runs had 16 replicates. Here: DP-UCB whose draws take their elements past the 40th from a generator of a fixed
   seed (public noise for the replicates a draw holds past 40), against the unmodified DP-UCB.
+* Check 13's choice-seed test (privbandit/audit/weights.py ``_choice_seed``): round 18's
+  ``exp3_tau_choice_seeded_by_batch`` drew EXP3-tau's choice uniforms from a generator the seed does not reach.
+  Here: EXP3 whose sampler generator is seeded with a constant, against EXP3 and EXP3-tau.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from privbandit.audit.false_alarms import tally
 from privbandit.audit.seed_dependence import run_generator
+from privbandit.audit.weights import CHOICE_ALPHA, sampling_check
 from privbandit.audit.whitebox import whitebox_audit
 from privbandit.mechanisms.sampling import NoiseSampler
-from privbandit.policies import DPUCB
+from privbandit.policies import DPUCB, EXP3, EXP3Tau
 
 
 class DPUCBSpawnedSampler(DPUCB):
@@ -108,3 +113,25 @@ def test_seed_check_on_every_replicate():
     res = whitebox_audit(bug, 120, 2, 48, seed=0, law=False, seed_wide=True)
     assert res.verdict == "VIOLATION" and res.checks == ["seed"], res.findings
     assert whitebox_audit(DPUCB(1.0), 120, 2, 48, seed=0, law=False, seed_wide=True).verdict == "CONSISTENT"
+
+
+class EXP3FixedSamplerSeed(EXP3):
+    """Planted: EXP3 whose sampler generator is seeded with a constant (public choices)."""
+
+    name = "test_exp3_fixed_sampler_seed"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        run.core.rng = np.random.default_rng(12345)
+        run.core.pos = run.core.uniforms.shape[0]  # the buffer refills from the constant-seeded generator
+        return run
+
+
+def test_choice_seed_test():
+    with tally() as spent:
+        found = sampling_check(EXP3FixedSamplerSeed(), 200, 2, 64, 0)
+    assert len(found) == 1 and "every choice alike" in found[0], found
+    assert spent.by_family() == {"choice_seed": (1, CHOICE_ALPHA)}
+    for clean in (EXP3(), EXP3Tau()):
+        assert not sampling_check(clean, 200, 2, 64, 0)
+    assert not sampling_check(EXP3(), 200, 4, 64, 1)
