@@ -7,10 +7,11 @@ per-run seed copy is bit-identical for a policy that never spawns from its gener
 on round 18's ``dp_ts_replicates_past_sixteen_fixed_seed``. Prints per case the narrow and wide findings and the
 CPU seconds of the wide runs (the added cost per policy).
 
-``--choices``: instead, check 13's choice-seed test (``privbandit.audit.weights._choice_seed``, a third run on D
-with another seed) at the main run's sizes, on the cases whose schedule declares a sampling floor (EXP3, EXP3-tau
-and their controls; with ``--bugs``, round 18's ``exp3_tau_choice_seeded_by_batch``): the findings and the CPU
-seconds of ``sampling_check`` (three runs; the added one is a third of it).
+``--choices``: instead, check 13 with its session-16 choice tests (``privbandit.audit.weights._choice_seed``, a third
+run on D with another seed, and ``_choice_lags``) at the main run's and the long run's sizes, on the cases whose
+schedule declares a sampling floor (EXP3, EXP3-tau and their controls; with ``--bugs``, round 18's
+``exp3_tau_choice_seeded_by_batch`` and ``exp3_uniforms_cycled``): the findings and the CPU seconds of
+``sampling_check`` (three runs where there were two).
 
     python bench/audit_seed_wide.py [--seed 0] [--only NAME ...] [--bugs] [--choices]
 """
@@ -36,7 +37,7 @@ from audit_planted_round16 import CONTROLS16  # noqa: E402
 from audit_planted_round17 import CONTROLS17  # noqa: E402
 from audit_planted_round18 import CONTROLS18, ROUND18_BUGS  # noqa: E402
 
-from privbandit.audit.cli import TIERS, WB_RELEASES  # noqa: E402
+from privbandit.audit.cli import TIERS, WB_LONG, WB_RELEASES  # noqa: E402
 from privbandit.audit.discover import default_constructible, private_policies  # noqa: E402
 from privbandit.audit.weights import declared, sampling_check  # noqa: E402
 from privbandit.audit.whitebox import _seed_check, neighbour_tapes, probe_horizon, release_profile  # noqa: E402
@@ -75,10 +76,14 @@ def main_run_sizes(policy, k: int = 2) -> tuple[int, int]:
     return horizon, int(min(1024, max(32, reps)))
 
 
-def choice_row(policy, seed: int, k: int = 2) -> dict:
-    """check 13 with the choice-seed test at the main run's sizes, and its CPU seconds (three runs: the test's run
-    on D with another seed is a third of them)."""
+def choice_row(policy, seed: int, k: int = 2, long: bool = False) -> dict:
+    """check 13 with the choice tests at the main run's sizes (``long``: the long run's, where a horizon past
+    1,024 choices is reached), and its CPU seconds (three runs: the choice-seed test's run on D with another seed is
+    a third of them; the lag test is a sum per lag)."""
     horizon, reps = main_run_sizes(policy, k)
+    if long:
+        horizon = min(WB_LONG["cap"], max(WB_LONG["minimum"], WB_LONG["factor"] * horizon))
+        reps, seed = WB_LONG["replicates"], seed + 1
     sampling_check(policy, 8, k, 4, seed)  # compile the policy's kernels outside the timing
     cpu = time.process_time()
     found = sampling_check(policy, horizon, k, reps, seed)
@@ -95,8 +100,9 @@ def main() -> None:
     cases = [(name, "clean", name) for name, cls in private_policies().items() if default_constructible(cls)]
     variants = {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14, **CONTROLS15, **CONTROLS16,
                 **CONTROLS17, **CONTROLS18}
-    row = "exp3_tau_choice_seeded_by_batch" if opts.choices else "dp_ts_replicates_past_sixteen_fixed_seed"
-    bugs = {row: ROUND18_BUGS[row]}
+    rows = (("exp3_tau_choice_seeded_by_batch", "exp3_uniforms_cycled") if opts.choices
+            else ("dp_ts_replicates_past_sixteen_fixed_seed",))
+    bugs = {row: ROUND18_BUGS[row] for row in rows}
     for key, cls in {**variants, **(bugs if opts.bugs else {})}.items():
         REGISTRY[cls.name] = cls
         cases.append((cls.name, "control" if key in variants else "bug", key))
@@ -114,17 +120,19 @@ def main() -> None:
         if opts.choices:
             if declared(policy, 200, 2) is None:
                 continue
-            out = choice_row(policy, opts.seed)
-            total += out["cpu"] / 3
-            found = "; ".join(m[:70] for m in out["found"]) or "-"
-            print(f"| `{name}` | {kind} | {out['T']} | {out['R']} | {found} | {out['cpu']:.2f} |", flush=True)
+            for long in (False, True):
+                out = choice_row(policy, opts.seed, long=long)
+                total += out["cpu"]
+                found = "; ".join(m[:70] for m in out["found"]) or "-"
+                print(f"| `{name}`{' (long run)' if long else ''} | {kind} | {out['T']} | {out['R']} | {found} | "
+                      f"{out['cpu']:.2f} |", flush=True)
             continue
         out = main_run_checks(policy, opts.seed)
         total += out["cpu"]
         show = lambda f: "-" if f is None else "**seed**: " + f.detail[:60]  # noqa: E731
         print(f"| `{name}` | {kind} | {out['T']} | {out['R']} | {show(out['narrow'])} | {show(out['wide'])} | "
               f"{out['cpu']:.2f} |{' ' + '; '.join(out['notes']) if out['notes'] else ''}", flush=True)
-    print(f"\ntotal added CPU s: {total:.2f}")
+    print(f"\ntotal CPU s of the {'check 13 calls' if opts.choices else 'wide seed runs'}: {total:.2f}")
 
 
 if __name__ == "__main__":

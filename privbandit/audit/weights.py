@@ -29,6 +29,8 @@ an arm, moved to the far end of [0, 1].
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from privbandit.policies.base import Policy, schedule_for
@@ -102,6 +104,39 @@ def _choice_seed(schedule, horizon: int, n_arms: int, same: int, replicates: int
             f"certificate rests on it being secret")
 
 
+def _choice_lags(resid: np.ndarray, alpha: float):
+    """The choice-lag test (session 16, s16/reach): each choice must use randomness of its own. ``resid`` (R, n):
+    x_t = 1[a_t = 0] - p_t(0) at each of the run's n choices (p_t the probabilities the choice was drawn from, as
+    the run declares them). With a fresh uniform per choice, E[x_{t+L} | everything before] = 0, so for every lag
+    L, S_L = sum over replicates and t of x_t x_{t+L} is a martingale (ordered by t + L; replicates in lock-step)
+    with increments in a range of length |x_t| <= 1: Azuma-Hoeffding gives P(|S_L| >= s) <= 2 exp(-2 s^2 / N_L),
+    N_L = R (n - L), at level alpha / (n - 1) per lag. A uniform read again L choices later -- a buffer re-read as a
+    ring (round 18's ``exp3_uniforms_cycled``, L = 1024), or reflected -- makes a_t and a_{t+L} functions of one
+    uniform, E[x_t x_{t+L}] = min(p, p') - p p' (or its negative) per pair, which no lag's bound absorbs for long.
+    Spends ``alpha`` (``choice_lags``) when there are two choices or more."""
+    from privbandit.audit.false_alarms import spend
+
+    R, n = resid.shape
+    if n < 2 or R < 1:
+        return None
+    spend("choice_lags", alpha)
+    level = math.log(alpha / (n - 1) / 2.0)
+    worst = None
+    for lag in range(1, n):
+        s_l = float(np.sum(resid[:, :-lag] * resid[:, lag:]))
+        n_l = R * (n - lag)
+        log_p = -2.0 * s_l * s_l / n_l
+        if log_p <= level and (worst is None or log_p < worst[2]):
+            worst = (lag, s_l, log_p, n_l)
+    if worst is None:
+        return None
+    lag, s_l, log_p, n_l = worst
+    return (f"choices {lag} apart are correlated: sum of (1[a_t = 0] - p_t(0)) (1[a_t+{lag} = 0] - p_t+{lag}(0)) over "
+            f"{n_l} pairs = {s_l:.4g}, P(|sum| >= that) <= 2 exp({log_p:.4g}) for choices drawn with fresh randomness "
+            f"(Azuma-Hoeffding; level {alpha / (n - 1):.3g} a lag, alpha {alpha:g}) -- one choice's randomness is used "
+            f"again, and the certificate counts each choice's randomness once")
+
+
 def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, seed: int,
                    alpha: float = CHOICE_ALPHA) -> list[str]:
     """Findings (messages) of check 13 (module docstring) and of its choice-seed test at level ``alpha``; [] for a
@@ -122,6 +157,8 @@ def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, s
     rows = np.arange(replicates)
     pulls = [np.zeros((replicates, n_arms), dtype=np.int64) for _ in range(3)]
     same = np.ones(replicates, dtype=bool)  # the other seed's run on D has made every choice alike so far
+    # the run on D's choice residuals 1[a_t = 0] - p_t(0) (the choice-lag test); at each choice (batch start)
+    resid = np.zeros((replicates, horizon))
     apart = np.zeros(replicates, dtype=bool)  # log-weights already differ (the first difference was checked)
     out = []
     low = worst = None
@@ -131,6 +168,8 @@ def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, s
         same &= arms[2] == arms[0]
         for i in range(3):
             p, _ = states[i]()
+            if i == 0:
+                resid[:, t - 1] = (arms[0] == 0) - p[:, 0]
             below = p < floor
             if low is None and below.any():
                 r_, a_ = np.argwhere(below)[0]
@@ -159,6 +198,9 @@ def sampling_check(policy: Policy, horizon: int, n_arms: int, replicates: int, s
         message = _choice_seed(schedule, horizon, n_arms, int(same.sum()), replicates, floor, alpha)
         if message is not None:
             out.append(message)
+    message = _choice_lags(resid[:, ::max(1, int(getattr(schedule, "tau", 1) or 1))], alpha)
+    if message is not None:
+        out.append(message)
     if worst is not None:
         r_, t, moved = worst
         out.append(f"a changed record moved a log-weight by {moved:.6g} > the certificate's first step {step:.6g} "

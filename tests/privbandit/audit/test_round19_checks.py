@@ -14,6 +14,9 @@
 * Check 13's choice-seed test (privbandit/audit/weights.py ``_choice_seed``): round 18's
   ``exp3_tau_choice_seeded_by_batch`` drew EXP3-tau's choice uniforms from a generator the seed does not reach.
   Here: EXP3 whose sampler generator is seeded with a constant, against EXP3 and EXP3-tau.
+* Check 13's choice-lag test (``_choice_lags``): round 18's ``exp3_uniforms_cycled`` re-read EXP3's uniform
+  buffer as a ring (choice t + 1024 used choice t's uniform). Here: EXP3 whose odd choices use 1 - u of the choice
+  before (antithetic pairs: a lag of 1, negatively correlated), against EXP3 and EXP3-tau.
 """
 
 from __future__ import annotations
@@ -131,7 +134,38 @@ def test_choice_seed_test():
     with tally() as spent:
         found = sampling_check(EXP3FixedSamplerSeed(), 200, 2, 64, 0)
     assert len(found) == 1 and "every choice alike" in found[0], found
-    assert spent.by_family() == {"choice_seed": (1, CHOICE_ALPHA)}
+    assert spent.by_family() == {"choice_seed": (1, CHOICE_ALPHA), "choice_lags": (1, CHOICE_ALPHA)}
     for clean in (EXP3(), EXP3Tau()):
         assert not sampling_check(clean, 200, 2, 64, 0)
     assert not sampling_check(EXP3(), 200, 4, 64, 1)
+
+
+class EXP3Antithetic(EXP3):
+    """Planted: EXP3 refilling its uniform buffer with antithetic pairs u, 1 - u (choice 2j + 1 reads choice 2j's
+    uniform reflected)."""
+
+    name = "test_exp3_antithetic"
+
+    def start(self, n_arms, replicates, horizon, rng, ledger=None):
+        run = super().start(n_arms, replicates, horizon, rng, ledger)
+        core = run.core
+        choose = core.choose
+
+        def antithetic():
+            if core.pos == core.uniforms.shape[0]:
+                half = core.rng.random((core.block // 2 + 1, core.rows.size))
+                core.uniforms = np.stack([half, 1.0 - half], axis=1).reshape(-1, core.rows.size)[:core.block]
+                core.pos = 0
+            return choose()
+
+        core.choose = antithetic
+        return run
+
+
+def test_choice_lag_test():
+    with tally() as spent:
+        found = sampling_check(EXP3Antithetic(), 200, 2, 64, 0)
+    assert len(found) == 1 and found[0].startswith("choices 1 apart are correlated"), found
+    assert spent.by_family() == {"choice_seed": (1, CHOICE_ALPHA), "choice_lags": (1, CHOICE_ALPHA)}
+    for clean in (EXP3(), EXP3Tau()):
+        assert not sampling_check(clean, 400, 2, 64, 2)
