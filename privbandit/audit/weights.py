@@ -21,7 +21,15 @@ and D' differing in one record per replicate) are played round by round, and:
   made every earlier choice alike), no log-weight moved apart by more than ``first_step`` (relative slack 1e-9 and
   the log-weights' own rounding).
 
-Both are exact: a finding is a witness (replicate, round, value), no alpha. The tapes are made to reach the floor:
+Both are exact: a finding is a witness (replicate, round, value), no alpha. Session 16 (s16/reach) adds two tests
+of the choices' randomness, on which the certificate rests entirely (statistical, 1e-6 each, tallied by
+:func:`privbandit.audit.false_alarms.spend`):
+
+* **choice seed** (:func:`_choice_seed`) -- a third run on D with another seed: replicates making every choice
+  alike in both runs beyond what the floor allows (the choices' randomness ignores the seed);
+* **choice lags** (:func:`_choice_lags`) -- the run on D's choice residuals uncorrelated at every lag (one choice's
+  randomness used again, e.g. a uniform buffer re-read as a ring).
+ The tapes are made to reach the floor:
 a quarter of the replicates have one arm paying 1 and the rest 0 (the weights separate and the losing arms sit
 near the floor), a quarter random 0/1, half uniform; each replicate's changed record is a uniformly placed pull of
 an arm, moved to the far end of [0, 1].
