@@ -47,13 +47,7 @@ from privbandit.policies import REGISTRY, make_policy  # noqa: E402
 
 def main_run_checks(policy, seed: int, k: int = 2, seed_runs: int = 16) -> dict:
     """The main run's narrow and wide seed checks, with ``whitebox_audit``'s tapes and seed children."""
-    budget = TIERS["ci"]["wb_budget"]
-    horizon = probe_horizon(policy, k)
-    _, per_rep = release_profile(policy, k, horizon)
-    reps = budget // horizon
-    if per_rep and reps * per_rep < WB_RELEASES:
-        reps = min(4 * budget // horizon, -(-WB_RELEASES // per_rep))
-    reps = int(min(1024, max(32, reps)))
+    horizon, reps = main_run_sizes(policy, k)
     tape_seq, run_seq = np.random.SeedSequence(seed).spawn(2)
     span = int(getattr(policy, "b", 0) or 0) + 6
     tape = neighbour_tapes(k, horizon, reps, np.random.default_rng(tape_seq), first=0, window=span)[0]
