@@ -288,7 +288,8 @@ def _run_audit(args: argparse.Namespace) -> int:
         # more replicates, up to 4x the budget, so that the noise-law test has power against a factor 2
         wb_reps = min(4 * tier["wb_budget"] // wb_horizon, -(-WB_RELEASES // per_rep))
     wb_reps = int(min(1024, max(32, wb_reps)))
-    wb = whitebox_audit(policy, wb_horizon, k, wb_reps, seed=args.seed)
+    # check 5e on every replicate too (session 16): noise keyed to a replicate's index past the first 16
+    wb = whitebox_audit(policy, wb_horizon, k, wb_reps, seed=args.seed, seed_wide=True)
     _print_audit("## White-box audit (coupled runs, every release traced)\n", wb, notes=True)
     print(wb.table())
     print()

@@ -48,6 +48,7 @@ from accountants._validate import shown
 from privbandit.audit.raised import Clock, policy_code
 from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck, attempt,
                                        check_audit_arguments, raised_result)
+from privbandit.audit.seed_dependence import run_generator
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.feedback import Offer
 from privbandit.ledger import Ledger
@@ -236,7 +237,7 @@ def _run(policy: Policy, ctx: np.ndarray, rew: np.ndarray, seed, replay=None, on
     clock = Clock()
     with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:  # the policy's exceptions: observations
         clock.tracer = tracer
-        run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
+        run = policy.start(K, R, T, run_generator(seed), ledger=ledger)
         actions = np.empty((R, T), dtype=np.int64)
         tracer.marks = np.zeros(T + 2, dtype=np.int64)
         for t in range(1, T + 1):

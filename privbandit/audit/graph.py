@@ -47,6 +47,7 @@ import numpy as np
 from accountants import GDPAccountant, PureAccountant
 from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.raised import Clock, policy_code
+from privbandit.audit.seed_dependence import run_generator
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.audit.whitebox import (Finding, WhiteBoxResult, _coupled_checks, _mixed_tapes, _SpendCheck, attempt,
                                        check_audit_arguments, raised_result)
@@ -159,7 +160,7 @@ def _run(policy: Policy, graph, rew: np.ndarray, seed, replay=None, on_round=Non
     clock = Clock()
     with policy_code(clock), ReleaseTracer(ledger, replay) as tracer:  # the policy's exceptions: observations
         clock.tracer = tracer
-        run = policy.start(K, R, T, np.random.default_rng(seed), ledger=ledger)
+        run = policy.start(K, R, T, run_generator(seed), ledger=ledger)
         actions = np.empty((R, T), dtype=np.int64)
         tracer.marks = np.zeros(T + 2, dtype=np.int64)
         for t in range(1, T + 1):

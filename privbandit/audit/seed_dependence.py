@@ -26,6 +26,21 @@ MIN_FRACTION = 0.01
 """... and their share of the values compared (a seed-independent stream among up to 100 is still seen)."""
 
 
+def run_generator(seed) -> np.random.Generator:
+    """The generator one audited run starts from ``seed``: an int or a sequence of ints seeds afresh, and a
+    ``SeedSequence`` is *copied* (entropy, spawn key, pool size and its count of children as they stand) rather than
+    shared. The coupled runs on D and D' (and check 12's unobserved run) must consume the same random stream: a
+    policy that spawns generators from its own (``Generator.spawn``, the DESIGN.md way to seed independent streams)
+    advances the counter of its generator's ``SeedSequence`` object, and with one object handed to both runs the
+    run on D' spawned the children after D's -- different, equally secret noise, which check 7 (noise_coupling)
+    refuted as noise that depends on the data (session 16, s16/reach: round 18's control
+    ``dp_ts_replicates_spawned_generators``). A copy per run gives both runs the same children."""
+    if isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size,
+                                      n_children_spawned=seed.n_children_spawned)
+    return np.random.default_rng(seed)
+
+
 def seed_coincidences(draws_a, draws_b) -> tuple[int, int, int]:
     """(identical noise values, noise values compared, draws compared) over the aligned prefix of two runs'
     traced draws (:class:`privbandit.audit.tracing.Draw`): draws in the same order, of the same family and
@@ -79,4 +94,4 @@ def seed_check(traced_run, run_seq, notes: list[str]):
     return seed_finding(draws[0], draws[1], "two children of the run's seed")
 
 
-__all__ = ["MIN_FRACTION", "MIN_SAME", "seed_check", "seed_coincidences", "seed_finding"]
+__all__ = ["MIN_FRACTION", "MIN_SAME", "run_generator", "seed_check", "seed_coincidences", "seed_finding"]

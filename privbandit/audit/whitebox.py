@@ -117,6 +117,7 @@ from privbandit.audit.ledger_audit import _exceeds, _pure_certified
 from privbandit.audit.noise_dependence import noise_dependence
 from privbandit.audit.raised import Clock, PolicyRaised, compare, policy_code
 from privbandit.audit.sampler_reach import reach_check
+from privbandit.audit.seed_dependence import run_generator
 from privbandit.audit.tracing import ReleaseTracer
 from privbandit.audit.weights import sampling_check
 from privbandit.ledger import Ledger
@@ -461,7 +462,7 @@ def _run(policy: Policy, tapes: np.ndarray, horizon: int, seed, replay=None, on_
         clock.tracer = tracer
         if traced_from == 1:
             stack.enter_context(tracer)
-        run = policy.start(K, R, horizon if rounds is None else int(rounds[-1]), np.random.default_rng(seed),
+        run = policy.start(K, R, horizon if rounds is None else int(rounds[-1]), run_generator(seed),
                            ledger=ledger)
         told = (lambda t: t) if rounds is None else (lambda t: int(rounds[t - 1]))
         plan = run.plan if planned else None
@@ -523,7 +524,7 @@ def _run_unobserved(policy: Policy, tapes: np.ndarray, horizon: int, seed) -> np
     """:func:`_run` round by round without a ledger and without the tracer: the actions (R, T) of the
     path a run takes when nobody records its releases (check 12)."""
     R, K, _ = tapes.shape
-    run = policy.start(K, R, horizon, np.random.default_rng(seed), ledger=None)
+    run = policy.start(K, R, horizon, run_generator(seed), ledger=None)
     pulls = np.zeros((R, K), dtype=np.int64)
     rows = np.arange(R)
     actions = np.empty((R, horizon), dtype=np.int64)
@@ -951,7 +952,7 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
                    alpha: float = 1e-4, window: int = 6, max_findings: int = 5, law: bool = True,
                    late_records: bool = False, planned: bool = False, schedule_records: int = 0,
                    observer: bool = True, sweep_records: int = 0, last_records: int = 0,
-                   deep_records: int = 0, seed_runs: int = 16) -> WhiteBoxResult:
+                   deep_records: int = 0, seed_runs: int = 16, seed_wide: bool = False) -> WhiteBoxResult:
     """Coupled-run white-box audit of ``policy`` (see the module docstring). ``law=False`` skips the
     statistical noise-law test (check 5) and keeps only the exact checks, which need no particular
     number of replicates: a long, thin run (few replicates, many rounds) then reaches late-run code
@@ -978,7 +979,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
     fourth last records and a stratified draw over the rest), read off the run on D like the sweep replicates.
     ``seed_runs`` (session 14, lead): two more runs of that many replicates on D's first tapes with two
     other seeds (children of the run's): their noise must differ draw by draw
-    (check 5e, :mod:`privbandit.audit.seed_dependence`); 0 skips it.
+    (check 5e, :mod:`privbandit.audit.seed_dependence`); 0 skips it. ``seed_wide`` (session 16, s16/reach): when
+    those runs find nothing, two more on *every* replicate's D tape, so noise keyed to a replicate's index past
+    ``seed_runs`` (a pool of secret generators for the first replicates, public ones after: round 18's
+    ``dp_ts_replicates_past_sixteen_fixed_seed``) is compared too (exact, no alpha; the CLI's main run).
     ``observer``: also repeat the run on D without a ledger (check 12; round by round runs only). No
     alpha is spent: the exact checks cannot fail by chance wherever the changed record sits, and the
     noise-law test reads the run on D, whose tapes are fixed before any noise is drawn, so its level
@@ -1064,6 +1068,10 @@ def whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicates: in
             findings.append(unobserved)
     if seed_runs:
         seeded = _seed_check(policy, tape[:seed_runs], horizon, run_seq, planned, notes)
+        if seeded is None and seed_wide and tape.shape[0] > seed_runs:
+            # the replicates past the first seed_runs (two more children of the run's seed): a run's replicate
+            # index is the policy's to key code to, and the narrow runs have no replicate past seed_runs - 1
+            seeded = _seed_check(policy, tape, horizon, run_seq, planned, notes)
         if seeded is not None:
             findings.append(seeded)
     if law:  # check 5f (session 15, s15/reach2): a sampler of the policy's own, probed off the run for its reach
