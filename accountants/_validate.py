@@ -248,6 +248,26 @@ def choice(name: str, value: object, choices) -> str:
     return value
 
 
+def whole(name: str, value: object, minimum: int = 0, maximum: int | None = None) -> int:
+    """``value`` as an int in [``minimum``, ``maximum``] (``maximum`` None: no upper end), from integer types only
+    (a float, even an integral one, a bool or text is refused; :func:`count` is the lenient form). The value is
+    read with ``operator.index`` before it is compared (``int()`` calls an int subclass's own ``__int__``, which
+    may raise or lie: session 16); ValueError naming the parameter and the range otherwise. The one check of a
+    whole-number parameter the deployment, ledger, mechanisms, adversarial environments and run options share
+    (each had its own copy, fixed one by one in session 16)."""
+    top = "inf)" if maximum is None else f"{maximum}]"
+    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
+    try:
+        n = operator.index(value)
+    except Exception as exc:  # noqa: BLE001 -- a registered numbers.Integral without a working __index__
+        raise ValueError(f"{name} must be a whole number in [{minimum}, {top}; operator.index() of {shown(value)} "
+                         f"failed ({type(exc).__name__}: {exc})") from exc
+    if n < minimum or (maximum is not None and n > maximum):
+        raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(n)}")
+    return n
+
+
 def count(name: str, value: object) -> int:
     """Return ``value`` as an int, requiring a non-negative whole number."""
     if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):

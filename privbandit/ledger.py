@@ -63,13 +63,12 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from collections.abc import Callable
 
 import numpy as np
 
 from accountants import _validate
-from accountants._validate import NOT_NUMBERS, shown
+from accountants._validate import shown
 from accountants import gdp_conversion
 from accountants.best import best_epsilon
 from accountants.events import (NO_EVENT, ZCDP, Composed, DiscreteLaplace, Event, Gaussian, Laplace,
@@ -315,12 +314,7 @@ certificate in the same currency is rounded up by it too (engine, deployment sta
 spending exactly the schedule never reads above it (session 13)."""
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
-    if value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
-    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
+_whole = _validate.whole  # (one shared check of a whole-number parameter)
 
 
 class Ledger:

@@ -13,6 +13,7 @@ import numbers
 
 import numpy as np
 
+from accountants import _validate
 from accountants._validate import NOT_NUMBERS, shown, unmasked
 
 
@@ -21,9 +22,7 @@ def _flag(name: str, value) -> None:
         raise ValueError(f"{name} must be True or False, got {shown(value)}")
 
 
-def _whole(name: str, value, minimum: int) -> None:
-    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
+_whole = _validate.whole  # (one shared check of a whole-number parameter)
 
 
 def check_run_options(horizon: int, *, checkpoints, ledger, strict_rewards, keep_arms, progress,

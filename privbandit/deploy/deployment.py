@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import operator
 import numbers
 import os
 import sqlite3
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from accountants import _validate
-from accountants._validate import NOT_NUMBERS, choice, shown
+from accountants._validate import choice, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -98,12 +97,7 @@ _MAX_ID = 2**63 - 1  # SQLite's largest INTEGER
 N_ARMS_MAX = 2**20
 
 
-def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)) or value < minimum \
-            or (maximum is not None and value > maximum):
-        top = "inf)" if maximum is None else f"{maximum}]"
-        raise ValueError(f"{name} must be a whole number in [{minimum}, {top}, got {shown(value)}")
-    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
+_whole = _validate.whole  # (one shared check of a whole-number parameter)
 
 
 def _finite_or_nan(name: str, value) -> float:

@@ -21,11 +21,11 @@ x_t(a*) - f_t(a_{t-1}, a_t).
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
-from accountants._validate import NOT_NUMBERS, shown
+from accountants import _validate
+from accountants._validate import shown
 from accountants._validate import real_array
 
 from privbandit.envs.base import Environment, EnvironmentRun
@@ -33,10 +33,7 @@ from privbandit.envs.table import RewardTable
 from privbandit.seeding import check_seed
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
-    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
+_whole = _validate.whole  # (one shared check of a whole-number parameter)
 
 
 def _unit(name: str, value, *, open_low: bool = False) -> float:

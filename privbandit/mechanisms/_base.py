@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
-import operator
-
 import numpy as np
 
 from accountants import _validate
-from accountants._validate import NOT_NUMBERS, shown
+from accountants._validate import shown
 from privbandit.ledger import Ledger, grid_layout, pulled_layout
 from privbandit.mechanisms import _kernels, _stream_kernels
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -17,13 +14,7 @@ MAX_LEVELS = 62
 """Levels of an unbounded binary core (streams up to 2**62 items)."""
 
 
-def whole(name: str, value, minimum: int = 0) -> int:
-    """``value`` as an int >= ``minimum``; ValueError naming the parameter and the range otherwise."""
-    if isinstance(value, NOT_NUMBERS) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {shown(value)}")
-    if value < minimum:
-        raise ValueError(f"{name} must be a whole number in [{minimum}, inf), got {value}")
-    return operator.index(value)  # (the exact value: int() calls an int subclass's own __int__)
+whole = _validate.whole  # ``value`` as an int >= ``minimum`` (the one shared check)
 
 
 def positive(name: str, value) -> float:
