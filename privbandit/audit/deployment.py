@@ -118,8 +118,12 @@ def _unreleased_arm(log) -> DeploymentFinding | None:
     return None
 
 
-def deployment_audit(path, deployment=None) -> DeploymentAuditResult:
+def deployment_audit(path, deployment=None, *, min_version: int = 0) -> DeploymentAuditResult:
     """Audit the deployment store at ``path`` (module docstring). The store is only read.
+
+    ``min_version``: the least state version the store may hold (``Deployment.open``'s, session 16): a store
+    rolled back to an earlier state of its own is genuine in every cell the audit reads, so only a version kept
+    elsewhere can refuse it (a ``StoreError``, as the deployment's own open).
 
     ``deployment``: the :class:`privbandit.deploy.Deployment` (sub)class the service runs, when it is not the
     library's own: its ``status()`` -- the operator's odometer -- is then read on a private copy of the store
@@ -131,7 +135,7 @@ def deployment_audit(path, deployment=None) -> DeploymentAuditResult:
     from privbandit.ledger import CLOSED_FORM_ACCOUNTANTS
     from privbandit.policies import make_policy
 
-    with Deployment.open(path) as dep:
+    with Deployment.open(path, min_version=min_version) as dep:
         history = dep.history()  # one read transaction: log, counters and snapshot agree
     config, log, state = history["config"], history["decisions"], history["snapshot"]
     status_rounds = int(history["rounds"])

@@ -108,7 +108,7 @@ def _audit(args) -> int:
     from privbandit.deploy.store import using_key
 
     with using_key(_key(args)):  # (the audit opens the store itself)
-        res = deployment_audit(args.store)
+        res = deployment_audit(args.store, min_version=args.min_version)
     _print({"store": args.store, "policy": res.policy, "verdict": res.verdict, "policy_rounds": res.rounds,
             "stop_round": res.stop_round, "checks": res.checks,
             "findings": [{"check": f.check, "detail": f.detail} for f in res.findings], "notes": res.notes})
@@ -202,7 +202,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                             help="read a store written before session 13 (object-pickle snapshot) and migrate it to "
                                  "the data-only format (refused otherwise)")
     aud.set_defaults(allow_legacy=False)
-    for parser in (sel, upd, st, rep):
+    for parser in (sel, upd, st, rep, aud):
         parser.add_argument("--min-version", default=0, type=whole(0), metavar="V",
                             help="refuse the store if its state version is below V (the `state_version` of the "
                                  "last status, kept elsewhere): a store rolled back to an earlier state of its own "

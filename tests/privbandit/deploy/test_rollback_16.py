@@ -96,5 +96,9 @@ def test_cli_min_version(tmp_path, capsys):
     assert main(["deploy", "status", store, "--min-version", str(version + 5)]) == 2
     err = capsys.readouterr().err
     assert "rolled back" in err and len(err.strip().splitlines()) == 1
+    assert main(["deploy", "audit", store, "--min-version", str(version + 5)]) == 2  # the audit refuses it too
+    assert "rolled back" in capsys.readouterr().err
+    assert main(["deploy", "audit", store, "--min-version", str(version)]) == 0
+    capsys.readouterr()
     assert main(["deploy", "status", store, "--min-version", "-1"]) == 2
     assert "--min-version: must be a whole number in [0, inf)" in capsys.readouterr().err
