@@ -45,7 +45,10 @@ def _zero_above_pure_sum(delta_of):
     below the pure sum."""
     def delta(self, epsilon: float) -> float:
         epsilon = _validate.nonnegative("epsilon", epsilon)
-        if self._pure_only and epsilon >= self.pure_epsilon():
+        # only where compose recorded the pure terms (a release composed through it): a subclass that adds
+        # releases by another path leaves the record empty, and an empty record's sum 0 would answer 0 for
+        # everything (session 16's review); an accountant with nothing composed answers from its own curve
+        if self._pure_only and self._pure_terms and epsilon >= self.pure_epsilon():
             return 0.0
         return delta_of(self, epsilon)
 
