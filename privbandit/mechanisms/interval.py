@@ -17,6 +17,22 @@ from accountants.events import NO_EVENT, Composed, Event, LeafEvent
 from privbandit.mechanisms._base import StreamMechanism, flat, laplace_event, positive, probability, whole
 
 
+def interval_scales(counts, v: float) -> np.ndarray:
+    """The default scales n^(v/2 - 1) of releases at counts ``counts``, the same bits on every CPU.
+
+    Element by element with ``math.pow`` (the C library's pow), not numpy's array power: numpy takes a SIMD
+    path for float64 power on CPUs with AVX-512 whose last bit differs from pow's for some n, so one seed drew
+    its noise at scales an ulp apart on two machines -- the golden digests of the interval mechanism
+    (tests/privbandit/mechanisms/test_bit_identical.py), recorded on one, failed on an AVX2 machine (session
+    17). The schedule (privbandit.policies.dp_ucb) calls this function too, so the certified releases are
+    the recorded ones bit for bit on every machine. A release happens once per interval per stream: the
+    Python-level loop is not on a per-insert path.
+    """
+    n = np.asarray(counts, dtype=float)
+    e = v / 2.0 - 1.0
+    return np.fromiter((math.pow(x, e) for x in n.ravel().tolist()), dtype=float, count=n.size).reshape(n.shape)
+
+
 class IntervalMean(StreamMechanism):
     """The mean of all n items of a stream, released with Lap(scale(n)) when a release is due.
 
@@ -75,7 +91,7 @@ class IntervalMean(StreamMechanism):
 
     def _default_scale(self, n: np.ndarray) -> np.ndarray:
         """n^(v/2 - 1): eps_n = n^(-v/2) for a mean of sensitivity 1/n (ALGORITHMS.md 4.4)."""
-        return np.asarray(n, dtype=float) ** (self.v / 2.0 - 1.0)
+        return interval_scales(n, self.v)
 
     def _scales(self, n: np.ndarray) -> np.ndarray:
         # a copy (session 13): the ledger stages the scales uncopied until its next drain, and a scale_fn returning

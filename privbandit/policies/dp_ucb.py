@@ -34,7 +34,7 @@ from accountants import GDPAccountant
 from accountants.events import NO_EVENT, Composed, DiscreteLaplace, Event, Laplace, PureDP
 from privbandit.mechanisms._kernels import _floor_log2, dividing_kernel, kernel, row_helper
 from privbandit.mechanisms.hybrid import HybridMechanism
-from privbandit.mechanisms.interval import IntervalMean
+from privbandit.mechanisms.interval import IntervalMean, interval_scales
 from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
                                      check_unit)
@@ -372,7 +372,7 @@ class DPUCBIntSchedule(PrivacySchedule):
             return NO_EVENT
         if self._fixed:
             c = np.arange(1, m + 1, dtype=float) * self.first
-            scales = c ** (self.policy.v / 2.0 - 1.0)
+            scales = interval_scales(c, self.policy.v)  # (the mechanism's own scales, bit for bit)
             return Composed(tuple(Laplace(float(b), float(1.0 / n)) for b, n in zip(scales, c)))
         if self.policy.exact:  # what the ledger records: the discrete Laplace actually drawn, by its own curves
             return Composed(tuple(DiscreteLaplace(float(b), float(d), grid=GRID)

@@ -138,8 +138,8 @@ GOLDEN_MECH = {
     ('fresh_batch', False, True, False): '987dcacb127b588384c120277fda1986e546a0b908c4aab9bb906efeff187e75',
     ('fresh_batch', True, False, True): '0ac3d7f0fb79cddc5a8e487c3ef03ef851e4ac232c852ddbe0563ba871170431',
     ('fresh_batch', True, True, False): '4de8cf84aa95f58f3896e445eb3b00caf664a3200035264e2c81fa35c0f3c912',
-    ('interval', False, False, True): '423dfb80af5849bfd0303ae66fd85fcddb346ba96aa67ee247dd02b616d9dbd1',
-    ('interval', False, True, False): '89d7859f054c55ecca4f6dc6b96b8addb98f4700590a3ffbe4258d5651211011',
+    ('interval', False, False, True): '1490e8e6514642917ec4fc2f0b3803704ed33add7c2706cc8861fb028c84c657',
+    ('interval', False, True, False): '5e1ac8ccde5c1e6706d9374f366b0ecf23ba306f3a78b3a97fa4dec294072f9f',
     ('interval', True, False, True): '655f3ce4fb62fb4580a10322437c5083f503a535b36006442768f58fc83d695d',
     ('interval', True, True, False): 'fc3a9dd61d08e0f2ece5b13e156cdb1c8a1f081b87a8ab47c105dc7c794fd1b2',
 }
