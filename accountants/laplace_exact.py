@@ -84,12 +84,12 @@ class LaplaceExactAccountant(Accountant):
         """The exact one-release epsilon at ``delta`` (rounded up); 0 with nothing composed; inf for two or
         more releases (no bound known here)."""
         delta = self._zero_delta(delta)
-        if delta == 0.0:
-            return self.pure_epsilon()
         if self._count == 0:
             return 0.0
         pure = self._single_pure()
-        return math.inf if pure is None else laplace_epsilon(pure, delta)
+        if pure is None:  # (at delta = 0 too: the pure sum of a composition is the pure accountant's to name)
+            return math.inf
+        return pure if delta == 0.0 else laplace_epsilon(pure, delta)
 
     def delta(self, epsilon: float) -> float:
         """The exact one-release delta at ``epsilon`` (rounded up); 0 with nothing composed; 1 for two or
