@@ -37,9 +37,12 @@ from privbandit.audit.raised import Clock, PolicyRaised, policy_code
 from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy, schedule_for
 
-REL_TOL = 1e-6
-"""Relative slack for comparing two accountants' floating-point outputs (never hides a real overspend:
-schedules are monotone and a planted bug overspends by far more)."""
+REL_TOL = 0.0
+"""Relative slack of the comparisons: none since session 17. Each compares ONE accountant on the record's
+releases with the same accountant on the schedule's; 1e-6 (and 1e-12 absolute) was there for floating-point
+noise, and session 17 measured none to absorb: 126 tight and 42 cheap audits of every private policy (deltas
+1e-300, 1e-6, 0.1; K = 2, 3) found 0 readings above their certificate at 0 slack, on 57774e4 and on this branch
+(pure sums exact, schedules' PureDP rounded up). A reading above is a finding to explain, not noise."""
 
 
 @dataclasses.dataclass
@@ -134,7 +137,7 @@ def _exceeds(realized: np.ndarray, certified: float) -> np.ndarray:
     realized = np.asarray(realized, dtype=float)
     if not math.isfinite(certified):
         return np.zeros(realized.shape, dtype=bool)
-    return np.isfinite(realized) & (realized > certified * (1 + REL_TOL) + 1e-12) | \
+    return np.isfinite(realized) & (realized > certified * (1 + REL_TOL)) | \
         (np.isinf(realized) & (realized > 0))
 
 
