@@ -26,6 +26,7 @@ from accountants.events import (
 from accountants.gdp import GDPAccountant
 from accountants.interop import dp_accounting_accountant, from_dp_accounting, neighboring_relation, to_dp_accounting
 from accountants.kov import KOVHeterogeneousAccountant
+from accountants.laplace_exact import LaplaceExactAccountant
 from accountants.optimal import OptimalHomogeneousAccountant
 from accountants.pld import PLDAccountant
 from accountants.pure import PureAccountant
@@ -37,6 +38,6 @@ __all__ = [
     "Gaussian", "DiscreteLaplace", "DiscreteGaussian", "Laplace", "LeafEvent",
     "PureDP", "SelfComposed", "ZCDP", "GDPAccountant", "PureAccountant",
     "AdvancedCompositionAccountant", "advanced_composition_epsilon", "KOVHeterogeneousAccountant",
-    "OptimalHomogeneousAccountant", "RDPAccountant", "PLDAccountant", "to_dp_accounting",
+    "OptimalHomogeneousAccountant", "LaplaceExactAccountant", "RDPAccountant", "PLDAccountant", "to_dp_accounting",
     "from_dp_accounting", "dp_accounting_accountant", "neighboring_relation",
 ]

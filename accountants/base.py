@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import abc
 import copy
+import dataclasses
+import functools
 import math
+from fractions import Fraction
 from typing import ClassVar, Self
 
 from accountants import _validate
 from accountants._sums import ROUND_UP
-from accountants.events import Event, LeafEvent, check_multiplicity
+from accountants.events import Event, LeafEvent, ceil_float as _ceil_float, check_multiplicity, exact_pure_epsilon
 
 
 class UnsupportedEventError(ValueError):
@@ -57,6 +60,65 @@ def _zero_above_pure_sum(delta_of):
     return delta
 
 
+_MAX_PURE_TERMS = 1024
+"""Distinct pure releases an accountant keeps for its exact sum before folding them into one rounded-up term."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sum:
+    """A folded part of the pure sum: an epsilon already rounded up (a float, exact as a rational)."""
+
+    epsilon: float
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_ratio(leaf) -> tuple[int, int]:
+    """(numerator, denominator) of one pure release's exact epsilon (events.exact_pure_epsilon); cached: a
+    record's few distinct releases recur in every accountant and every query."""
+    if isinstance(leaf, _Sum):
+        return leaf.epsilon.as_integer_ratio()
+    value = exact_pure_epsilon(leaf)
+    return value.numerator, value.denominator
+
+
+def _exact_sum_up(terms: dict) -> float:
+    """The least float at or above sum count x exact epsilon over ``terms`` (ints only: no Fraction per term)."""
+    num, den = 0, 1
+    for leaf, count in terms.items():
+        a, b = _exact_ratio(leaf)
+        num, den = num * b + count * a * den, den * b
+    try:
+        x = num / den  # (int / int true division: correctly rounded)
+    except OverflowError:
+        return math.inf
+    xn, xd = x.as_integer_ratio()
+    return math.nextafter(x, math.inf) if xn * den < num * xd else x
+
+
+def _noting_pure(add):
+    """``add(self, leaf, count)`` (a subclass's ``_add``), recording the release for :meth:`Accountant.pure_epsilon`
+    first. Session 17: the record was kept by ``compose`` alone, so a subclass that added releases through its
+    ``_add`` by a path of its own left it empty, and an empty record is "nothing composed": ``pure_epsilon()`` 0,
+    ``epsilon(0)`` 0 for a PureDP(1) release (session 16 guarded only ``delta``'s shortcut). Every release that
+    enters an accountant's state goes through ``_add`` (the abstract method), so the record is now complete
+    whatever calls it. An ``_add`` that calls its parent's (``super()._add``) is recorded once: only the
+    outermost call records."""
+    def _add(self, leaf, count):
+        state = self.__dict__
+        if "_adding" in state:
+            return add(self, leaf, count)
+        self._note_pure(leaf, count)
+        state["_adding"] = True  # (removed after: the instance's state, pickled or copied, is as before)
+        try:
+            return add(self, leaf, count)
+        finally:
+            del state["_adding"]
+
+    _add.__name__, _add.__qualname__, _add.__doc__ = add.__name__, add.__qualname__, add.__doc__
+    _add._notes_pure = True
+    return _add
+
+
 class Accountant(abc.ABC):
     """Base class: subclasses implement ``_supports_leaf``, ``_add``, ``epsilon`` and ``delta``."""
 
@@ -67,6 +129,9 @@ class Accountant(abc.ABC):
         own = cls.__dict__.get("delta")
         if callable(own) and not getattr(own, "_answers_pure", False):
             cls.delta = _zero_above_pure_sum(own)
+        own_add = cls.__dict__.get("_add")
+        if callable(own_add) and not getattr(own_add, "_notes_pure", False):
+            cls._add = _noting_pure(own_add)
 
     def compose(self, event: Event, count: int = 1) -> Self:
         """Add ``count`` sequential repetitions of ``event``; returns ``self`` for chaining.
@@ -88,27 +153,27 @@ class Accountant(abc.ABC):
                 raise UnsupportedEventError(f"{self.name} accountant cannot bound {leaf!r}")
         if count:
             for leaf, n in grouped.items():
-                self._note_pure(leaf, n * count)
-                self._add(leaf, n * count)
+                self._add(leaf, n * count)  # (records the pure term too: _noting_pure)
         return self
 
-    #: what delta = 0 needs (session 15), kept by ``compose``: the releases' pure epsilons (eps_i x count; a
-    #: list summed exactly by fsum when asked, compacted every 1024 terms), or that some release has none.
+    #: what delta = 0 needs (session 15), kept by ``compose``: the pure releases and their counts ({leaf: count},
+    #: summed exactly when asked; session 17), or that some release has none.
     #: Set on every instance at creation (``__new__``), so a state restored without them -- pickled before
     #: session 15 -- is told apart and answers ``inf`` at delta = 0 (:meth:`__setstate__`): the class-level
     #: "nothing composed yet" would read as epsilon 0 for a history of releases.
-    _pure_terms: list | None
+    _pure_terms: dict | None
     _pure_only: bool
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
-        self._pure_terms, self._pure_only = None, True
+        self._pure_terms, self._pure_only, self._pure_sum = None, True, None
         return self
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "_pure_only" not in state:  # saved before delta = 0 was answered: the releases' purity is unknown
             self._pure_terms, self._pure_only = None, False
+        self._pure_sum = None  # (a cache; absent from states saved before session 17)
 
     def _note_pure(self, leaf: LeafEvent, count: int) -> None:
         point = leaf.epsilon_delta()
@@ -116,14 +181,22 @@ class Accountant(abc.ABC):
             self._pure_only = False
             return
         terms = self._pure_terms
+        if isinstance(terms, list):  # a state pickled before session 17: float terms, kept as then (pure_epsilon)
+            try:
+                terms.append(point[0] * count)
+            except OverflowError:
+                terms.append(math.inf)
+            return
         if terms is None:
-            terms = self._pure_terms = []
-        try:
-            terms.append(point[0] * count)
-        except OverflowError:  # a count beyond the floats: the sum is past them too
-            terms.append(math.inf)
-        if len(terms) >= 1024:  # (each compaction rounds once: 2^-53 relative, far inside ROUND_UP)
-            terms[:] = [math.fsum(terms)]
+            terms = self._pure_terms = {}
+        # the leaf itself, its count an int: the sum is taken exactly when asked (pure_epsilon), so one record's
+        # sum is the same number whichever grouping or order its releases arrived in (session 17)
+        terms[leaf] = terms.get(leaf, 0) + count
+        self._pure_sum = None
+        if len(terms) > _MAX_PURE_TERMS:  # many distinct releases: one upper term (rounded up once, still valid)
+            total = _exact_sum_up(terms)
+            terms.clear()
+            terms[_Sum(total)] = 1
 
     def pure_epsilon(self) -> float:
         """The epsilon at delta = 0: sum eps_i over the composed releases when every one is pure
@@ -135,13 +208,24 @@ class Accountant(abc.ABC):
         epsilon has delta 0 (Dwork & Roth 2014, Thm 3.16 for the bound). A release that is not pure has
         an unbounded (or delta0-mass infinite) loss: delta = 0 holds at no finite epsilon. dp-accounting
         answers delta = 0 too (its RDP accountant inf unless every order is 0, its PLD the largest finite
-        loss, inf with any infinite mass). Every accountant here answers delta = 0 with this value."""
+        loss, inf with any infinite mass). Every accountant here answers delta = 0 with this value.
+
+        Session 17: the least float at or above the exact sum of the releases' exact epsilons (a Laplace
+        release's sensitivity / scale as a rational, not its rounded quotient), each leaf's count an exact
+        int. Before, fsum of the rounded terms x (1 + 1e-13): ~450 ulps above, and not a function of the
+        multiset alone (a record in Lap(2) + 6 Lap(12) read 1 + 1e-13 where the schedule's Lap(2) + PureDP(0.5),
+        the same sum 1, read 1 + 4 ulps through the optimal composition: realized above certified)."""
         if not self._pure_only:
             return math.inf
-        total = math.fsum(self._pure_terms or ())  # (an inf term: inf; two would be nan only as inf - inf: none)
-        # each term eps_i x count is rounded once (count exactly an int below 2^53, else once more), the sum
-        # once per compaction: ROUND_UP (1e-13 relative) covers them, as for the running sums elsewhere
-        return total + total * ROUND_UP if math.isfinite(total) else math.inf
+        terms = self._pure_terms
+        if isinstance(terms, list):  # pickled before session 17: float terms, summed and rounded up as then
+            total = math.fsum(terms)
+            return total + total * ROUND_UP if math.isfinite(total) else math.inf
+        if not terms:
+            return 0.0
+        if self._pure_sum is None:
+            self._pure_sum = _exact_sum_up(terms)
+        return self._pure_sum
 
     def _zero_delta(self, delta) -> float:
         """``delta`` validated for ``epsilon(delta)``: 0 (pure DP, answered by :meth:`pure_epsilon`) or a

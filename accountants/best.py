@@ -70,9 +70,12 @@ KINDS = ("epsilon", "delta")
 def default_accountants() -> list[Callable[[], Accountant]]:
     """Factories of every accountant ``best_*`` tries, cheapest first."""
     from accountants.gdp import GDPAccountant
+    from accountants.laplace_exact import LaplaceExactAccountant
     from accountants.pure import PureAccountant
 
-    factories: list[Callable[[], Accountant]] = [PureAccountant, GDPAccountant]
+    # the exact one-Laplace profile first: where it applies nothing is below it, and the first of equal values
+    # names the certificate (session 17)
+    factories: list[Callable[[], Accountant]] = [LaplaceExactAccountant, PureAccountant, GDPAccountant]
     try:  # accountants added by later modules register here
         from accountants.advanced import AdvancedCompositionAccountant
         from accountants.kov import KOVHeterogeneousAccountant
@@ -115,9 +118,10 @@ def exact_accountant(event: Event) -> str | None:
 
     GDP is exact for compositions of Gaussian mechanisms and mu-GDP releases; the optimal
     homogeneous composition is exact for identical ``PureDP`` releases (randomized response is their
-    worst case). Laplace releases have no such closed form (the PLD can improve on every other).
+    worst case); one Laplace release has its exact profile (:mod:`accountants.laplace_exact`, session 17).
+    Two or more Laplace releases have no such closed form (the PLD can improve on every other).
     """
-    from accountants.events import GDP, Gaussian, PureDP
+    from accountants.events import GDP, Gaussian, Laplace, PureDP
 
     grouped = event.grouped()
     if not grouped:
@@ -126,6 +130,8 @@ def exact_accountant(event: Event) -> str | None:
         return "gdp"
     if len(grouped) == 1 and type(next(iter(grouped))) is PureDP:
         return "optimal"
+    if len(grouped) == 1 and type(next(iter(grouped))) is Laplace and next(iter(grouped.values())) == 1:
+        return "laplace-exact"
     return None
 
 

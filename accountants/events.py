@@ -107,6 +107,27 @@ def _quotient_up(ratio: float, numerator, denominator) -> float:
     return ratio
 
 
+def ceil_float(value: fractions.Fraction) -> float:
+    """The least float at or above the exact rational ``value`` (inf past the largest float)."""
+    try:
+        x = float(value)  # (int / int true division: correctly rounded)
+    except OverflowError:
+        return math.inf
+    if math.isfinite(x) and fractions.Fraction(x) < value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def exact_pure_epsilon(leaf: "LeafEvent") -> fractions.Fraction | None:
+    """A pure release's epsilon as an exact rational (a Laplace release's sensitivity / scale, whose float
+    quotient is to nearest), None when the release is not pure (eps, 0)-DP."""
+    point = leaf.epsilon_delta()
+    if point is None or point[1] > 0:
+        return None
+    exact = getattr(leaf, "exact_pure_epsilon", None)
+    return exact() if exact is not None else fractions.Fraction(point[0])
+
+
 @dataclasses.dataclass(frozen=True)
 class Laplace(LeafEvent):
     """Laplace mechanism: a statistic with L1 sensitivity ``sensitivity`` plus Lap(``scale``) noise.
@@ -123,6 +144,10 @@ class Laplace(LeafEvent):
 
     def pure_epsilon(self) -> float:
         return _ratio_up(self.sensitivity, self.scale)
+
+    def exact_pure_epsilon(self) -> fractions.Fraction:
+        """sensitivity / scale exactly (``pure_epsilon`` is its float, to nearest)."""
+        return fractions.Fraction(self.sensitivity) / fractions.Fraction(self.scale)
 
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
         return rdp_curves.laplace(alphas, self.pure_epsilon())
@@ -201,6 +226,10 @@ class DiscreteLaplace(LeafEvent):
         ratio = self.u / self.t
         return _quotient_up(ratio, self.u, self.t) if ratio < _LEAST_NORMAL else ratio
 
+    def exact_pure_epsilon(self) -> fractions.Fraction:
+        """u / t exactly (``pure_epsilon`` is its float, to nearest)."""
+        return fractions.Fraction(self.u, self.t)
+
     def rdp(self, alphas: np.ndarray) -> np.ndarray:
         return rdp_curves.discrete_laplace(alphas, float(self.t), self.u)
 
@@ -262,6 +291,15 @@ class PureDP(LeafEvent):
     """A release known only to be ``epsilon``-DP (its RDP curve is randomized response's)."""
 
     epsilon: float
+
+    @classmethod
+    def at_least(cls, value) -> "PureDP":
+        """PureDP at the least float at or above the exact ``value`` (a Fraction, int or float): for a
+        schedule that covers releases by one pure event, whose float arithmetic (a quotient, a sum) can land
+        below the releases' exact epsilon (session 17: a vector tree's node read PureDP(sensitivity / scale)
+        to nearest, an ulp below its Laplace release: the certificate at delta = 0 below the truth, and the
+        ledger's exact realized spend above it)."""
+        return cls(ceil_float(fractions.Fraction(value)))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _validate.positive("epsilon", self.epsilon))

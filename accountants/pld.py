@@ -43,6 +43,7 @@ accountant declines (``epsilon`` = inf, ``delta`` = 1) instead of running for mi
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 
@@ -124,7 +125,8 @@ class PLDAccountant(Accountant):
         # delta = 0's record of the releases (Accountant.pure_epsilon): a fresh accountant's "nothing
         # composed" would otherwise answer epsilon 0 for a copy of a composition
         terms = self._pure_terms
-        other._pure_terms, other._pure_only = (None if terms is None else list(terms)), self._pure_only
+        other._pure_terms, other._pure_only = (None if terms is None else copy.copy(terms)), self._pure_only
+        other._pure_sum = self._pure_sum
         return other
 
     # --- construction ---------------------------------------------------------------------------

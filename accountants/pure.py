@@ -46,7 +46,7 @@ class PureAccountant(Accountant):
     def epsilon(self, delta: float) -> float:
         """sum eps_i if ``delta`` >= sum delta_i, else ``inf`` (basic composition says nothing)."""
         delta = self._zero_delta(delta)
-        if delta == 0.0:  # pure DP: exact where finite (session 15)
+        if delta == 0.0 or self._pure_only:  # pure DP: exact where finite (session 15), at every delta (session 17)
             return self.pure_epsilon()
         return self.total_epsilon if delta >= self.total_delta else math.inf
 

@@ -83,14 +83,23 @@ class SimulationResult:
         rounds = raw.astype(np.int64)
         return self.certified_epsilon[np.searchsorted(self.checkpoints, rounds, side="left")]
 
-    #: the check's floating-point slack: the ledger sums per-record spends in a different order from
-    #: the schedule's composition, so the same spend can differ in its last bits (relative 1e-9,
-    #: absolute 1e-12 for certificates at 0).
+    #: the check's floating-point slack for the cheap ledger: it sums per-record spends in difference arrays,
+    #: in another order than the schedule's composition, so the same spend can differ in its last bits
+    #: (relative 1e-9, absolute 1e-12 for certificates at 0). A tight ledger's realized spend is
+    #: ``best_epsilon`` of the record's releases, the certificate ``best_epsilon`` of the schedule's: compared
+    #: with no slack since session 17 (the one-Laplace profile an accountant, pure sums exact; 3,186 readings
+    #: of every private policy at deltas 1e-300..0.1, 0 above; 254 of 1,644 on 57774e4, up to 1.17e-8 above).
     RELATIVE_SLACK, ABSOLUTE_SLACK = 1e-9, 1e-12
 
     def _same_currency_bound(self) -> np.ndarray:
         """The certificate in the ledger's currency at each checkpoint (NaN where not queried)."""
         return self.certified_closed_form if self.certified_closed_form is not None else self.certified_epsilon
+
+    def _slack(self) -> tuple[float, float]:
+        """(relative, absolute) slack of the ledger check: the cheap ledger's, or none for a tight one."""
+        if self.certified_closed_form is None:
+            return 0.0, 0.0
+        return self.RELATIVE_SLACK, self.ABSOLUTE_SLACK
 
     def realized_fraction(self) -> float:
         """The worst tracked record's realized spend as a fraction of the certificate composed by the
@@ -99,7 +108,8 @@ class SimulationResult:
         :meth:`realized_within_certificate` holds. NaN when no replicate was tracked."""
         if self.realized_epsilon is None:
             raise ValueError("this run kept no ledger (simulate(..., ledger=False))")
-        bound = self._same_currency_bound()[:, None] * (1 + self.RELATIVE_SLACK) + self.ABSOLUTE_SLACK
+        relative, absolute = self._slack()
+        bound = self._same_currency_bound()[:, None] * (1 + relative) + absolute
         with np.errstate(invalid="ignore"):
             ratio = self.realized_epsilon / bound
         finite = ratio[~np.isnan(ratio)]

@@ -38,8 +38,12 @@ from privbandit.ledger import Ledger
 from privbandit.policies.base import Policy, schedule_for
 
 REL_TOL = 1e-6
-"""Relative slack for comparing two accountants' floating-point outputs (never hides a real overspend:
-schedules are monotone and a planted bug overspends by far more)."""
+"""Relative slack (with 1e-12 absolute) of the comparisons of the ledger's running sums -- realized mu and pure
+epsilon, float sums in difference arrays of float per-release terms -- with the schedule's accountants: the same
+spend can differ in its last bits (session 17: a hybrid's record read pure epsilon 1 + 1 ulp against the exact sum 1).
+The tight per-accountant comparisons (``epsilon[...]``) have none since session 17: one accountant on the record's
+releases against the same accountant on the schedule's; 126 tight audits of every private policy (K = 2, 3; deltas
+1e-300, 1e-6, 0.1) found 0 readings above at 0 slack, on 57774e4 and on this branch."""
 
 
 @dataclasses.dataclass
@@ -130,12 +134,14 @@ def _accountant_eps(factory, event, delta: float) -> float:
     return float(acc.epsilon(delta))
 
 
-def _exceeds(realized: np.ndarray, certified: float) -> np.ndarray:
+def _exceeds(realized: np.ndarray, certified: float, exact: bool = False) -> np.ndarray:
+    """Where ``realized`` is above ``certified``: beyond :data:`REL_TOL` (the ledger's running sums), or at all
+    (``exact``: the tight ledger's per-accountant values)."""
     realized = np.asarray(realized, dtype=float)
     if not math.isfinite(certified):
         return np.zeros(realized.shape, dtype=bool)
-    return np.isfinite(realized) & (realized > certified * (1 + REL_TOL) + 1e-12) | \
-        (np.isinf(realized) & (realized > 0))
+    bound = certified if exact else certified * (1 + REL_TOL) + 1e-12
+    return np.isfinite(realized) & (realized > bound) | (np.isinf(realized) & (realized > 0))
 
 
 def ledger_audit(policy: Policy, env: Environment, horizon: int, replicates: int = 100,
@@ -260,7 +266,7 @@ def _ledger_run(policy, env, horizon, replicates, seed, tight, delta, requires, 
                         if key not in cache:
                             cache[key] = _accountant_eps(f, ev, delta)
                         realized[r] = max(realized[r], cache[key])
-                add(f"epsilon[{f.__name__}]", seed, _exceeds(realized, cert[ci]), realized, cert[ci], t)
+                add(f"epsilon[{f.__name__}]", seed, _exceeds(realized, cert[ci], exact=True), realized, cert[ci], t)
                 best_realized = np.where(best_realized == 0, realized, np.minimum(best_realized, realized))
             max_eps[ci] = max(max_eps[ci], float(best_realized.max(initial=0.0)))
         ci += 1

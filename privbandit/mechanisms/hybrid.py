@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from accountants.events import NO_EVENT, Event, LeafEvent, PureDP
+from accountants.events import NO_EVENT, Event, LeafEvent, PureDP, exact_pure_epsilon
 from privbandit.mechanisms import _kernels
 from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch,
                                          _empty, _INT64, laplace_event, partition, popcount, positive, probability, whole)
@@ -35,8 +35,9 @@ def two_part_schedule(log_leaf: LeafEvent, blocks: list[tuple[LeafEvent, int, bo
         if leaf == log_leaf:  # the block's worst record contains every other record's multiset
             return log_leaf * (nodes + int(flushed))
         return log_leaf + leaf * nodes  # union of the two incomparable multisets: an upper bound
-    eps_bin = max(nodes * leaf.pure_epsilon() for leaf, nodes, _ in blocks)
-    return log_leaf + PureDP(eps_bin)
+    # exact rationals, rounded up once (session 17: nodes x a rounded quotient could be an ulp below)
+    eps_bin = max(nodes * exact_pure_epsilon(leaf) for leaf, nodes, _ in blocks)
+    return log_leaf + PureDP.at_least(eps_bin)
 
 
 _NO_BLOCKS = np.zeros((0, 0), dtype=np.int64)  # log_commit: the hybrid keeps no block per stream

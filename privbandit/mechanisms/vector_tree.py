@@ -29,6 +29,8 @@ with the sensitivity of the whole vector in the units of its noise:
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from accountants._validate import real_array, shown
@@ -133,7 +135,8 @@ class VectorTreeMechanism:
     def node_event(self) -> Event:
         """The privacy of one node for one record (see the module docstring)."""
         if self.noise == "laplace":
-            return PureDP(self.sensitivity / self.scale)
+            # rounded up (session 17): to nearest the quotient can be an ulp below the release's exact epsilon
+            return PureDP.at_least(Fraction(self.sensitivity) / Fraction(self.scale))
         return Gaussian(self.scale, self.sensitivity)
 
     def privacy_schedule(self, n: int) -> Event:

@@ -34,13 +34,13 @@ Privacy (per record, DESIGN.md): a reward enters only its own arm's mechanism.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from accountants._validate import shown
-from accountants import Certificate, _validate, best_epsilon
-from accountants.events import NO_EVENT, Laplace
+from accountants import Certificate, best_epsilon
+from accountants.events import NO_EVENT
+from accountants.laplace_exact import laplace_epsilon  # noqa: F401 (re-exported: its home before session 17)
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
 from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
 from privbandit.policies._ts_kernels import SCALAR_BETA_MAX, beta_argmax  # noqa: F401 (re-exported)
@@ -80,22 +80,6 @@ class CachedSchedule(PrivacySchedule):
         if rounds <= 0:
             return Certificate(0.0, "none", {})
         return self._certify(self.events(rounds), delta, accountants)
-
-
-def laplace_epsilon(pure: float, delta: float) -> float:
-    """Exact epsilon at ``delta`` of one Laplace mechanism that is ``pure``-DP.
-
-    Its privacy profile is delta(e') = 1 - exp((e' - pure)/2) for 0 <= e' <= pure (the two shifted
-    Laplace laws), so e'(delta) = pure + 2 ln(1 - delta), or 0 once delta >= 1 - exp(-pure/2).
-
-    Rounded up (session 12): rounded to nearest it was up to an ulp below the exact value, a certificate
-    below the truth (eps 1 at 1e-10: 0.9999999998, whose exact delta is 1e-10 (1 + 8e-8)). log1p is
-    within 1 ulp (glibc's bound), i.e. 2u relative: its magnitude is shrunk by 4u (3.5u after the product's
-    rounding), 2 x is exact, and the sum is moved one ulp up.
-    ``pure`` must be at or above the release's eps0 (:class:`LazyDPTSSchedule` rounds it up).
-    """
-    value = pure + 2.0 * (math.log1p(-delta) * (1.0 - 4.0 * 2.0 ** -52))
-    return max(0.0, math.nextafter(value, math.inf))
 
 
 def beta_draw(rng: np.random.Generator, mubar: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -197,13 +181,15 @@ class DPTS(PureEpsilonPolicy):
 
 # --- Lazy-DP-TS --------------------------------------------------------------------------------
 class LazyDPTSSchedule(CachedSchedule):
-    """Every record is in exactly one Lap(1/eps) release: exact closed-form certificate (float noise).
+    """Every record is in exactly one Lap(1/eps) release: exact certificate (float noise).
 
-    The closed form is the continuous Laplace's profile. In exact mode the release is a discrete
-    Laplace on the grid, whose profile is slightly worse (its mass at the largest loss is
-    1/(1 + e^(-1/t)) > 1/2): the closed form would certify up to ~3e-6 relative below the truth
-    (e.g. eps 7.3 at delta 1e-6), so that mode goes through the accountants, which bound the
-    ``DiscreteLaplace`` event by its own curves.
+    The continuous Laplace's exact profile is an accountant since session 17
+    (:class:`accountants.laplace_exact.LaplaceExactAccountant`, labelled ``laplace-exact`` as this
+    schedule's own closed form was): the certificate and the tight ledger's realized spend of the same
+    release are then one function of one event, equal to the bit (before, the ledger read the PLD's,
+    1.55e-10 above). In exact mode the release is a discrete Laplace on the grid, whose profile is
+    slightly worse (its mass at the largest loss is 1/(1 + e^(-1/t)) > 1/2): that accountant declines the
+    ``DiscreteLaplace`` event and the others bound it by its own curves.
     """
 
     def __init__(self, epsilon: float, exact: bool):
@@ -211,23 +197,9 @@ class LazyDPTSSchedule(CachedSchedule):
         fb = FreshBatchMean(1, 1, epsilon=epsilon, rng=np.random.default_rng(0), ledger=None,
                             exact=exact)
         self._event = fb.privacy_schedule(1)
-        # eps0 = sensitivity / scale of the noise drawn, rounded UP (to nearest it can be an ulp below)
-        pure = self._event.sensitivity / self._event.scale
-        if Fraction(pure) < Fraction(self._event.sensitivity) / Fraction(self._event.scale):
-            pure = math.nextafter(pure, math.inf)
-        self.pure = pure
 
     def events(self, rounds: int):
         return NO_EVENT if rounds <= 0 else self._event
-
-    def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
-        if accountants is not None or type(self._event) is not Laplace:  # see the class docstring
-            return super().epsilon(rounds, delta, accountants)
-        if rounds <= 0:
-            return Certificate(0.0, "none", {})
-        delta = _validate.delta_or_zero("delta", delta)  # 0: pure DP, laplace_epsilon is then ``pure`` (session 15)
-        value = laplace_epsilon(self.pure, delta)
-        return Certificate(value, "laplace-exact", {"laplace-exact": value})
 
 
 class _LazyDPTSRun(PolicyRun):

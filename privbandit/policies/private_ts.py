@@ -51,7 +51,7 @@ import numpy as np
 
 from accountants._validate import NOT_NUMBERS, shown
 from accountants import Certificate, Laplace, PureDP
-from accountants.events import NO_EVENT
+from accountants.events import NO_EVENT, exact_pure_epsilon
 from privbandit.mechanisms import LaplaceRelease, TreeMechanism
 from privbandit.mechanisms._base import _Scratch, flat, laplace_event
 from privbandit.policies._ts_kernels import (beta_argmax, beta_parameters, private_ts_arms, pts_route_round,
@@ -169,9 +169,10 @@ class PrivateTSSchedule(CachedSchedule):
             return tree
         if tree == NO_EVENT:
             return gap
-        pure = max(gap.sensitivity / gap.scale, sum(leaf.sensitivity / leaf.scale * n
-                                                    for leaf, n in tree.grouped().items()))
-        return PureDP(pure)
+        # exact rationals, rounded up once (session 17: the float quotients and sum could land an ulp below the
+        # releases' exact epsilon -- the certificate at delta = 0 below the truth)
+        pure = max(exact_pure_epsilon(gap), sum(exact_pure_epsilon(leaf) * n for leaf, n in tree.grouped().items()))
+        return PureDP.at_least(pure)
 
     def epsilon(self, rounds: int, delta: float, accountants=None) -> Certificate:
         """The larger of the two kinds' certificates: each record is one kind, so the guarantee for

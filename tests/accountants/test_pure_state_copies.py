@@ -51,4 +51,6 @@ def test_a_state_saved_before_the_record_answers_inf_at_delta_zero(cls):
     old = cls.__new__(cls)  # what unpickling does: __new__, then __setstate__ with the saved dict
     old.__setstate__(state)
     assert old.epsilon(0) == math.inf
-    assert old.epsilon(1e-6) == acc.epsilon(1e-6)
+    # (session 17: a pure accountant that knows its releases are pure answers their exact sum at every delta; the
+    # restored state does not know it and answers its running sum rounded up by 1e-13, as before -- both valid)
+    assert old.epsilon(1e-6) == (acc.total_epsilon if cls is A.PureAccountant else acc.epsilon(1e-6))

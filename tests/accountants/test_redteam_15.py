@@ -181,8 +181,10 @@ def test_delta_zero_through_budget_and_the_cli(capsys):
 # --- 1. unreachable inversions name the parameter and its range ------------------------------------------
 def test_unreachable_inversions_name_the_parameter_and_range():
     """Before: calibrate's "even the most private parameter 2 certifies 1.0000000000000002" (a horizon, unnamed)."""
+    # exact Laplace at 1e-300: 1.0 since session 17 (one Lap(1) release is (1, 0)-DP; it read 1 + 1 ulp, the
+    # closed form's upward ulp, and target 1.0 was this test's unreachable one): one ulp below it is unreachable
     with pytest.raises(UnreachableTargetError, match=r"even the shortest horizon, n_arms = 2 \(horizons lie in "
-                                                     r"\[n_arms, max_horizon = 1e\+09\]\), certifies 1.0000000000000002"):
-        budget.affordable_horizon("lazy_dp_ts", 1.0, 2, delta=1e-300)  # exact Laplace at 1e-300: 1 + 1 ulp
+                                                     r"\[n_arms, max_horizon = 1e\+09\]\), certifies 1$"):
+        budget.affordable_horizon("lazy_dp_ts", math.nextafter(1.0, 0.0), 2, delta=1e-300)
     with pytest.raises(UnreachableTargetError, match=r"even epsilon = 0.5, the most private end of bounds \[0.5, 10\]"):
         budget.invert("lazy_dp_ts", 1e-3, 100, solve_for="epsilon", bounds=(0.5, 10.0), delta=1e-6)
