@@ -1288,13 +1288,16 @@ class Ledger:
         ok = self._kept_ok.get(stat)
         if ok is None:
             ok = self._kept_ok[stat] = np.zeros(n_cells, dtype=np.int64)
-        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
-        if 2 * int(np.maximum(end - ok, 0).sum()) > n_cells * top:
-            # most records to sum again (the engine's geometric checkpoints: the last query of a run
-            # follows the one before at a tenth of its round or less): the whole columns at once, as
-            # the plain sums do, straight into rows of width top that are then kept as they are. (They
-            # were copied into rows of the capacity's width: a second pass over megabytes, most of
-            # it first-touch pages -- 4-39 ms of the last query of a run, session 17.)
+        if 2 * int((top - ok).sum()) > n_cells * top:
+            # most records to write again (the engine's geometric checkpoints: the last query of a run
+            # follows the one before at a tenth of its round or less; the first query keeping them):
+            # the whole columns at once, as the plain sums do, straight into rows of width top that
+            # are then kept as they are. Decided on the records to write, top - ok per stream -- a
+            # stream's records past its last written position are written too, as its total + 0.0 --
+            # not on the records to sum: the first kept query of a DP-UCB-Bound run (streams of
+            # uneven lengths) went stream by stream, 40 Python passes writing as much as one numpy
+            # pass. (The whole columns were also copied into rows of the capacity's width: a second
+            # pass over megabytes, most of it first-touch pages. Session 17.)
             totals = _rows_cumsum(self._diff[stat], top)
             self._kept[stat] = totals.reshape(n_cells, top)
             ok[:] = top
@@ -1308,6 +1311,7 @@ class Ledger:
             if kept is not None:
                 rows[:, : kept.shape[1]] = kept
             kept = self._kept[stat] = rows
+        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
         diff = self._diff[stat].reshape(n_cells, self._capacity + 1)  # a view: (cell, position)
         for c in np.flatnonzero(ok < top).tolist():
             start, stop, row = int(ok[c]), int(end[c]), kept[c]
