@@ -28,6 +28,17 @@ from privbandit.policies import REGISTRY
 FIXTURE = Path(__file__).parent / "fixtures" / "realized_kept_57774e4.json"
 
 
+def _releases(rng, R, K, rounds):
+    """Each round's releases (rows, cols, lo, hi): 60% of the streams insert a record, and each
+    release's footprint ends at it and reaches back 1-8 records."""
+    counts = np.zeros((R, K), dtype=np.int64)
+    for _ in range(rounds):
+        inserted = rng.random((R, K)) < 0.6
+        counts += inserted
+        rr, kk = np.nonzero(inserted)
+        yield rr, kk, np.maximum(counts[rr, kk] - rng.integers(1, 9, rr.size), 0), counts[rr, kk]
+
+
 @pytest.mark.parametrize("R, K, distinct", [(1, 1, False), (3, 2, False), (3, 2, True), (8, 5, False)])
 def test_totals_are_the_copy_summed_in_place(monkeypatch, R, K, distinct):
     """Random releases (footprints reaching back, a few scales, -0.0 where sums cancel): every
@@ -35,15 +46,9 @@ def test_totals_are_the_copy_summed_in_place(monkeypatch, R, K, distinct):
     monkeypatch.setattr(ledger_mod, "_KEEP_MIN_TOP", 2 ** 62)  # the plain sums (the kept ones: below)
     rng = np.random.default_rng(R * 10 + K)
     led = Ledger(R, K, capacity=256)
-    counts = np.zeros((R, K), dtype=np.int64)
-    for t in range(300):
-        mask = rng.random((R, K)) < 0.6
-        counts[mask] += 1
-        rr, kk = np.nonzero(mask)
+    for t, (rr, kk, lo, hi) in enumerate(_releases(rng, R, K, 300)):
         if rr.size == 0:
             continue
-        hi = counts[rr, kk]
-        lo = np.maximum(hi - rng.integers(1, 9, rr.size), 0)
         if distinct:  # footprints at a few positions only: the distinct rows are summed
             lo, hi = (lo // 16) * 16, np.maximum((hi // 16) * 16, (lo // 16) * 16)
         led.record_laplace(rr, kk, lo, hi, rng.choice([0.5, 1.0, 3.0], rr.size), 1.0, mechanism="m")
