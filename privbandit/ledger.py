@@ -1226,14 +1226,16 @@ class Ledger:
         out = []
         for stat in stats:
             if stat in self._diff:
-                # each stream's positions are contiguous: summed in place along them (sequential
-                # sums, np.cumsum over positions, bit for bit). A copy always: the slice of the first
-                # ``top`` positions is itself contiguous when R_tracked = K = 1, and ascontiguousarray
-                # would hand back the difference array, whose state the in-place sums would overwrite
-                # (the fancy-indexed distinct rows are a fresh array already).
-                totals = (np.array(self._diff[stat][:, :, : self._top]) if rows is None
-                          else self._diff[stat][:, :, rows])
-                out.append(np.cumsum(totals, axis=2, out=totals))
+                # each stream's positions are contiguous: summed along them (sequential sums, np.cumsum
+                # over positions, bit for bit) straight from the difference array's first ``top``
+                # positions into a fresh array -- one pass, where a copy summed in place made two
+                # (2.5-4x the time, session 17) -- or, for the distinct rows, in place in their
+                # fancy-indexed copy (a fresh array already). The difference arrays are never written.
+                if rows is None:
+                    out.append(np.cumsum(self._diff[stat][:, :, : self._top], axis=2))
+                else:
+                    totals = self._diff[stat][:, :, rows]
+                    out.append(np.cumsum(totals, axis=2, out=totals))
             else:
                 out.append(np.zeros((self._n_tracked, self.streams, n_rows)))
         return out
@@ -1269,21 +1271,33 @@ class Ledger:
                 np.minimum(ok, self._low, out=ok)
             self._low.fill(_FAR)
         kept = self._kept.get(stat)
-        if kept is None:  # zeros: pages are committed only where rows are written (up to top)
-            kept = self._kept[stat] = np.zeros((n_cells, self._capacity))
-            self._kept_ok[stat] = np.zeros(n_cells, dtype=np.int64)
-        ok = self._kept_ok[stat]
-        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
-        if 2 * int(np.maximum(end - ok, 0).sum()) > n_cells * top:
-            # most records to sum again (the engine's geometric checkpoints: the last query of a run
-            # follows the one before at a tenth of its round or less): the whole columns at once, as
-            # the plain sums do, then kept
-            totals = np.array(self._diff[stat][:, :, :top])
-            np.cumsum(totals, axis=2, out=totals)
-            kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top] = totals
+        ok = self._kept_ok.get(stat)
+        if ok is None:
+            ok = self._kept_ok[stat] = np.zeros(n_cells, dtype=np.int64)
+        if 2 * int((top - ok).sum()) > n_cells * top:
+            # most records to write again (the engine's geometric checkpoints: the last query of a run
+            # follows the one before at a tenth of its round or less; the first query keeping them):
+            # the whole columns at once, as the plain sums do, straight into rows of width top that
+            # are then kept as they are. Decided on the records to write, top - ok per stream -- a
+            # stream's records past its last written position are written too, as its total + 0.0 --
+            # not on the records to sum: the first kept query of a DP-UCB-Bound run (streams of
+            # uneven lengths) went stream by stream, 40 Python passes writing as much as one numpy
+            # pass. (The whole columns were also copied into rows of the capacity's width: a second
+            # pass over megabytes, most of it first-touch pages. Session 17.)
+            totals = np.cumsum(self._diff[stat][:, :, :top], axis=2)  # (fresh: see _totals)
+            self._kept[stat] = totals.reshape(n_cells, top)
             ok[:] = top
-            totals.flags.writeable = False
-            return totals
+            out = totals.view()
+            out.flags.writeable = False
+            return out
+        if kept is None or kept.shape[1] < top:
+            # rows of the capacity's width, the kept ones' totals copied in (zeros: pages are committed
+            # only where rows are written, up to top)
+            rows = np.zeros((n_cells, self._capacity))
+            if kept is not None:
+                rows[:, : kept.shape[1]] = kept
+            kept = self._kept[stat] = rows
+        end = np.full(n_cells, top, dtype=np.int64) if self._end is None else np.minimum(self._end, top)
         diff = self._diff[stat].reshape(n_cells, self._capacity + 1)  # a view: (cell, position)
         for c in np.flatnonzero(ok < top).tolist():
             start, stop, row = int(ok[c]), int(end[c]), kept[c]
@@ -1296,7 +1310,7 @@ class Ledger:
             if stop < top:  # the tail: the last written position's total + 0.0 (0.0: none written)
                 row[max(start, stop):top] = (float(row[stop - 1]) if stop else 0.0) + 0.0
         ok[ok < top] = top
-        out = kept.reshape(self._n_tracked, self.streams, self._capacity)[:, :, :top]
+        out = kept.reshape(self._n_tracked, self.streams, kept.shape[1])[:, :, :top]
         out.flags.writeable = False
         return out
 
@@ -1437,7 +1451,8 @@ class Ledger:
         gauss = self._totals(_S_GAUSS, distinct=True)[0] if _S_GAUSS in self._diff else None
         (s_eps,) = self._totals(_S_EPS, distinct=True)
         # GDP does not apply to a record in a zCDP release: mu = inf there (its closed form is zCDP's)
-        mu = np.sqrt(np.maximum(mu2, 0.0))
+        mu = np.maximum(mu2, 0.0)
+        np.sqrt(mu, out=mu)  # (in place: a query of a long run allocates megabytes per pass)
         if rho is not None:
             mu = np.where(rho > 0, np.inf, mu)
         # (n, K, records) views, not copies: a replicate's records in (stream, position) order
