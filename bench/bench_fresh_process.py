@@ -25,7 +25,7 @@ ours (>= 1: at least the peer's speed).
 
 Usage: ``python bench/bench_fresh_process.py --peer-path /tmp/peer_ucb [--peer-pythonpath /tmp/ucb_pylib]
 [--trees /work/wt/base,.] [--policies private_ucb,dp_ucb_bound] [--modes auto,always] [--pairs 3]
-[--runs 3] [--horizon 10000]``
+[--runs 3] [--horizon 10000] [--pycache DIR]``
 """
 
 from __future__ import annotations
@@ -104,9 +104,19 @@ print(json.dumps({"import": imported, "runs": out}))
 """
 
 
+#: ``--pycache DIR``: the children's bytecode cache (PYTHONPYCACHEPREFIX), None: the environment's setting
+PYCACHE: str | None = None
+
+
 def _child(code: str, args: list, pythonpath: str, **env) -> dict:
     environ = dict(os.environ, PYTHONPATH=pythonpath, **env)
     environ.pop("PRIVBANDIT_NO_JIT", None)
+    if PYCACHE is not None:
+        # an installed package has its bytecode (pip compiles it); PYTHONDONTWRITEBYTECODE=1 (set in some
+        # workplaces) made every child compile both libraries from source, ~0.1-0.3 s of our import
+        # (session 17). A prefix directory keeps the checkouts untouched.
+        environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        environ["PYTHONPYCACHEPREFIX"] = PYCACHE
     # cwd: ``python -c`` puts the working directory FIRST on sys.path, so a child started in a checkout imported
     # that checkout's privbandit whatever PYTHONPATH said (session 16: "--trees /work/wt/base,." run from the
     # branch measured the branch twice)
@@ -131,7 +141,12 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=whole(1), default=3)
     parser.add_argument("--runs", type=whole(1), default=3, help="simulate calls per process (the first is the fresh one)")
     parser.add_argument("--horizon", type=whole(5), default=10_000, help="rounds (>= 5: the five arms' first pulls)")
+    parser.add_argument("--pycache", default=None,
+                        help="a directory for the children's bytecode (PYTHONPYCACHEPREFIX; warmed first): as an "
+                             "installed package runs, where the environment sets PYTHONDONTWRITEBYTECODE")
     args = parser.parse_args(argv)
+    global PYCACHE
+    PYCACHE = None if args.pycache is None else str(pathlib.Path(args.pycache).resolve())
     modes = args.modes.split(",")
     if not set(modes) <= {"auto", "always"}:
         parser.error(f"--modes takes auto and/or always, got {args.modes!r}")
@@ -145,6 +160,10 @@ def main(argv=None) -> int:
         parser.error(f"the peer has no {unknown}; it has {sorted(PEER_SOLVERS)}")
     means = json.dumps(list(MEANS))
     peer_path = os.pathsep.join(p for p in (args.peer_pythonpath, str(HERE.parent)) if p)
+    if PYCACHE is not None:  # the bytecode written once, untimed, for every tree and the peer
+        for tree in trees:
+            _child(OURS, [policies[0], 50, 1, means], tree)
+        _child(PEER, [HERE, args.peer_path, policies[0], 50, 1], peer_path)
     if "always" in modes:  # the disk cache warm, as the mode assumes (compiling is not what it measures)
         for tree in trees:
             for name in policies:

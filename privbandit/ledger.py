@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -157,6 +158,27 @@ def _flatten_at(values: tuple, rows: tuple, dtype, at: np.ndarray) -> np.ndarray
     return _flatten(values, rows, dtype)[at]
 
 
+_DTYPE_OF = operator.attrgetter("dtype")
+
+
+def _joined(arrays: tuple, dtype) -> np.ndarray:
+    """``np.concatenate(arrays, dtype=dtype, casting="unsafe")`` of arrays of one or more dimensions (never
+    0-d: a caller checks), flattened, as a fresh writable array. Where every array already has ``dtype``
+    and is C-contiguous -- a drain's staged rows and footprints, which the mechanisms build that way --
+    their bytes are joined in one copy: the same elements in the same order, with less cost per array
+    than concatenate's (one replicate's drain joins ``_STAGE_ROUNDS`` one-element arrays three times:
+    256 of them took 23.8 against 32.2 us, and 256 rows of 100 took 38.5 against 67.3 us, thread CPU,
+    minimum of 40 alternations at load ~12, session 17). Otherwise (another dtype, a strided view)
+    numpy's concatenate casts them as before."""
+    dtype = np.dtype(dtype)
+    if set(map(_DTYPE_OF, arrays)) == {dtype}:
+        try:  # a strided array exports no flat buffer (TypeError from the join): concatenate copies it
+            return np.frombuffer(bytearray().join(arrays), dtype=dtype)
+        except (TypeError, BufferError, ValueError):
+            pass
+    return np.concatenate(arrays, dtype=dtype, casting="unsafe").reshape(-1)
+
+
 def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
     """``_flatten`` of the first ``n`` rows of staged fields of entries of ``length`` rows each (an
     array of that length, or a scalar for all of it): short entries' arrays concatenated and sliced
@@ -168,7 +190,7 @@ def _leading_rows(values: tuple, length: int, n: int, dtype) -> np.ndarray:
             return np.full(len(values) * n, values[0], dtype=dtype)
         return np.repeat(np.asarray(values, dtype=dtype), n)
     if length <= _SLICE_MIN_ROWS and types == {np.ndarray} and all([v.ndim for v in values]):
-        return np.concatenate(values, dtype=dtype, casting="unsafe").reshape(len(values), length)[:, :n].reshape(-1)
+        return _joined(values, dtype).reshape(len(values), length)[:, :n].reshape(-1)
     vector = [type(v) is np.ndarray and v.ndim > 0 for v in values]
     if all(vector):
         return np.concatenate([v[:n] for v in values], dtype=dtype, casting="unsafe")
@@ -839,7 +861,7 @@ class Ledger:
         if pulled:
             p_kinds, p_seq, p_sts, *p_fields = zip(*pulled)
             offsets = _pulled_layout(R) * K
-            p_st = np.concatenate(p_sts, dtype=np.int64, casting="unsafe").reshape(len(pulled), R)
+            p_st = _joined(p_sts, np.int64).reshape(len(pulled), R)
             p_st += offsets  # the cells r * K + st, in place: at R = 1000 a drain's streams are 2 MB
             self._draws += np.bincount(p_st.reshape(-1), minlength=self._draws.size).reshape(R, K)
         kinds, listed = (), False  # listed: whether the listed entries hold tracked rows
