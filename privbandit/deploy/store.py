@@ -282,9 +282,10 @@ def read_key_file(path, source: str = "--key-file") -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise ValueError(f"{name}: cannot read the key file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # (before fdopen, which refuses a directory with its own OSError)
+        os.close(fd)
+        raise ValueError(f"{name} is not a regular file (a key file holds {KEY_MIN} to {KEY_FILE_MAX} bytes)")
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{name} is not a regular file (a key file holds {KEY_MIN} to {KEY_FILE_MAX} bytes)")
         try:
             data = fh.read(KEY_FILE_MAX + 1)
         except OSError as exc:

@@ -198,6 +198,9 @@ def test_a_key_file_that_is_a_fifo_is_refused_at_once(tmp_path):
         reader.join(10)
         pytest.fail("read_key_file blocked on a FIFO")
     assert outcome and "not a regular file" in outcome[0]
+    (tmp_path / "dir").mkdir()  # (os.fdopen's "[Errno 21] Is a directory: 4" named neither file nor key)
+    with pytest.raises(ValueError, match="not a regular file"):
+        read_key_file(tmp_path / "dir")
 
 
 def test_a_key_file_beyond_its_limit_is_refused_not_cut(tmp_path):
