@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python bench/fuzz_inputs.py [--seed 15] [--quick] [--only cli,api,data,deploy] [--show N]
     PYTHONPATH=. python bench/fuzz_inputs.py --only types,resources,kills   # round 2 (session 16, s16/fuzz)
+    PYTHONPATH=. python bench/fuzz_inputs.py --only sets,reads,huge,env,store,edges,concurrency   # round 3 (s17/fuzz)
 
 Round 2 adds ``types`` (numbers and arrays that are not plain: numpy scalars at their edges, Decimal sNaN,
 objects whose ``__float__`` / ``__index__`` raise or lie -- privbandit/testing/hostile.py --, 0-d, masked,
@@ -9,6 +10,13 @@ big-endian, read-only arrays, generators), ``resources`` (shapes and runs beyond
 child process under an address-space cap; KeyboardInterrupt mid-run) and ``kills`` (SIGKILL every file writer
 and a deployment store at random points; the findings ``truncated`` and, for a valid array refused, ``refused``).
 See docs/engine.md "Session 16 (s16/fuzz)".
+
+Round 3 (session 17) adds ``sets`` (a save's data file and metadata under real SIGKILLs between and around their
+moves, and concurrent savers; the finding ``mismatched``), ``reads`` (files the toolkit reads, edited by hand or
+not files: a save's metadata, logs, key files), ``huge`` (huge-but-finite parameters of every policy and
+environment, run), ``env`` (the environment variables the package reads), ``store`` (a deployment store's tables
+edited by hand; read-only; locked), ``edges`` (every option of every subcommand, walked from the parser, at its
+edges) and ``concurrency`` (processes racing on one store). See docs/engine.md "Session 17 (s17/fuzz)".
 
 Deterministic for a seed (the hostile values are fixed lists; the seed picks the combinations of the
 random CLI argv and the random orders). Runs in a few minutes on one core. Each case ends as one of:
@@ -49,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang", "refused", "truncated")
+FINDINGS = ("traceback", "unnamed", "accepted", "warning", "hang", "refused", "truncated", "mismatched")
 EXPECTED: tuple = ()  # documented refusal types besides ValueError, filled in by main()
 
 
@@ -430,15 +438,8 @@ def fuzz_api(fz: Fuzzer, quick: bool) -> None:
     from privbandit import budget, simulate, sweep
     from privbandit.envs import Bernoulli
     from privbandit.policies import REGISTRY, make_policy
-    from privbandit.envs.graph import GraphFeedback
-    from privbandit.contextual import LinearContextual
 
-    def env_for(policy, k=2):
-        if "contexts" in policy.requires:
-            return LinearContextual(dim=5, n_arms=k)
-        if "graph" in policy.requires:
-            return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
-        return Bernoulli([0.3, 0.6][:k])
+    env_for = _env_for  # (shared with the types and huge parts)
 
     values = BAD_NUMBERS + EDGE_NUMBERS
     for name, cls in sorted(REGISTRY.items()):
@@ -446,14 +447,9 @@ def fuzz_api(fz: Fuzzer, quick: bool) -> None:
             for v in values:
                 bad = any(v is b for b in BAD_NUMBERS)
 
-                def build(name=name, param=param, v=v):
-                    pol = make_policy(name, **{param: v})
-                    # an accepted value must also run and be certified without a traceback
-                    simulate(pol, env_for(pol), 12, 2, seed=0, progress=False)
-                    if pol.private:
-                        budget.epsilon(pol, 100, 1e-6, 2)
-
-                fz.call(f"policy {name}", f"{param}={_name(v)}", build, bad=bad, names=(param,))
+                # an accepted value must also run and be certified without a traceback
+                fz.call(f"policy {name}", f"{param}={_name(v)}", _policy_case(name, param, v), bad=bad,
+                        names=(param,))
     pol = make_policy("dp_ucb", epsilon=1.0)
     env = Bernoulli([0.3, 0.6])
     sim = dict(horizon=12, replicates=2, seed=0)
@@ -823,6 +819,38 @@ def _swap_first(g, f):
     return out
 
 
+def _env_for(pol, k=2):
+    """An environment ``pol`` runs on: contexts, a graph or plain Bernoulli arms, as it requires."""
+    from privbandit.contextual import LinearContextual
+    from privbandit.envs import Bernoulli, GraphFeedback
+
+    if "contexts" in pol.requires:
+        return LinearContextual(dim=5, n_arms=k)
+    if "graph" in pol.requires:
+        return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
+    return Bernoulli([0.3, 0.6][:k])
+
+
+def _policy_case(name: str, param: str, v, rounds: int = 12, horizon: int = 100):
+    """A case: build policy ``name`` with ``param=v``, run it ``rounds`` rounds and certify ``horizon`` rounds."""
+    def build():
+        from privbandit import budget, simulate
+        from privbandit.policies import make_policy
+
+        pol = make_policy(name, **{param: v})
+        simulate(pol, _env_for(pol), rounds, 2, seed=0, progress=False)
+        if pol.private:
+            budget.epsilon(pol, horizon, 1e-6, 2)
+
+    return build
+
+
+def _relabel(fz: Fuzzer, outcome: str, finding: str) -> None:
+    """A check's AssertionError (a broken invariant, not an escaped exception) is the finding ``finding``."""
+    if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
+        fz.results[-1] = (*fz.results[-1][:2], finding, fz.results[-1][3])
+
+
 def fuzz_types(fz: Fuzzer) -> None:
     """Round 2, item 1: numbers and arrays that are not plain, through the Python API."""
     from privbandit import budget, simulate, sweep
@@ -837,13 +865,6 @@ def fuzz_types(fz: Fuzzer) -> None:
             return not isinstance(v, (bool, np.bool_))
         return bad
 
-    def env_for(pol, k=2):
-        if "contexts" in pol.requires:
-            return LinearContextual(dim=5, n_arms=k)
-        if "graph" in pol.requires:
-            return GraphFeedback(Bernoulli([0.3, 0.6][:k]), np.eye(k, dtype=bool))
-        return Bernoulli([0.3, 0.6][:k])
-
     for name, cls in sorted(REGISTRY.items()):
         for param, p in inspect.signature(cls).parameters.items():
             if isinstance(p.default, str):
@@ -851,7 +872,7 @@ def fuzz_types(fz: Fuzzer) -> None:
             for label, v, bad in TYPE_SCALARS:
                 def build(name=name, param=param, v=v):
                     pol = make_policy(name, **{param: _fresh(v)})
-                    simulate(pol, env_for(pol), 12, 2, seed=0, progress=False)
+                    simulate(pol, _env_for(pol), 12, 2, seed=0, progress=False)
                     if pol.private:
                         budget.epsilon(pol, 100, 1e-6, 2)
 
@@ -1168,8 +1189,7 @@ def fuzz_resources(fz: Fuzzer, tmp: Path) -> None:
                     raise AssertionError(f"exit {rc}, left behind: {left}")
 
             outcome = fz.call("interrupt", f"{argv[0]} after {delay} s", interrupted, bad=False)
-            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
-                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+            _relabel(fz, outcome, "truncated")
 
 
 #: a writer process for the kill tests: ``python -c WRITER kind target`` writes ``target`` over and over
@@ -1256,8 +1276,7 @@ def fuzz_kills(fz: Fuzzer, tmp: Path, quick: bool) -> None:
                     raise AssertionError(state)
 
             outcome = fz.call("kill writer", f"{kind} #{i}", kill_once, bad=False)
-            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
-                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+            _relabel(fz, outcome, "truncated")
     # the deployment store: a writer selects, updates, snapshots, closes and reopens; killed at random
     from privbandit.deploy import Deployment
     from privbandit.audit.deployment import deployment_audit
@@ -1333,8 +1352,700 @@ for step in range(steps):
                     raise AssertionError("; ".join(problems))
 
             outcome = fz.call("kill deploy store", f"{policy} kill #{i}", kill_store, bad=False)
-            if outcome == "traceback" and fz.results[-1][3].startswith("AssertionError"):
-                fz.results[-1] = (*fz.results[-1][:2], "truncated", fz.results[-1][3])
+            _relabel(fz, outcome, "truncated")
+
+
+
+# === Session 17 (s17/fuzz): round 3 -- output sets, files read, huge numbers, environment, store, concurrency ===
+#: a saver process: ``python -c SAVER path mode n``: saves a run of horizon 40 then 30, alternately, n times
+#: (printing "saved" after each); mode "kill@K" SIGKILLs itself right after its K-th os.replace -- a real kill at
+#: a chosen point of the move (K = 1: the data file moved, its metadata not yet); "run" saves through the
+#: command line's ``run --save`` instead
+_SAVER = r"""
+import os, signal, sys
+from privbandit import simulate
+from privbandit.envs import Bernoulli
+from privbandit.policies import make_policy
+path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+runs = [simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), h, 2, seed=h, progress=False) for h in (40, 30)]
+if mode.startswith("kill@"):
+    real, calls, at = os.replace, [0], int(mode[5:])
+    def replace(a, b):
+        real(a, b)
+        calls[0] += 1
+        if calls[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.replace = replace
+for i in range(n):
+    if mode == "run":
+        from privbandit.cli import main
+        main(["run", "dp_ucb", "--horizon", str((40, 30)[i % 2]), "--replicates", "2", "--seed", str((40, 30)[i % 2]),
+              "--quiet", "--save", path])
+    else:
+        runs[i % 2].save(path)
+    print("saved", flush=True)
+"""
+
+
+def _pair_state(path: Path) -> str:
+    """'one save' when the reader gives ``path`` and ``path.json`` as the two files of one save (the frame's rows
+    are the metadata's horizon); 'detected' when the reader refuses them as not one; else 'mismatched'. The
+    reader is ``privbandit.saved.load_saved`` where it exists, else pandas and json (nothing checks a pair)."""
+    import json as _json
+
+    import pandas as pd
+
+    try:
+        from privbandit.saved import load_saved
+    except ImportError:
+        meta = _json.loads(Path(str(path) + ".json").read_text())
+        frame = pd.read_csv(path) if path.suffix == ".csv" else pd.read_parquet(path)
+    else:
+        try:
+            frame, meta = load_saved(path)
+        except ValueError as exc:
+            return "detected" if "does not match" in str(exc) else f"mismatched (refused for another reason: {exc})"
+    if len(frame) == meta["horizon"]:
+        return "one save"
+    return f"mismatched ({len(frame)} rows, metadata horizon {meta['horizon']}, read as one save)"
+
+
+def fuzz_sets(fz: Fuzzer, tmp: Path, quick: bool) -> None:
+    """Round 3, item 1: an output set (``Result.save``'s data file and its ``.json`` metadata) under real
+    SIGKILLs -- at the one point between the two moves (deterministic), at random points of a save loop -- and
+    under concurrent savers. Afterwards the pair must be one save, or be refused by the reader as not one
+    (``detected``); ``mismatched`` (a pair of two saves that nothing flags) is the finding."""
+    from privbandit import simulate
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import make_policy
+
+    rng = random.Random(fz.rng.random())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    d = tmp / "sets"
+    d.mkdir()
+    fz.limit = 120.0  # (a saver process starts in ~3 s of CPU: 15 s wall at load 10)
+    old = simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), 30, 2, seed=30, progress=False)
+    suffixes = [".csv"]
+    with contextlib.suppress(ImportError):
+        import pyarrow  # noqa: F401
+
+        suffixes.append(".parquet")
+
+    def run_saver(path, mode, n, kill_after=None):
+        proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(path), mode, str(n)], env=env, cwd=str(d),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kill_after is not None:
+            proc.stdout.readline()
+            time.sleep(kill_after)
+            os.kill(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode not in (0, -signal.SIGKILL):
+            raise RuntimeError(err.strip()[-300:])
+
+    for suffix in suffixes:
+        for mode in ("kill@1", "kill@2", "run kill@1"):
+            path = d / f"between{len(fz.results)}{suffix}"
+            old.save(path)
+
+            def between(path=path, mode=mode):
+                if mode.startswith("run"):  # the command line's nested staging: its own moves count too
+                    run_saver(path, "kill@1", 1)
+                else:
+                    run_saver(path, mode, 1)
+                state = _pair_state(path)
+                if state.startswith("mismatched"):
+                    raise AssertionError(state)
+
+            outcome = fz.call("set kill between moves", f"{suffix} {mode}", between, bad=False)
+            _relabel(fz, outcome, "mismatched")
+        for i in range(2 if quick else 4):
+            path = d / f"random{len(fz.results)}{suffix}"
+            old.save(path)
+
+            def at_random(path=path):
+                run_saver(path, "loop", 10**6, kill_after=rng.uniform(0.0, 0.5))
+                state = _pair_state(path)
+                if state.startswith("mismatched"):
+                    raise AssertionError(state)
+
+            outcome = fz.call("set kill at random", f"{suffix} #{i}", at_random, bad=False)
+            _relabel(fz, outcome, "mismatched")
+        path = d / f"concurrent{suffix}"
+        old.save(path)
+
+        def concurrent(path=path):
+            # three savers, 10 saves each, into one path; pairs are sampled by a reader meanwhile too
+            procs = [subprocess.Popen([sys.executable, "-c", _SAVER, str(path), "loop", "10"], env=env, cwd=str(d),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+            seen = Counter()
+            while any(p.poll() is None for p in procs):
+                with contextlib.suppress(FileNotFoundError, ValueError):
+                    seen[_pair_state(path).split(" (")[0]] += 1
+                time.sleep(0.01)
+            for p in procs:
+                p.communicate()
+            seen[_pair_state(path).split(" (")[0]] += 1
+            if seen["mismatched"]:
+                raise AssertionError(f"pairs sampled while three processes saved: {dict(seen)}")
+
+        fz.limit, limit = 400.0, fz.limit
+        outcome = fz.call("set concurrent savers", f"{suffix} 3 x 10", concurrent, bad=False)
+        fz.limit = limit
+        _relabel(fz, outcome, "mismatched")
+
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def fuzz_reads(fz: Fuzzer, tmp: Path) -> None:
+    """Round 3, item 2: files the toolkit reads, edited by hand or not files at all -- a saved result and its
+    metadata (``privbandit.saved.load_saved``), a logged data set (``load_log``), a replay log (``deploy
+    replay``) and a key file (``--key-file``, ``PRIVBANDIT_DEPLOY_KEY_FILE``): truncated, wrong types, NaN / inf,
+    numbers beyond the floats, wrong shapes, a BOM, unicode, symlinks, FIFOs (open() blocks on one: ``hang``),
+    directories."""
+    import json as _json
+
+    from privbandit import simulate
+    from privbandit.contextual import load_log
+    from privbandit.deploy import Deployment
+    from privbandit.envs import Bernoulli
+    from privbandit.policies import make_policy
+
+    d = tmp / "reads"
+    d.mkdir()
+    fz.limit = 30.0  # (a FIFO blocks open() forever: each such case is a hang after this limit)
+    # -- a saved result and its metadata
+    try:
+        from privbandit.saved import load_saved
+    except ImportError:
+        load_saved = None
+    res = simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), 25, 2, seed=1, progress=False)
+    good = d / "good.csv"
+    res.save(good)
+    data, meta_text = good.read_text(), Path(str(good) + ".json").read_text()
+    meta = _json.loads(meta_text)
+
+    def edited(**changes):
+        m = dict(meta)
+        for k, v in changes.items():
+            if v is KeyError:
+                m.pop(k, None)
+            else:
+                m[k] = v
+        return _json.dumps(m)
+
+    cases = {  # name: (data text or callable(path), metadata text or callable(path), valid?)
+        "good": (data, meta_text, True),
+        "bom metadata": (data, "\ufeff" + meta_text, True),
+        "data truncated": (data[:len(data) // 2], meta_text, False),
+        "data one value edited": (data.replace(",", ";", 1), meta_text, False),
+        "data empty": ("", meta_text, False),
+        "data binary": ("\x00\xff\xfe" * 10, meta_text, False),
+        "metadata truncated": (data, meta_text[:len(meta_text) // 2], False),
+        "metadata empty": (data, "", False),
+        "metadata not an object": (data, "[1, 2]", False),
+        "metadata deep": (data, "[" * 100_000 + "]" * 100_000, False),
+        "metadata utf-16": (data, meta_text.encode("utf-16").decode("latin-1"), False),
+        "metadata horizon text": (data, edited(horizon="25"), False),
+        "metadata horizon nan": (data, edited(horizon=math.nan), False),
+        "metadata horizon 1e400": (data, edited(horizon=10**400), False),
+        "metadata horizon float": (data, edited(horizon=25.0), False),
+        "metadata horizon other": (data, edited(horizon=26), False),
+        "metadata delta inf": (data, edited(delta=math.inf), False),
+        "metadata delta text": (data, edited(delta="1e-6"), False),
+        "metadata replicates -1": (data, edited(replicates=-1), False),
+        "metadata policy list": (data, edited(policy=[1]), False),
+        "metadata digest missing": (data, edited(data_sha256=KeyError), False),
+        "metadata digest number": (data, edited(data_sha256=1), False),
+        "metadata digest other": (data, edited(data_sha256="0" * 64), False),
+        "metadata missing": (data, None, False),
+        "metadata directory": (data, "DIR", False),
+        "metadata fifo": (data, "FIFO", False),
+        "metadata huge": (data, " " * (17 * 2**20) + meta_text, False),
+        "data directory": ("DIR", meta_text, False),
+        "data fifo": ("FIFO", meta_text, False),
+        "data symlink": ("LINK", meta_text, True),
+        "data dangling": ("DANGLING", meta_text, False),
+    }
+    for i, (name, (data_text, meta_text_i, valid)) in enumerate(cases.items()):
+        path = d / f"saved{i}.csv"
+        meta_path = Path(str(path) + ".json")
+        for target, text in ((path, data_text), (meta_path, meta_text_i)):
+            if text is None:
+                continue
+            if text == "DIR":
+                target.mkdir()
+            elif text == "FIFO":
+                _fifo(target)
+            elif text == "LINK":
+                target.symlink_to(good)
+            elif text == "DANGLING":
+                target.symlink_to(d / "gone.csv")
+            else:
+                target.write_text(text, encoding="utf-8", errors="surrogateescape") if "utf-16" not in name or \
+                    target != meta_path else target.write_bytes(text.encode("latin-1"))
+        if load_saved is None:
+            fz.results.append(("reads load_saved", name, "traceback", "no reader: privbandit.saved does not exist"))
+            continue
+        fz.call("reads load_saved", name, lambda path=path: load_saved(path), bad=not valid,
+                names=("path", "metadata", str(path.name)))
+    # -- a logged data set
+    log = "x0,x1,action,reward,propensity\n" + "".join(f"0.{i},0.5,{i % 2},0.5,0.5\n" for i in range(10))
+    logs = {
+        "bom.csv": ("\ufeff" + log, True), "inf.csv": (log.replace("0.1,0.5", "inf,0.5", 1), False),
+        "1e400.csv": (log.replace("0.1,0.5", "1e400,0.5", 1), False),
+        "reward_inf.csv": (log.replace(",0.5,0.5\n", ",inf,0.5\n", 1), False),
+        "propensity_0.csv": (log.replace(",0.5,0.5\n", ",0.5,0\n", 1), False),
+        "action_big.csv": (log.replace(",1,0.5", ",99999999999999999999,0.5", 1), False),
+        "action_negative.csv": (log.replace(",1,0.5", ",-1,0.5", 1), False),
+        "unicode_header.csv": (log.replace("x0", "\u00e9\u4e2d", 1), True),
+        "duplicate_header.csv": (log.replace("x1", "x0", 1), False),
+        "crlf.csv": (log.replace("\n", "\r\n"), True), "fifo.csv": ("FIFO", False), "link.csv": ("LINK", True),
+        "wide.csv": (log.replace("0.5\n", "0.5,9\n", 1), False), "quoted.csv": (log.replace("0.5,0.5\n", '"0.5",0.5\n', 1), True),
+    }
+    for name, (text, valid) in logs.items():
+        path = d / ("log_" + name)
+        if text == "FIFO":
+            _fifo(path)
+        elif text == "LINK":
+            (d / "log_target.csv").write_text(log)
+            path.symlink_to(d / "log_target.csv")
+        else:
+            path.write_text(text)
+        fz.call("reads load_log", name, lambda p=path: load_log(p), bad=not valid,
+                names=("path", "log", "column", "reward", "action", "propensit", "context", path.name))
+    # -- a replay log and a key file, through the command line
+    store = d / "store.db"
+    Deployment.create(store, "dp_ucb", n_arms=2, budget=5.0, delta=1e-6, seed=1).close()
+    tables = {"bom.csv": ("\ufeffarm0,arm1\n0.5,0.2\n", True), "inf.csv": ("arm0,arm1\ninf,0.2\n", False),
+              "1e400.csv": ("arm0,arm1\n1e400,0.2\n", False), "crlf.csv": ("arm0,arm1\r\n0.5,0.2\r\n", True),
+              "fifo.csv": ("FIFO", False), "utf16.csv": ("UTF16", False),
+              "long_field.csv": ("arm0,arm1\n" + "1" * 200_000 + ",0.2\n", False),
+              "many_rows_bad_tail.csv": ("arm0,arm1\n" + "0.5,0.2\n" * 50 + "0.5,x\n", False)}
+    for name, (text, valid) in tables.items():
+        path = d / ("replay_" + name)
+        if text == "FIFO":
+            _fifo(path)
+        elif text == "UTF16":
+            path.write_bytes("arm0,arm1\n0.5,0.2\n".encode("utf-16"))
+        else:
+            path.write_text(text)
+        fz.cli("reads deploy replay", ["deploy", "replay", str(store), str(path)], bad=not valid)
+    keys = {"good": b"k" * 32 + b"\n", "empty": b"", "short": b"abc\n", "fifo": "FIFO", "dir": "DIR",
+            "huge": b"k" * (1 << 17), "binary": bytes(range(256)), "missing": None}
+    for name, content in keys.items():
+        path = d / f"key_{name}"
+        if content == "FIFO":
+            _fifo(path)
+        elif content == "DIR":
+            path.mkdir()
+        elif content is not None:
+            path.write_bytes(content)
+        kstore = d / f"kstore_{name}.db"
+        fz.cli("reads --key-file", ["deploy", "init", str(kstore), "--policy", "dp_ucb", "--n-arms", "2", "--budget",
+                                    "5", "--delta", "1e-6", "--key-file", str(path)],
+               bad=name not in ("good", "binary"))
+
+
+
+def fuzz_huge(fz: Fuzzer) -> None:
+    """Round 3, item 1: huge-but-finite (and tiny) values for every numeric parameter of every registry policy and
+    of the environments, run for 200 rounds: each must be refused by name or run cleanly -- an overflow later in
+    the run (a RuntimeWarning: ``LinearContextual(noise=1e308)``, ``lin_ts(v=1e308)``) is the finding."""
+    from privbandit import simulate
+    from privbandit.contextual import LinearContextual
+    from privbandit.envs import ClippedGaussian, TruncatedExponential
+    from privbandit.policies import REGISTRY, make_policy
+
+    values = [1e308, -1e308, 1.7976931348623157e308, 1e200, 1e154, 1e-308, 5e-324, 10**308]
+
+    for name, cls in sorted(REGISTRY.items()):
+        for param, p in inspect.signature(cls).parameters.items():
+            if isinstance(p.default, (str, bool)):
+                continue
+            for v in values:
+                fz.call(f"huge policy {name}", f"{param}={v!r}", _policy_case(name, param, v, 200, 1000), bad=False,
+                        names=(param,))
+    envs = {
+        "LinearContextual": (lambda **k: LinearContextual(**({"dim": 3, "n_arms": 2} | k)), ("noise",), "lin_ucb"),
+        "ClippedGaussian": (lambda **k: ClippedGaussian(**({"locs": [0.3, 0.6]} | k)), ("scale",), "ucb1"),
+        "ClippedGaussian locs": (lambda v: ClippedGaussian([v, 0.5]), None, "ucb1"),
+        "TruncatedExponential": (lambda v: TruncatedExponential([v, 1.0]), None, "ucb1"),
+    }
+    for ename, (make, params, policy) in envs.items():
+        for param in params or (None,):
+            for v in values:
+                def run(make=make, param=param, v=v, policy=policy):
+                    env = make(**{param: v}) if param else make(v)
+                    simulate(make_policy(policy), env, 200, 2, seed=0, progress=False)
+
+                fz.call(f"huge env {ename}", f"{param or 'value'}={v!r}", run, bad=False,
+                        names=(param or "locs", "rates", "means"))
+
+
+#: a child for the environment part: imports the package under the environment given and runs a small simulation
+_ENV_CHILD = r"""
+from privbandit import simulate
+from privbandit.envs import Bernoulli
+from privbandit.policies import make_policy
+r = simulate(make_policy("dp_ucb"), Bernoulli([0.3, 0.6]), 300, 4, seed=0, progress=False)
+print("ok", float(r.regret_mean[-1]))
+"""
+
+
+def fuzz_env(fz: Fuzzer, tmp: Path) -> None:
+    """Round 3, item 2: the environment variables the package reads. ``PRIVBANDIT_JIT`` / ``PRIVBANDIT_NO_JIT``
+    (read at import: a child process each) -- a bad value must be named on stderr (a warning) and the run must
+    go on with the default, a valid one must change nothing; ``PRIVBANDIT_DEPLOY_KEY`` / ``..._KEY_FILE`` (read
+    per call) through ``deploy init`` and ``select`` -- empty, short, huge, bytes that are not UTF-8, a FIFO."""
+    base_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    for var in ("PRIVBANDIT_JIT", "PRIVBANDIT_NO_JIT", "PRIVBANDIT_TRACEBACK"):
+        base_env.pop(var, None)
+    fz.limit = 120.0
+    jit = {"PRIVBANDIT_JIT": ["always", "auto", "", "garbage", "ALWAYS", " always", "always\n", "x" * 100_000,
+                              b"\xff\xfe".decode("utf-8", "surrogateescape")],
+           "PRIVBANDIT_NO_JIT": ["1", "0", "", "true", "yes", "2", b"\xff".decode("utf-8", "surrogateescape")]}
+    reference = None
+    for var, texts in jit.items():
+        for text in texts:
+            valid = text in ("always", "auto", "", "1", "0")
+
+            def child(var=var, text=text, valid=valid):
+                nonlocal reference
+                env = dict(base_env)
+                env[var] = text
+                proc = subprocess.run([sys.executable, "-c", _ENV_CHILD], env={k: os.fsencode(v) for k, v in env.items()},
+                                      capture_output=True, text=True, errors="replace", timeout=110)
+                lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+                if proc.returncode or "Traceback" in proc.stderr:
+                    raise RuntimeError(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+                if reference is None:
+                    reference = proc.stdout
+                if proc.stdout != reference:
+                    raise RuntimeError(f"results differ under {var}={text[:20]!r}: {proc.stdout} vs {reference}")
+                if valid and lines:
+                    raise RuntimeError(f"a valid value printed: {lines[0][:200]}")
+                if not valid:
+                    if not any(var in ln for ln in lines):
+                        raise ValueError(f"{var}={text[:20]!r} accepted silently")  # -> "unnamed" by the names check
+                    raise ValueError(f"named: {[ln for ln in lines if var in ln][0][:200]}")
+
+            fz.call("env import-time", f"{var}={text[:20]!r}", child, bad=not valid, names=("named",))
+    # the deployment key variables, read at each call
+    from privbandit.deploy.store import KEY_ENV, KEY_FILE_ENV
+
+    d = tmp / "envkeys"
+    d.mkdir()
+    fifo = _fifo(d / "fifo")
+    (d / "dir").mkdir()
+    (d / "good").write_bytes(b"k" * 32)
+    cases = [(KEY_ENV, "k" * 32, True), (KEY_ENV, "short", False), (KEY_ENV, "k" * 1_000_000, True),
+             (KEY_ENV, b"\xff\xfe".decode("utf-8", "surrogateescape") * 16, True), (KEY_ENV, " " * 32, True),
+             (KEY_FILE_ENV, str(d / "good"), True), (KEY_FILE_ENV, str(fifo), False), (KEY_FILE_ENV, str(d / "dir"), False),
+             (KEY_FILE_ENV, str(d / "missing"), False), (KEY_FILE_ENV, "\x7f" * 5000, False)]
+    saved = {v: os.environ.pop(v, None) for v in (KEY_ENV, KEY_FILE_ENV)}
+    fz.limit = 8.0
+    try:
+        for i, (var, text, valid) in enumerate(cases):
+            os.environ[var] = text
+            store = d / f"s{i}.db"
+            fz.cli("env key", ["deploy", "init", str(store), "--policy", "dp_ucb", "--n-arms", "2", "--budget", "5",
+                               "--delta", "1e-6"], bad=not valid)
+            entry, _, outcome, detail = fz.results[-1]
+            if outcome == "good" and var not in detail and "key" not in detail.lower():
+                outcome = "unnamed"  # (the one line must say which input it refuses)
+            fz.results[-1] = (entry, f"{var}={text[:24]!r} init", outcome, detail)
+            if valid:
+                fz.cli("env key", ["deploy", "select", str(store)], bad=False)
+                fz.results[-1] = (fz.results[-1][0], f"{var}={text[:24]!r} select", *fz.results[-1][2:])
+            os.environ.pop(var)
+    finally:
+        for v, text in saved.items():
+            os.environ.pop(v, None)
+            if text is not None:
+                os.environ[v] = text
+
+
+
+#: hand edits of a deployment store's tables (SQL run on a copy): each makes the store say something its
+#: calls did not record -- a tampered count, a malformed cell, a missing row -- or is outside its schema
+_STORE_EDITS = {
+    "releases not json": "UPDATE decisions SET releases = 'not json' WHERE id = 2",
+    "releases 1e400": "UPDATE decisions SET releases = '[1e400, 0]' WHERE id = 2",
+    "releases object": "UPDATE decisions SET releases = '{\"a\": 1}' WHERE id = 2",
+    "releases negative": "UPDATE decisions SET releases = '[-1, 0]' WHERE id = 2",
+    "releases wrong length": "UPDATE decisions SET releases = '[1, 0, 0]' WHERE id = 2",
+    "releases text cell": "UPDATE decisions SET releases = 7 WHERE id = 2",
+    "arm 99": "UPDATE decisions SET arm = 99 WHERE id = 2",
+    "arm -1": "UPDATE decisions SET arm = -1 WHERE id = 2",
+    "arm text": "UPDATE decisions SET arm = 'x' WHERE id = 2",
+    "arm 1.5": "UPDATE decisions SET arm = 1.5 WHERE id = 2",
+    "round -5": "UPDATE decisions SET round = -5 WHERE id = 2",
+    "round text": "UPDATE decisions SET round = 'abc' WHERE id = 2",
+    "round 1e300": "UPDATE decisions SET round = 1e300 WHERE id = 2",
+    "reward nan text": "UPDATE updates SET reward = 'nan' WHERE decision_id = 2",
+    "reward 1e308": "UPDATE updates SET reward = 1e308, raw_reward = 1e308 WHERE decision_id = 2",
+    "reward -1": "UPDATE updates SET reward = -1 WHERE decision_id = 2",
+    "reward blob": "UPDATE updates SET reward = x'00ff' WHERE decision_id = 2",
+    "applied 7": "UPDATE updates SET applied = 7 WHERE decision_id = 2",
+    "update of no decision": "UPDATE updates SET decision_id = 999 WHERE decision_id = 2",
+    "decision deleted": "DELETE FROM decisions WHERE id = 2",
+    "update deleted": "DELETE FROM updates WHERE decision_id = 2",
+    "rounds -1": "UPDATE state SET rounds = -1",
+    "rounds 10**18": "UPDATE state SET rounds = 1000000000000000000",
+    "rounds text": "UPDATE state SET rounds = 'x'",
+    "version text": "UPDATE state SET version = 'x'",
+    "open_decision 999": "UPDATE state SET open_decision = 999",
+    "blob garbage, digest matching": "UPDATE state SET blob = x'00112233', digest = "
+                                     "'8ab0e1b0c7d79b4b7d6a0d8a0c2bd5ec8c27e13c4b7a6a8b0a3f2b1e6c5d4e3f'",
+    "digest text": "UPDATE state SET digest = 'x'",
+    "state row deleted": "DELETE FROM state",
+    "config n_arms 1e400": "UPDATE meta SET value = json_set(value, '$.n_arms', 1e400) WHERE key = 'config'",
+    "config n_arms text": "UPDATE meta SET value = json_set(value, '$.n_arms', '2') WHERE key = 'config'",
+    "config budget -1": "UPDATE meta SET value = json_set(value, '$.budget', -1) WHERE key = 'config'",
+    "config policy unknown": "UPDATE meta SET value = json_set(value, '$.policy', 'nope') WHERE key = 'config'",
+    "config params bad": "UPDATE meta SET value = json_set(value, '$.params', json('{\"epsilon\": -1}')) WHERE key = 'config'",
+    "config not object": "UPDATE meta SET value = '[1]' WHERE key = 'config'",
+    "config nan": "UPDATE meta SET value = replace(value, '\"delta\": 1e-06', '\"delta\": NaN') WHERE key = 'config'",
+    "meta format gone": "DELETE FROM meta WHERE key = 'format'",
+    "decisions dropped": "DROP TABLE decisions",
+    "decisions a view": "ALTER TABLE decisions RENAME TO d2; CREATE VIEW decisions AS SELECT * FROM d2",
+    "updates column dropped": "ALTER TABLE updates DROP COLUMN created",
+    "trigger rewriting rewards": "CREATE TRIGGER t AFTER INSERT ON updates BEGIN "
+                                 "UPDATE updates SET reward = 1 WHERE decision_id = NEW.decision_id; END",
+}
+
+
+def fuzz_store(fz: Fuzzer, tmp: Path) -> None:
+    """Round 3, item 2: a deployment store whose tables were edited by hand (``_STORE_EDITS``), then one that is
+    read-only (file, directory), locked by another process for a moment, and a copy of the store taken while a
+    transaction is open. An edited store must be refused (StoreError / ValueError) by open, select, update,
+    status or the audit -- ``accepted`` when every one of them took it -- never a traceback."""
+    from privbandit.audit.deployment import deployment_audit
+    from privbandit.deploy import Deployment
+
+    d = tmp / "store"
+    d.mkdir()
+    good = d / "good.db"
+    with Deployment.create(good, "dp_ucb", n_arms=2, budget=50.0, delta=1e-6, seed=1) as dep:
+        for _ in range(4):
+            x = dep.select()
+            dep.update(x.decision, 0.5)
+        dep.select()  # (an open decision: id 5)
+    for name, sql in _STORE_EDITS.items():
+        path = d / f"edit{len(fz.results)}.db"
+        shutil.copy(good, path)
+        con = sqlite3.connect(path)
+        con.executescript(sql)
+        con.commit()
+        con.close()
+
+        def use(path=path):
+            with Deployment.open(path) as dep:
+                dep.status()
+                x = dep.select()
+                dep.update(x.decision, 0.25)
+                dep.status(last=10)
+            res = deployment_audit(path)
+            if res.verdict != "CONSISTENT":
+                raise ValueError(f"store: the audit says {res.verdict}")
+
+        fz.call("store edited", name, use, bad=True, names=("store", str(path)))
+    # read-only file and directory: refused by name (a reader cannot even open a WAL store read-only)
+    ro = d / "ro"
+    ro.mkdir()
+    shutil.copy(good, ro / "s.db")
+    os.chmod(ro / "s.db", 0o444)
+    fz.call("store read-only", "file 0444", lambda: Deployment.open(ro / "s.db").select(), bad=os.geteuid() != 0,
+            names=("store", "s.db"))
+    os.chmod(ro, 0o555)
+    fz.call("store read-only", "directory 0555", lambda: Deployment.open(ro / "s.db").select(), bad=os.geteuid() != 0,
+            names=("store", "s.db"))
+    os.chmod(ro, 0o755)
+    # locked by another process for 3 s (an exclusive transaction): the call waits and then succeeds
+    locked = d / "locked.db"
+    shutil.copy(good, locked)
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time\n"
+                               "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                               "c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(3)\n"
+                               "c.execute('COMMIT')", str(locked)], stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    fz.limit, limit = 60.0, fz.limit
+    fz.call("store locked", "3 s exclusive lock", lambda: Deployment.open(locked).select(), bad=False)
+    fz.limit = limit
+    holder.wait()
+    holder.stdout.close()
+
+
+
+#: texts for an option at its edges: what session 15's numbers did not try (NUL, unicode, huge, paths, pairs)
+EDGE_TEXTS = ["", " ", "\x00", "a\x00b", "\u00e9", "\ufeff1", "-", "--", "=", "x" * 10_000, "1" * 400, "1e308",
+              "-1e308", "0x1p-1074", "1_000", "\u0661\u0660", "1e-999", "+1", "1.", ".5", "nan(1)", "Infinity"]
+#: --param texts: name=value pairs that are nonsense, and two that are valid for dp_ucb
+PARAM_TEXTS = {"epsilon=0.5": False, "epsilon=1e-300": False, "epsilon=nan": True, "epsilon=abc": True,
+               "epsilon=1e400": True, "epsilon=": True, "=1": True, "epsilon": True, "nosuch=1": True,
+               "epsilon==1": True, "epsilon=1=2": True, "epsilon=[1]": True, "epsilon=\x00": True,
+               "epsilon=1,2": True, "\u00e9=1": True, "epsilon=inf": True, "EPSILON=1": True}
+
+
+def fuzz_edges(fz: Fuzzer, tmp: Path) -> None:
+    """Round 3, item 2: every option of every subcommand (``privbandit --help``, walked from the parser) at its
+    edges: NUL bytes, unicode digits, a BOM, 10,000 characters, hex floats, subnormals, ``=``; ``--param`` pairs
+    that are nonsense; output paths that are directories, NUL, unicode, too long; ``--min-version`` of every
+    deploy subcommand. A one-line refusal or a run are both fine here; ``traceback`` / ``warning`` / ``hang``
+    are the findings (``accepted`` only for the ``--param`` pairs known to be nonsense)."""
+    import argparse as _argparse
+
+    from privbandit.cli import build_parser
+    from privbandit.deploy import Deployment
+
+    d = tmp / "edges"
+    d.mkdir()
+    store = d / "store.db"
+    Deployment.create(store, "dp_ucb", n_arms=2, budget=50.0, delta=1e-6, seed=1).close()
+    (d / "log.csv").write_text("arm0,arm1\n0.5,0.2\n0.1,0.9\n")
+    bases = {
+        "audit": ["audit", "dp_ucb", "--tier", "smoke", "--horizon", "10"],
+        "deploy init": ["deploy", "init", "{new}", "--policy", "dp_ucb", "--n-arms", "2", "--budget", "5",
+                        "--delta", "1e-6"],
+        "deploy select": ["deploy", "select", str(store)], "deploy update": ["deploy", "update", str(store),
+                                                                             "--decision", "1", "--reward", "0.5"],
+        "deploy status": ["deploy", "status", str(store)], "deploy replay": ["deploy", "replay", str(store), str(d / "log.csv")],
+        "deploy audit": ["deploy", "audit", str(store)],
+        "run": ["run", "dp_ucb", "--horizon", "20", "--replicates", "1", "--quiet"],
+        "experiment": ["experiment", "tossou2016-2arm", "--horizon", "10", "--replicates", "1"],
+        "budget": ["budget", "dp_ucb", "--horizon", "100"],
+        "invert": ["invert", "dp_ucb_int", "--epsilon", "1", "--horizon", "100", "--solve-for", "v", "--bounds",
+                   "1.01", "1.99"],
+        "certify": ["certify", "--releases", "10"],
+    }
+    heavy = {"audit", "experiment"}  # (a valid value runs for seconds to minutes: only texts refused are driven)
+    fz.limit = 60.0
+
+    def options(parser, prefix):
+        for a in parser._actions:
+            if isinstance(a, _argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    yield from options(sub, prefix + [name])
+            elif a.option_strings and a.nargs != 0 and "-h" not in a.option_strings:
+                yield " ".join(prefix), a
+
+    for cmd, action in options(build_parser(), []):
+        if cmd not in bases:
+            continue
+        opt = action.option_strings[-1]
+        if opt == "--param":
+            texts = PARAM_TEXTS
+        elif opt in ("--save", "--plot", "--out"):
+            ext = {"--save": ".csv", "--plot": ".png", "--out": ""}[opt]
+            texts = {str(d): False, str(d / ("\u00e9" + ext)): False, str(d / ("x" * 300 + ext)): False,
+                     str(d / "nodir" / ("x" + ext)): False, "/proc/x" + ext: False, str(d / ("a\x00b" + ext)): False,
+                     str(store) + ("/x" + ext if ext else ""): False}
+        else:
+            texts = dict.fromkeys(EDGE_TEXTS, False)
+        for text, nonsense in texts.items():
+            if cmd in heavy and not nonsense and text not in ("\x00", "", "=", "x" * 10_000, "\u00e9"):
+                continue
+            argv = [a.replace("{new}", str(d / f"new{len(fz.results)}.db")) for a in bases[cmd]]
+            values = [text] * (action.nargs if isinstance(action.nargs, int) else 1)
+            if opt in argv and action.nargs not in ("+", "*"):
+                i = argv.index(opt)
+                n = action.nargs if isinstance(action.nargs, int) else 1
+                argv[i + 1:i + 1 + n] = values
+            else:
+                argv += [opt, *values]
+            if opt == "--param" and cmd not in ("run", "budget", "deploy init", "audit"):
+                continue
+            fz.cli(f"edges {cmd} {opt}", argv, bad=nonsense)
+    # positional arguments: policy and experiment names, store and log paths
+    for text in ["", "\x00", "dp_ucb\x00", "DP_UCB", "dp-ucb", "\u00e9", "x" * 10_000, "-1", "../dp_ucb"]:
+        for cmd in ("run", "budget"):  # (DP_UCB and dp-ucb: documented spellings of dp_ucb)
+            fz.cli(f"edges {cmd} POLICY", [cmd, text] + bases[cmd][2:], bad=text not in ("DP_UCB", "dp-ucb"))
+        fz.cli("edges deploy select STORE", ["deploy", "select", text], bad=True)
+        fz.cli("edges deploy replay LOG", ["deploy", "replay", str(store), text], bad=True)
+
+
+
+_DEPLOY_WORKER = r"""
+import sys
+from privbandit.deploy import Deployment
+from privbandit.audit.deployment import deployment_audit
+path, role, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if role == "writer":
+    with Deployment.open(path) as dep:
+        for i in range(n):
+            x = dep.select()
+            dep.update(x.decision, (i % 3) / 2)
+            if i % 7 == 0:
+                dep.snapshot()
+elif role == "reader":
+    for i in range(n):
+        with Deployment.open(path) as dep:
+            dep.status(last=3)
+        verdict = deployment_audit(path).verdict
+        if verdict != "CONSISTENT":
+            sys.exit(f"audit said {verdict} at read {i}")
+print("done", flush=True)
+"""
+
+
+def fuzz_concurrency(fz: Fuzzer, tmp: Path) -> None:
+    """Round 3, item 2: processes at once on one store -- two ``deploy init`` of one new path (exactly one must
+    succeed, the other refuse in one line), two writers with a reader running status and the audit meanwhile
+    (every audit CONSISTENT; afterwards every call counted once), and a writer racing a second ``create``."""
+    from privbandit.audit.deployment import deployment_audit
+    from privbandit.deploy import Deployment
+
+    d = tmp / "concurrency"
+    d.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    fz.limit = 400.0
+    for i in range(3):
+        path = d / f"race{i}.db"
+
+        def init_race(path=path):
+            argv = [sys.executable, "-m", "privbandit", "deploy", "init", str(path), "--policy", "dp_ucb", "--n-arms",
+                    "2", "--budget", "5", "--delta", "1e-6"]
+            procs = [subprocess.Popen(argv, env=env, cwd=str(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for _ in range(2)]
+            outs = [p.communicate(timeout=300) for p in procs]
+            codes = sorted(p.returncode for p in procs)
+            errs = [e.strip() for _, e in outs if e.strip()]
+            if codes != [0, 2] or len(errs) != 1 or len(errs[0].splitlines()) != 1 or "Traceback" in errs[0]:
+                raise RuntimeError(f"exit codes {codes}, stderr {errs}")
+            with Deployment.open(path) as dep:
+                dep.select()
+
+        fz.call("concurrency init race", f"#{i}", init_race, bad=False)
+    path = d / "shared.db"
+    Deployment.create(path, "dp_ucb", n_arms=2, budget=1e6, delta=1e-6, seed=3).close()
+
+    def writers_and_reader():
+        procs = [subprocess.Popen([sys.executable, "-c", _DEPLOY_WORKER, str(path), role, n], env=env, cwd=str(d),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for role, n in (("writer", "40"), ("writer", "40"), ("reader", "8"))]
+        outs = [p.communicate(timeout=380) for p in procs]
+        bad = [f"{p.args[3]}: exit {p.returncode}: {e.strip()[-200:]}" for p, (_, e) in zip(procs, outs) if p.returncode]
+        if bad:
+            raise RuntimeError("; ".join(bad))
+        with Deployment.open(path) as dep:
+            st = dep.status()
+            rows = dep.decisions()
+        # (a select while the other writer's round awaits its reward is a hold decision: not a policy round)
+        counts = {k: st[k] for k in ("decisions", "policy_rounds", "hold_decisions", "exploit_decisions", "updates",
+                                      "applied_updates", "pending")}
+        if len(rows) != 80 or counts["decisions"] != 80 or counts["updates"] != 80 or counts["pending"] \
+                or counts["policy_rounds"] + counts["hold_decisions"] + counts["exploit_decisions"] != 80 \
+                or counts["applied_updates"] != counts["policy_rounds"]:
+            raise AssertionError(f"two writers of 40 calls: {len(rows)} decisions logged, status counts {counts}")
+        if deployment_audit(path).verdict != "CONSISTENT":
+            raise AssertionError("audit after the writers")
+
+    outcome = fz.call("concurrency writers+reader", "2 writers x 40, reader x 8", writers_and_reader, bad=False)
+    _relabel(fz, outcome, "truncated")
 
 
 def main(argv=None) -> int:
@@ -1366,11 +2077,15 @@ def main(argv=None) -> int:
              "api": lambda: fuzz_api(fz, args.quick), "acc": lambda: fuzz_accountants(fz),
              "mech": lambda: fuzz_mechanisms(fz), "data": lambda: fuzz_data(fz), "files": lambda: fuzz_files(fz, tmp),
              "types": lambda: fuzz_types(fz), "resources": lambda: fuzz_resources(fz, tmp),
-             "kills": lambda: fuzz_kills(fz, tmp, args.quick)}
+             "kills": lambda: fuzz_kills(fz, tmp, args.quick), "sets": lambda: fuzz_sets(fz, tmp, args.quick),
+             "reads": lambda: fuzz_reads(fz, tmp), "huge": lambda: fuzz_huge(fz), "env": lambda: fuzz_env(fz, tmp),
+             "store": lambda: fuzz_store(fz, tmp), "edges": lambda: fuzz_edges(fz, tmp),
+             "concurrency": lambda: fuzz_concurrency(fz, tmp)}
     try:
         for part in args.only.split(","):
             t0 = time.perf_counter()
             n0 = len(fz.results)
+            fz.limit = 20.0  # (a part may set its own limit: not inherited by the next)
             try:
                 parts[part]()
             except Exception:  # noqa: BLE001 -- a bug of the fuzzer itself: reported, the other parts still run

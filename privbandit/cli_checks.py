@@ -186,20 +186,52 @@ def staged_outputs(directory, option: str):
     symlink planted in a shared ``--out`` directory pointing at a file of the user's, a regular file --
     is replaced, never written through (pandas, matplotlib and open() follow a symlink: ``--out DIR``
     wrote through ``DIR/summary.csv -> ~/.bashrc``), and a reader never sees a half-written file. On an
-    error nothing is moved and the private directory is removed."""
+    error nothing is moved and the private directory is removed.
+
+    Each file is moved atomically, the set is not: files move in sorted name order, so a sidecar named after
+    its data file (``r.csv.json``) moves after it (``r.csv``, a prefix, sorts first) and a kill between the
+    two leaves new data beside the old sidecar -- which records its data file's digest
+    (``privbandit.saved``), so a reader detects the mismatch. Concurrent writers into one directory move
+    their sets one at a time (:func:`set_lock`), so their files do not interleave."""
     import shutil
 
     stage = _Stage(Path(directory), option)
     try:
         yield stage
-        for name in sorted(os.listdir(stage.tmp)):
-            try:
-                os.replace(stage.tmp / name, Path(directory) / name)
-            except OSError as exc:  # e.g. a directory of that name is in the way
-                raise ValueError(f"{option}: cannot write {str(Path(directory) / name)!r} "
-                                 f"({exc.strerror or exc})") from None
+        with set_lock(Path(directory)):
+            for name in sorted(os.listdir(stage.tmp)):
+                try:
+                    os.replace(stage.tmp / name, Path(directory) / name)
+                except OSError as exc:  # e.g. a directory of that name is in the way
+                    raise ValueError(f"{option}: cannot write {str(Path(directory) / name)!r} "
+                                     f"({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(stage.tmp, ignore_errors=True)
+
+
+@contextmanager
+def set_lock(directory: Path, shared: bool = False):
+    """An exclusive ``flock`` on ``directory`` itself while a set of files moves in: two processes saving to
+    one path interleaved their moves (A's r.csv, B's r.csv, B's r.csv.json, A's r.csv.json), leaving one's data
+    beside the other's metadata (session 17). ``shared``: a reader's lock (``privbandit.saved.load_saved``), so it
+    never reads one set's data between its moves. The lock is advisory (among privbandit processes), creates no
+    file, and dies with its process (a SIGKILL never leaves it held). Where directories cannot be locked (no
+    fcntl, or a file system that refuses), the moves go ahead unlocked, as before."""
+    try:
+        import fcntl
+
+        fd = os.open(directory, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # (closing the descriptor releases the lock)
 
 
 def require_extra(module: str, purpose: str) -> None:

@@ -195,8 +195,11 @@ class SimulationResult:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write the tidy frame to ``.parquet`` or ``.csv`` and the metadata to ``<path>.json``."""
+        """Write the tidy frame to ``.parquet`` or ``.csv`` and the metadata to ``<path>.json``; the metadata
+        records the data file's SHA-256 (``data_sha256``), and :func:`privbandit.saved.load_saved` reads the pair
+        back only if it matches (one save, not the halves of two)."""
         from privbandit.cli_checks import staged_outputs
+        from privbandit.saved import DATA_KEY, DIGEST_KEY, file_sha256
 
         path = output_path(path, (".parquet", ".csv"))
         frame = self.to_frame()
@@ -205,11 +208,16 @@ class SimulationResult:
             # os.replace, so a kill or an error mid-write leaves the old file or the new one, never a truncated
             # one (pandas wrote in place), and a symlink at the path is replaced, not written through
             with staged_outputs(path.parent, "path") as stage:
+                data = stage.path(path.name)
                 if path.suffix.lower() == ".parquet":
-                    frame.to_parquet(stage.path(path.name), index=False)
+                    frame.to_parquet(data, index=False)
                 else:
-                    frame.to_csv(stage.path(path.name), index=False)
-                Path(stage.path(path.name + ".json")).write_text(json.dumps(self.metadata(), indent=2, default=str))
+                    frame.to_csv(data, index=False)
+                # the pair is moved data first, metadata last (staged_outputs' sorted order), so a kill between
+                # the two leaves a new data file beside old metadata: the metadata records the digest of the
+                # data it was written with, and privbandit.saved.load_saved refuses a pair that does not match
+                meta = self.metadata() | {DATA_KEY: path.name, DIGEST_KEY: file_sha256(data)}
+                Path(stage.path(path.name + ".json")).write_text(json.dumps(meta, indent=2, default=str))
         except OSError as exc:  # an unwritable place: bad input, named, not pandas' OSError
             raise ValueError(f"path {str(path)!r}: cannot write ({exc.strerror or exc})") from None
         return path

@@ -35,6 +35,10 @@ from privbandit.feedback import Offer
 from privbandit.seeding import check_seed
 from privbandit.envs.base import Environment, EnvironmentRun
 
+#: reward noise above which ``noise * N(0, 1)`` may overflow (|N(0, 1)| < 40 in float64 draws): rewards are
+#: then computed with the overflow silenced, since the clip to [0, 1] of +-inf is the exact clipped reward
+_HUGE_NOISE = 1e300
+
 DATASETS = ("digits", "wine", "breast_cancer", "iris")
 
 
@@ -164,6 +168,12 @@ class _LinearRun(_ContextRun):
             # (1 + w.u) / 2 rounds outside [0, 1]: a context opposite to theta gave -5.6e-17, fed to the
             # private policies unclipped under the promise (rewards_in_unit_interval)
             return np.clip(mu, 0.0, 1.0)
+        if self.env.noise > _HUGE_NOISE:
+            # noise * N(0, 1) can exceed the floats (1.8e308) here: the sum overflows to +-inf, which the clip
+            # maps to exactly the reward the unbounded sum would get (mu is in [0, 1], the excess beyond 1e300):
+            # the overflow is the right answer, not a fault -- was a RuntimeWarning (session 17)
+            with np.errstate(over="ignore"):
+                return np.clip(mu + self.env.noise * self.rng.standard_normal(self.replicates), 0.0, 1.0)
         return np.clip(mu + self.env.noise * self.rng.standard_normal(self.replicates), 0.0, 1.0)
 
     def regret(self, t, arms) -> np.ndarray:

@@ -129,9 +129,20 @@ def _mean_and_width(z: np.ndarray, theta: np.ndarray, a_inv: np.ndarray) -> tupl
 def ts_index(z: np.ndarray, theta: np.ndarray, a_inv: np.ndarray, v: float, normal: np.ndarray) -> np.ndarray:
     """Linear TS indices ``theta~^T z`` with ``theta~ ~ N(theta, v^2 A^-1)`` (Agrawal & Goyal 2013),
     one independent draw per arm: ``theta^T z + v sqrt(z^T A^-1 z) * normal`` with ``normal`` (R, K)
-    standard normal -- exactly the law of the index of a disjoint model."""
+    standard normal -- exactly the law of the index of a disjoint model. For ``v > 1e100`` the indices are
+    divided by ``v`` (the same argmax, which is all the policies use; the undivided ones overflow)."""
     mean, width = _mean_and_width(z, theta, a_inv)
+    if v > _HUGE_V:
+        # v * sqrt(width) * normal overflows to +-inf beyond ~1e206 (sqrt(width) <= 1e100 under the policies'
+        # bound / regularization limits, |normal| < 40): arms tied at +inf and argmax took the first of them,
+        # with a RuntimeWarning (session 17). The index divided by v > 0 has the same argmax -- the only use of
+        # it -- and stays finite: theta^T z / v + sqrt(width) * normal.
+        return mean / v + np.sqrt(np.maximum(width, 0.0)) * normal
     return mean + v * np.sqrt(np.maximum(width, 0.0)) * normal
+
+
+#: above this ``v``, :func:`ts_index` returns the index divided by ``v`` (argmax unchanged, no overflow)
+_HUGE_V = 1e100
 
 
 def lin_ucb_alpha(delta: float) -> float:

@@ -141,6 +141,14 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
         raise ValueError(f"log {path.name!r} is empty (no header)") from None
     if len(frame) == 0:
         raise ValueError(f"log {path.name!r} has no rows")
+    if suffix == ".csv":
+        # pandas renames a repeated column name silently ("x0", "x0.1"): a hand-edited header naming one column
+        # twice was read as two context columns, and context_columns=["x0"] took the first (session 17)
+        names = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"log {path.name!r} names the column(s) {', '.join(map(repr, repeated))} more than once "
+                             "in its header; each column must have a name of its own")
     if isinstance(context_columns, (str, bytes)) or (context_columns is not None and (
             not isinstance(context_columns, Iterable) or isinstance(context_columns, np.ndarray) and context_columns.ndim != 1)):
         # a name is not spelled out letter by letter; a number or a 0-d array is no list at all

@@ -650,9 +650,13 @@ class Deployment:
                              f"log holds {n} policy decisions over rounds {low if n else '-'} .. {top if n else '-'}"
                              f"{f' and {stray} other decisions with a round' if stray else ''}): it was modified "
                              "outside privbandit")
-        applied, applied_policy = self._cells(conn.execute(
-            "SELECT COALESCE(SUM(u.applied != 0), 0), COALESCE(SUM(u.applied != 0 AND d.kind = 'policy'), 0) "
-            "FROM updates u LEFT JOIN decisions d ON d.id = u.decision_id").fetchone(), "NN")
+        applied, applied_policy, flags = self._cells(conn.execute(
+            "SELECT COALESCE(SUM(u.applied != 0), 0), COALESCE(SUM(u.applied != 0 AND d.kind = 'policy'), 0), "
+            "COALESCE(SUM(u.applied IS NOT 0 AND u.applied IS NOT 1), 0) "
+            "FROM updates u LEFT JOIN decisions d ON d.id = u.decision_id").fetchone(), "NNN")
+        if flags:  # (status summed the flags: an applied = 7 counted seven applied rewards -- session 17)
+            raise LogMismatch(f"{self.path}: corrupt deployment store ({flags} update(s) with an applied flag other "
+                              "than 0 or 1): it was modified outside privbandit")
         last = None if not rounds else conn.execute(
             "SELECT d.id, u.applied FROM decisions d LEFT JOIN updates u ON u.decision_id = d.id "
             "WHERE d.kind = 'policy' AND d.round = ?", (rounds,)).fetchone()

@@ -35,6 +35,7 @@ import hmac
 import io
 import json
 import os
+import stat
 import pickle
 import sqlite3
 import zlib
@@ -254,7 +255,11 @@ _scoped_key: contextvars.ContextVar = contextvars.ContextVar("privbandit_deploy_
 def key_bytes(key, source: str = "key") -> bytes:
     """``key`` (bytes or str) as bytes of at least :data:`KEY_MIN`, or a ValueError naming ``source``."""
     if isinstance(key, str):
-        key = key.encode()
+        try:
+            key = key.encode()
+        except UnicodeEncodeError as exc:  # (lone surrogates: was codec's "surrogates not allowed", naming nothing)
+            raise ValueError(f"{source} must be bytes or text that encodes to UTF-8; its character "
+                             f"{exc.object[exc.start]!r} at position {exc.start} does not") from None
     if not isinstance(key, (bytes, bytearray)):
         raise ValueError(f"{source} must be bytes or a str of at least {KEY_MIN} bytes, got {shown(key)}")
     if len(key) < KEY_MIN:
@@ -262,14 +267,32 @@ def key_bytes(key, source: str = "key") -> bytes:
     return bytes(key)
 
 
+#: the most bytes a key file may hold (a key is 16 bytes to this)
+KEY_FILE_MAX = 1 << 16
+
+
 def read_key_file(path, source: str = "--key-file") -> bytes:
-    """The key held in the file at ``path``: its bytes, trailing whitespace (a newline) removed."""
+    """The key held in the regular file at ``path``: its bytes, trailing whitespace (a newline) removed.
+
+    Opened non-blocking and checked to be a regular file before it is read: a FIFO blocked ``open`` forever (a
+    hang, not an error), and a file beyond :data:`KEY_FILE_MAX` bytes was read cut at that length, so two key
+    files differing only past it authenticated each other's stores (session 17)."""
+    name = f"{source} {os.fsdecode(path)!r}"
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(1 << 16)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise ValueError(f"{source} {os.fsdecode(path)!r}: cannot read the key file ({exc.strerror or exc})") from None
-    return key_bytes(data.rstrip(b" \t\r\n"), f"{source} {os.fsdecode(path)!r}")
+        raise ValueError(f"{name}: cannot read the key file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # (before fdopen, which refuses a directory with its own OSError)
+        os.close(fd)
+        raise ValueError(f"{name} is not a regular file (a key file holds {KEY_MIN} to {KEY_FILE_MAX} bytes)")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read(KEY_FILE_MAX + 1)
+        except OSError as exc:
+            raise ValueError(f"{name}: cannot read the key file ({exc.strerror or exc})") from None
+    if len(data) > KEY_FILE_MAX:
+        raise ValueError(f"{name} holds more than {KEY_FILE_MAX} bytes; a key file holds {KEY_MIN} to {KEY_FILE_MAX}")
+    return key_bytes(data.rstrip(b" \t\r\n"), name)
 
 
 @contextmanager
@@ -295,7 +318,9 @@ def resolve_key(key) -> bytes | None:
         # other variable was unset -- which one was meant is not ours to guess)
         raise ValueError(f"the environment sets both {KEY_ENV} and {KEY_FILE_ENV}: set one (or pass key= / --key-file)")
     if os.environ.get(KEY_ENV):
-        return key_bytes(os.environ[KEY_ENV], f"the environment variable {KEY_ENV}")
+        # the variable's own bytes (os.fsencode undoes the surrogate escapes Python decoded them with): a key that
+        # is not UTF-8 text is still a key -- identical bytes for one that is
+        return key_bytes(os.fsencode(os.environ[KEY_ENV]), f"the environment variable {KEY_ENV}")
     if os.environ.get(KEY_FILE_ENV):
         return read_key_file(os.environ[KEY_FILE_ENV], f"the environment variable {KEY_FILE_ENV}")
     return None
@@ -462,6 +487,17 @@ def check(conn: sqlite3.Connection, path: str) -> dict:
         newer = "a newer" if version > SCHEMA_VERSION else "an older"
         raise StoreError(f"{path}: store schema version {version} was written by {newer} privbandit; "
                          f"this one reads schema version {SCHEMA_VERSION}")
+    try:
+        # a trigger runs inside privbandit's own transactions and can rewrite what they record (a planted
+        # "UPDATE updates SET reward = 1" after each insert: the log then disagreed with the rewards the policy
+        # was fed, and open, status and the audit all passed it -- session 17). The schema has none.
+        triggers = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+    except sqlite3.DatabaseError as exc:
+        raise _not_a_store(path, exc) from None
+    if triggers:
+        raise StoreError(f"{path}: corrupt deployment store (it holds the trigger(s) {', '.join(map(repr, triggers))}, "
+                         "which privbandit never creates: they would rewrite its records); drop them only if you know "
+                         "who added them")
     try:
         rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         config = json.loads(rows["config"])

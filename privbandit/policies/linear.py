@@ -78,6 +78,8 @@ _MIN_BOUND, _MAX_BOUND = 1e-50, 1e50
 #: Sherman-Morrison update squares (A^-1 x) of norm up to L / lambda, so 1e150 keeps it below 1e300. A ridge of
 #: 1e-320 made I / lambda inf, 1e-160 overflowed the first update: RuntimeWarnings, then NaN indices (session 15).
 _MAX_BOUND_TO_RIDGE = 1e150
+#: the largest regularization a linear policy takes (``LinearPolicy``: its sums must stay within the floats)
+_MAX_RIDGE = 1e300
 
 
 def _check_bound(bound) -> float:
@@ -114,6 +116,11 @@ class LinearPolicy(Policy):
                  dim: int | None = None, bound: float = 1.0, contexts: str = "clip") -> None:
         self.alpha = check_positive("alpha", alpha)
         self.regularization = check_positive("regularization", regularization)
+        if self.regularization > _MAX_RIDGE:
+            # the private policies' Gram matrices add noise and a shift to a diagonal of regularization: at
+            # 1.8e308 that sum overflowed mid-run (a RuntimeWarning, then an inf matrix; session 17). 1e300 leaves
+            # the floats ample room and is far beyond any useful ridge (theta ~ 0 already).
+            raise ValueError(f"regularization must lie in (0, {_MAX_RIDGE:g}], got {shown(regularization)}")
         self.model = _check_choice("model", model, _MODELS)
         self.dim = None if dim is None else _check_dim(dim)
         self.bound = _check_bound(bound)
