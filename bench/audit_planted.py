@@ -9,6 +9,7 @@ policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
     python bench/audit_planted.py --only round16 --json r16.json   # round 16 likewise
     python bench/audit_planted.py --only round17 --json r17.json   # round 17 likewise
     python bench/audit_planted.py --only round18 --json r18.json   # round 18 likewise
+    python bench/audit_planted.py --only round19 --json r19.json   # round 19 likewise
 
 Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
 process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
@@ -40,13 +41,16 @@ from audit_planted_round16 import CONTROLS16, DEPLOY_BUGS16, DEPLOY_CONTROLS16, 
 from audit_planted_round17 import (CONTROLS17, DEPLOY_BUGS17, DEPLOY_CONTROLS17, ROUND17_BUGS,  # noqa: E402
                                    drive_deployment17)
 from audit_planted_round18 import CONTROLS18, DEPLOY_BUGS18, DEPLOY_CONTROLS18, ROUND18_BUGS  # noqa: E402
+from audit_planted_round19 import CONTROLS19, DEPLOY_BUGS19, DEPLOY_CONTROLS19, ROUND19_BUGS  # noqa: E402
 
-BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS, **ROUND16_BUGS, **ROUND17_BUGS, **ROUND18_BUGS}
+BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS, **ROUND16_BUGS, **ROUND17_BUGS, **ROUND18_BUGS,
+        **ROUND19_BUGS}
 ROUNDS_ALONE = {"round14": (CONTROLS14, ROUND14_BUGS, DEPLOY_BUGS14, DEPLOY_CONTROLS14),
                 "round15": (CONTROLS15, ROUND15_BUGS, DEPLOY_BUGS15, DEPLOY_CONTROLS15),
                 "round16": (CONTROLS16, ROUND16_BUGS, DEPLOY_BUGS16, DEPLOY_CONTROLS16),
                 "round17": (CONTROLS17, ROUND17_BUGS, DEPLOY_BUGS17, DEPLOY_CONTROLS17),
-                "round18": (CONTROLS18, ROUND18_BUGS, DEPLOY_BUGS18, DEPLOY_CONTROLS18)}
+                "round18": (CONTROLS18, ROUND18_BUGS, DEPLOY_BUGS18, DEPLOY_CONTROLS18),
+                "round19": (CONTROLS19, ROUND19_BUGS, DEPLOY_BUGS19, DEPLOY_CONTROLS19)}
 """``--only roundN``: that round's controls, bugs, deployment bugs and deployment controls."""
 
 import functools  # noqa: E402
@@ -297,7 +301,7 @@ def _round_of(key: str) -> str:
                         ("round 8", ROUND8), ("round 9", ROUND9), ("round 10", ROUND10), ("round 11", ROUND11),
                         ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS),
                         ("round 15", ROUND15_BUGS), ("round 16", ROUND16_BUGS), ("round 17", ROUND17_BUGS),
-                        ("round 18", ROUND18_BUGS)):
+                        ("round 18", ROUND18_BUGS), ("round 19", ROUND19_BUGS)):
         if key in keys:
             return label
     return "no"
@@ -367,7 +371,8 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
                       f"{r['seconds']} | {r['power']} |", flush=True)
     # round 10's to 18's correct variants (subclasses of the policies with a privacy-neutral change)
     rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14),
-              (15, CONTROLS15), (16, CONTROLS16), (17, CONTROLS17), (18, CONTROLS18))
+              (15, CONTROLS15), (16, CONTROLS16), (17, CONTROLS17), (18, CONTROLS18),
+              (19, CONTROLS19))
     for key, cls in variants.items():
         if opts.controls is not None and key not in opts.controls:
             continue
@@ -383,7 +388,7 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=("bugs", "controls", "all", *ROUNDS_ALONE), default="all",
-                    help="round14 .. round18: that round's controls (first), then its bugs and deployment rows")
+                    help="round14 .. round19: that round's controls (first), then its bugs and deployment rows")
     ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
@@ -407,11 +412,14 @@ def main() -> None:
         # round 10's deployment path: a store served with holds and restarts, audited from the store
         deployments(rows, {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **DEPLOY_BUGS12, **DEPLOY_CONTROLS12, **DEPLOY_BUGS14,
                            **DEPLOY_CONTROLS14, **DEPLOY_BUGS15, **DEPLOY_CONTROLS15, **DEPLOY_BUGS16,
-                           **DEPLOY_CONTROLS16, **DEPLOY_BUGS17, **DEPLOY_CONTROLS17, **DEPLOY_BUGS18, **DEPLOY_CONTROLS18},
-                    {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15, **DEPLOY_BUGS16, **DEPLOY_BUGS17, **DEPLOY_BUGS18})
+                           **DEPLOY_CONTROLS16, **DEPLOY_BUGS17, **DEPLOY_CONTROLS17, **DEPLOY_BUGS18, **DEPLOY_CONTROLS18,
+                           **DEPLOY_BUGS19, **DEPLOY_CONTROLS19},
+                    {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15, **DEPLOY_BUGS16, **DEPLOY_BUGS17, **DEPLOY_BUGS18,
+                     **DEPLOY_BUGS19})
     if opts.only in ("controls", "all"):
         controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14,
-                                               **CONTROLS15, **CONTROLS16, **CONTROLS17, **CONTROLS18})
+                                               **CONTROLS15, **CONTROLS16, **CONTROLS17, **CONTROLS18,
+                                               **CONTROLS19})
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)
