@@ -115,22 +115,3 @@ def test_dpts_select_keeps_generator_beta_for_a_subclass_and_refuses_an_unpulled
     with pytest.raises(ValueError, match="after every arm has been pulled once"):
         fresh.select(4)
 
-
-def test_run_pickled_without_the_draw_buffer_resumes_identically():
-    # a deployment's snapshot taken before session 17 has the Beta-parameter buffers but no draw buffer
-    import pickle
-
-    run = DPTS(1.0).start(3, 2, 200, np.random.default_rng(5))
-    data = np.random.default_rng(6)
-    for t in range(1, 40):
-        run.update(t, run.select(t), data.random(2))
-    state = {k: v for k, v in pickle.loads(pickle.dumps(run)).__dict__.items() if k != "_theta"}
-    resumed = type(run).__new__(type(run))
-    resumed.__setstate__(state)
-    twin = pickle.loads(pickle.dumps(run))
-    for t in range(40, 80):
-        arms = resumed.select(t)
-        assert np.array_equal(arms, twin.select(t))
-        rewards = data.random(2)
-        resumed.update(t, arms, rewards)
-        twin.update(t, arms, rewards)
