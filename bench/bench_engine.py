@@ -11,7 +11,7 @@ For Beta-TS and UCB1 on the 5-arm instance [0.75, 0.625, 0.5, 0.375, 0.25] with 
   (which imports ``scipy.special.btdtri``, removed from SciPy; this script aliases it to the
   identical ``betaincinv`` before importing it, and says so).
 
-Per private policy (issue 19, item 6; ``--policies``): pulls/s at 100 and 1000 replicates with the
+Per private policy (issue 19, item 6; ``--policies``; also ``beta_ts``, the non-private reference of item 1, which records nothing: its ledger-on and -off runs are the same run): pulls/s at 100 and 1000 replicates with the
 ledger on (default tracking) and off (``simulate(ledger=False)``: since session 11 no recording at
 all, docs/engine.md "Ledger off"; before, the mechanisms still staged into an internal ledger that
 counted draws, which understated the ledger's cost), the ledger's extra time, the policy's *own* raw RNG limit
@@ -50,6 +50,7 @@ from privbandit.cli_checks import whole
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 PRIVATE = ["private_ucb", "dp_ucb_bound", "dp_ucb", "dp_ucb_int", "dp_se", "anytime_lazy_ucb", "dp_ts",
            "private_ts", "lazy_dp_ts", "gaussian_ts"]
+REFERENCE = ["beta_ts"]  # issue 19 item 1's non-private reference row (``--policies beta_ts``): no ledger, on = off
 
 
 def best_interleaved(measures, repeats, warmup=None):
@@ -396,9 +397,9 @@ def main() -> None:
     WARMUP_FRACTION = args.warmup
     print(f"clock: {args.clock}\n")
     names = [n for n in args.policies.split(",") if n]
-    unknown = sorted(set(names) - set(PRIVATE))
+    unknown = sorted(set(names) - set(PRIVATE) - set(REFERENCE))
     if unknown:
-        parser.error(f"--policies: unknown private policies {unknown}; known: {', '.join(PRIVATE)}")
+        parser.error(f"--policies: unknown private policies {unknown}; known: {', '.join(PRIVATE + REFERENCE)}")
     if not args.skip_table:
         policy_table(names, {100: args.horizon, 1000: args.horizon_1000, 1: args.horizon_1}, args.repeats)
     if args.peer_path:

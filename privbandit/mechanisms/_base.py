@@ -169,6 +169,18 @@ class StreamMechanism:
         """:meth:`_select` for one entry per replicate (stream ``arms[r]`` of replicate r): the entries
         np.nonzero would give for the one-hot mask, in the same (row-major) order, at a fraction of
         the numpy calls. ``kk`` is a fresh int copy of ``arms`` (the ledger stages it uncopied)."""
+        arms, values = self._pulled_arguments(arms, values)
+        R = self.replicates
+        # (the dtype positionally: numpy's keyword parsing costs ~70 ns a call, a round's fixed cost at R = 1)
+        kk, f = _empty(R, _INTP), _empty(R, _INTP)
+        self._pulled_refused(_stream_kernels.stream_pulled_entries.at(R)(arms, values, self.streams, kk, f))
+        sampler = self.sampler
+        return (sampler.quantize(values) if sampler.exact else values), f, self._pulled_rows, kk
+
+    def _pulled_arguments(self, arms, values) -> tuple[np.ndarray, np.ndarray]:
+        """The shape and type checks of :meth:`_select_pulled`: ``arms`` as an integer array and
+        ``values`` as a contiguous float array, both of shape (replicates,) (their ranges are checked
+        by ``stream_pulled_entries``, see :meth:`_pulled_refused`)."""
         arms = np.asarray(arms)
         # contiguous here, once: every kernel of the insert then reads ``values`` as it is (their
         # compiled forms are typed on C-contiguous arrays; a strided user view is copied)
@@ -178,15 +190,14 @@ class StreamMechanism:
             raise ValueError(f"arms must be an integer array of shape {(R,)}, got {arms.dtype} {arms.shape}")
         if values.shape != (R,):
             raise ValueError(f"values must have shape (replicates,) = {(R,)}, got {values.shape}")
-        # (the dtype positionally: numpy's keyword parsing costs ~70 ns a call, a round's fixed cost at R = 1)
-        kk, f = _empty(R, _INTP), _empty(R, _INTP)
-        bad = _stream_kernels.stream_pulled_entries.at(R)(arms, values, self.streams, kk, f)
+        return arms, values
+
+    def _pulled_refused(self, bad: int) -> None:
+        """The error of ``stream_pulled_entries``'s code ``bad`` (0: none)."""
         if bad == 1:
             raise ValueError(f"arms must lie in [0, {self.streams}) (the streams)")
         if bad == 2:
             raise ValueError("values must lie in [0, 1] (clip rewards before inserting)")
-        sampler = self.sampler
-        return (sampler.quantize(values) if sampler.exact else values), f, self._pulled_rows, kk
 
 
 def flat(a: np.ndarray) -> np.ndarray:

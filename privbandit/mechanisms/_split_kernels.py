@@ -17,6 +17,7 @@ import numpy as np
 
 from privbandit.mechanisms._kernels import _add_parts_flat, binary_commit, binary_prepare, count_items_flat, kernel, \
     log_commit, reset_rows, split_blocks
+from privbandit.mechanisms._stream_kernels import stream_pulled_entries
 
 
 @kernel
@@ -62,6 +63,26 @@ def hh_split_count_prepare(count: np.ndarray, rr: np.ndarray, kk: np.ndarray, o:
     top, r_min, r_max = hh_split_binary_prepare(pending, block, rr, kk, v, epsilon, tau, nodes, f, r, m, scale, new,
                                                 dropped, level, limit)
     return 0, top, r_min, r_max
+
+
+@kernel
+def hh_split_pulled_prepare(arms: np.ndarray, values: np.ndarray, streams: int, kk: np.ndarray, f: np.ndarray,
+                            count: np.ndarray, rr: np.ndarray, o: np.ndarray, flush: np.ndarray, pending: np.ndarray,
+                            block: np.ndarray, epsilon: float, tau: np.ndarray, nodes: np.ndarray, r: np.ndarray,
+                            m: np.ndarray, scale: np.ndarray, new: np.ndarray, dropped: np.ndarray, level: np.ndarray,
+                            limit: int) -> tuple[int, int, int, int, int]:
+    """A bandit round's insert (stream ``arms[r]`` of replicate r gets ``values[r]``) up to its first
+    draw, in one call: ``stream_pulled_entries`` (the entries' checks, ``kk`` and the flat index
+    ``f``), then, only if every entry passed, :func:`hh_split_count_prepare` on them (rows ``rr``,
+    the pulled layout) -- the two kernels ``insert_pulled`` called one after the other, without the
+    crossing back to Python between them. Returns (``stream_pulled_entries``'s code, then
+    ``hh_split_count_prepare``'s four results); a non-zero code means nothing else was written."""
+    bad = stream_pulled_entries(arms, values, streams, kk, f)
+    if bad:
+        return bad, 0, 0, 0, 0
+    n_flush, top, r_min, r_max = hh_split_count_prepare(count, rr, kk, o, flush, pending, block, values, epsilon, tau,
+                                                        nodes, f, r, m, scale, new, dropped, level, limit)
+    return 0, n_flush, top, r_min, r_max
 
 
 @kernel

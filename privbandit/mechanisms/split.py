@@ -17,7 +17,7 @@ from privbandit.mechanisms import _kernels
 from privbandit.mechanisms._base import (_NO_OFFSETS, MAX_LEVELS, BinaryCore, StreamMechanism, _Scratch, laplace_event,
                                          partition, popcount, positive, probability, whole)
 from privbandit.mechanisms._split_kernels import (hh_split_binary_commit, hh_split_binary_prepare, hh_split_count_prepare,
-                                                  hh_split_log_commit)
+                                                  hh_split_log_commit, hh_split_pulled_prepare)
 from privbandit.mechanisms.hybrid import two_part_schedule
 
 
@@ -57,6 +57,27 @@ class SplitMechanism(StreamMechanism):
         an array for an array)."""
         return 2.0 * ((r if isinstance(r, int) else np.asarray(r, dtype=float)) + 1.0) / self.epsilon
 
+    def insert_pulled(self, arms: np.ndarray, values: np.ndarray) -> None:
+        """``StreamMechanism.insert_pulled`` (the same checks, entries, releases and draws), its two
+        kernels before the first draw -- the entries' checks and the count / binary prepare of
+        :meth:`_insert` -- in one call (``hh_split_pulled_prepare``). The generic path where exact mode
+        quantizes the values between them, and where ``_insert`` is not this class's (replaced on the
+        instance or overridden: the seam every insert goes through, which audits' planted bugs hook)."""
+        if self.sampler.exact or getattr(self._insert, "__func__", None) is not SplitMechanism._insert:
+            return super().insert_pulled(arms, values)
+        arms, v = self._pulled_arguments(arms, values)
+        n, rr = self.replicates, self._pulled_rows
+        core = self._core
+        kk, f = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp)  # fresh: the ledger stages kk uncopied
+        o, flush, scratch = self._scratch_for(n)
+        r, m, new, dropped, level = scratch
+        scale = np.empty(n)  # fresh: the ledger stages an array of scales uncopied
+        bad, n_flush, top, r_min, r_max = hh_split_pulled_prepare.at(n)(
+            arms, v, self.streams, kk, f, self.count, rr, o, flush, self._pending, self.r, self.epsilon,
+            core._tau_flat, core._node_rows, r, m, scale, new, dropped, level, core.capacity)
+        self._pulled_refused(bad)
+        self._route(f, rr, kk, v, o, flush, n_flush, scratch, scale, top, r_min, r_max)
+
     def _insert(self, v, f, rr, kk) -> None:
         """``insert`` / ``insert_pulled`` of the validated entries (see StreamMechanism)."""
         n = rr.size
@@ -71,6 +92,13 @@ class SplitMechanism(StreamMechanism):
         n_flush, top, r_min, r_max = hh_split_count_prepare.at(n)(
             self.count, rr, kk, o, flush, self._pending, self.r, v, self.epsilon, core._tau_flat, core._node_rows, f,
             r, m, scale, new, dropped, level, core.capacity)
+        self._route(f, rr, kk, v, o, flush, n_flush, scratch, scale, top, r_min, r_max)
+
+    def _route(self, f, rr, kk, v, o, flush, n_flush, scratch, scale, top, r_min, r_max) -> None:
+        """The rest of an insert after ``hh_split_count_prepare`` counted its ``n_flush`` flushing
+        entries (and, when none flushes, prepared the binary part: ``scratch``, ``scale``, (top,
+        min r, max r)): each part's release."""
+        n = rr.size
         # Lock-stepped streams all flush or none does: skip the empty part's masking.
         if n_flush == n:
             self._flush(f, rr, kk, o.copy(), v)  # a fresh copy: the ledger stages the counts uncopied

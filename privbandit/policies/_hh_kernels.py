@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandit.mechanisms._kernels import dividing_kernel, row_helper
+from privbandit.policies._ts_kernels import beta_argmax_rows
 
 @row_helper
 def _beta_params(x: float, o: float) -> tuple[float, float]:
@@ -62,6 +63,27 @@ def hh_dpts_beta_params(count: np.ndarray, noisy_sum: np.ndarray, log2_next: np.
             o = float(n)
             shift = coef * float(log2_next[n]) * log2_t / (eps * o)
             a[r, k], b[r, k] = _beta_params(float(noisy_sum[r, k]) / o + shift, o)
+    return 0
+
+
+@dividing_kernel
+def hh_dpts_select(count: np.ndarray, noisy_sum: np.ndarray, log2_next: np.ndarray, coef: float, log2_t: float,
+                   eps: float, a: np.ndarray, b: np.ndarray, beta: int, state: int, theta: np.ndarray,
+                   out: np.ndarray) -> int:
+    """DP-TS's whole selection (Algorithm 1, lines 6-9) in one call: :func:`hh_dpts_beta_params`
+    into ``a`` and ``b``, then :func:`privbandit.policies._ts_kernels.beta_argmax_rows` (numpy's
+    ``random_beta`` at address ``beta`` on the bit generator at ``state``, row-major, the arg max into
+    ``out``): the same two kernels, in the order the policy called them, without a second crossing
+    from Python (a round at 100 x 5 made two, with the Python of ``beta_argmax`` between them).
+
+    Returns 0 (drawn), 1 (a count outside the table: nothing written or drawn; the caller extends
+    the table or refuses the count, as for :func:`hh_dpts_beta_params`) or 2 (``beta_argmax_rows``
+    refused a parameter <= 0 and drew nothing -- which the clipped parameters, >= 1, never are; the
+    caller would let ``Generator.beta`` raise its error)."""
+    if hh_dpts_beta_params(count, noisy_sum, log2_next, coef, log2_t, eps, a, b):
+        return 1
+    if beta_argmax_rows(beta, state, a, b, theta, out):
+        return 2
     return 0
 
 

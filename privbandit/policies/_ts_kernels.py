@@ -258,6 +258,17 @@ SCALAR_BETA_MAX = 8
 """Up to this many Beta draws per round (one replicate of a few arms) are drawn one call each."""
 
 
+def native_beta(rng: np.random.Generator, way, kernel) -> int | None:
+    """The address of numpy's ``random_beta`` (:func:`numpy_beta`, through ``call_sampler``) where
+    ``way`` -- ``kernel.at(rows)``, a kernel drawing Beta variates as :func:`beta_argmax_rows` does --
+    runs compiled for ``rng``: a plain ``numpy.random.Generator`` (a subclass may override ``beta``)
+    and a numpy whose sampler passed its check; None otherwise (the caller draws with ``rng.beta``).
+    The caller then calls ``way`` under the bit generator's lock, as ``Generator.beta`` holds it."""
+    if way is kernel.py_func or type(rng) is not np.random.Generator or numpy_beta() is None:
+        return None
+    return _BETA_ADDRESS[0]
+
+
 def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """argmax over arms of theta ~ Beta(a, b) (R, K float arrays), the draws in row-major order:
     ``rng.beta(a, b).argmax(axis=1)``. Where the kernels run compiled, one kernel draws them with
@@ -269,13 +280,13 @@ def beta_argmax(rng: np.random.Generator, a: np.ndarray, b: np.ndarray) -> np.nd
     at 100 x 5). A Generator subclass (which may override ``beta``) is drawn through its ``beta``."""
     rows = a.shape[0]
     way = beta_argmax_rows.at(rows)
-    if (way is not beta_argmax_rows.py_func and type(rng) is np.random.Generator and a.ndim == 2
-            and a.shape == b.shape and a.dtype == b.dtype == np.float64):
-        if numpy_beta() is not None:
+    if a.ndim == 2 and a.shape == b.shape and a.dtype == b.dtype == np.float64:
+        address = native_beta(rng, way, beta_argmax_rows)
+        if address is not None:
             out = np.empty(rows, dtype=np.intp)
             bits = rng.bit_generator
             with bits.lock:
-                refused = way(_BETA_ADDRESS[0], bits.ctypes.bit_generator.value, a, b, np.empty(a.shape), out)
+                refused = way(address, bits.ctypes.bit_generator.value, a, b, np.empty(a.shape), out)
             if not refused:
                 return out
     if a.size > SCALAR_BETA_MAX:

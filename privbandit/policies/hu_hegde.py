@@ -42,8 +42,8 @@ from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT
 from accountants.laplace_exact import laplace_epsilon  # noqa: F401 (re-exported: its home before session 17)
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_lazy_beta_params
-from privbandit.policies._ts_kernels import SCALAR_BETA_MAX, beta_argmax  # noqa: F401 (re-exported)
+from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_dpts_select, hh_lazy_beta_params
+from privbandit.policies._ts_kernels import SCALAR_BETA_MAX, beta_argmax, native_beta  # noqa: F401 (re-exported)
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
 
@@ -129,15 +129,17 @@ class _DPTSRun(PolicyRun):
         self._buffers()
 
     def _buffers(self) -> None:
-        """Beta-parameter buffers and the log2 table (rebuilt for a run pickled without them)."""
+        """Beta-parameter and draw buffers and the log2 table (rebuilt for a run pickled without them)."""
         self._a, self._b = np.zeros((self.rows.size, self.n_arms)), np.zeros((self.rows.size, self.n_arms))
+        self._theta = np.zeros((self.rows.size, self.n_arms))  # the Beta draws, read only by the arg max
         self._log2_next = log2_next_table(1024)  # extended (doubled) when a count outgrows it
 
     def __setstate__(self, state: dict) -> None:
-        # a run pickled before session 6 (a deployment's snapshot) has no buffers or table: scratch
-        # space only, recreated (the table is a function of its size)
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers or table, one pickled
+        # before session 17 no draw buffer: scratch space only, recreated (the table is a function of
+        # its size)
         self.__dict__.update(state)
-        if "_log2_next" not in state:
+        if {"_a", "_b", "_theta", "_log2_next"} - state.keys():
             self._buffers()
 
     def select(self, t):
@@ -145,16 +147,37 @@ class _DPTSRun(PolicyRun):
             return np.full(self.rows.size, t - 1, dtype=np.intp)
         split = self.split
         count = split.count
-        params = hh_dpts_beta_params.at(self.rows.size)
+        rows = self.rows.size
+        fused = hh_dpts_select.at(rows)
+        address = native_beta(self.rng, fused, hh_dpts_select)
+        if address is not None:
+            # compiled, numpy's own Beta sampler: parameters, draws and arg max in one call (the same
+            # kernels as below, the same stream); under the bit generator's lock, as Generator.beta
+            out = np.empty(rows, dtype=np.intp)
+            bits = self.rng.bit_generator
+            while True:
+                with bits.lock:
+                    code = fused(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps,
+                                 self._a, self._b, address, bits.ctypes.bit_generator.value, self._theta, out)
+                if code == 0:
+                    return out
+                if code == 2:  # a parameter <= 0 (the clip never gives one): Generator.beta's own error
+                    return beta_argmax(self.rng, self._a, self._b)
+                self._grow_table(count)
+        params = hh_dpts_beta_params.at(rows)
         # lines 6-8 in one kernel: O = count (>= 1 for every arm after the initial pulls),
         # v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O), mubar = clip(noisy_sum / O + v, 0, 1)
         while params(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps,
                      self._a, self._b):
-            if count.min() < 1:
-                raise ValueError("DP-TS selects from round K + 1 on, after every arm has been pulled once "
-                                 "(rounds 1..K pull arm t - 1)")
-            self._log2_next = log2_next_table(2 * int(count.max()) + 1)
+            self._grow_table(count)
         return beta_argmax(self.rng, self._a, self._b)
+
+    def _grow_table(self, count: np.ndarray) -> None:
+        """A count outside the log2 table: refuse a count below 1, else extend the table past it."""
+        if count.min() < 1:
+            raise ValueError("DP-TS selects from round K + 1 on, after every arm has been pulled once "
+                             "(rounds 1..K pull arm t - 1)")
+        self._log2_next = log2_next_table(2 * int(count.max()) + 1)
 
     def update(self, t, arms, rewards):
         self.split.insert_pulled(arms, rewards)
