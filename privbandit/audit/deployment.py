@@ -17,6 +17,9 @@ store (its configuration, its decision and update log, and the committed snapsho
 * **releases** -- hold and exploit decisions, and rewards not fed to the policy, made no release; the
   ledger in the snapshot counts exactly the releases the log records (a release the log does not show
   is a draw outside a policy call).
+* **rewards** (session 17) -- every applied update fed the policy a value in [0, 1], and one raw reward was
+  always fed as one value: what a record contributes is a fixed map of its own raw value (the replay below
+  feeds the logged values, so it cannot see how they were made).
 * **replay** -- the policy started from the configuration's seed and driven through the logged policy
   rounds (``select(t)`` must return the logged arm; ``update`` with the logged reward) ends in the
   snapshot's generator state with the same ledger counts: the committed history *is* the synchronous
@@ -57,7 +60,7 @@ REL_TOL = 1e-6
 
 @dataclasses.dataclass
 class DeploymentFinding:
-    check: str  # filter | rounds | arms | releases | replay | snapshot | digest | raised | realized | status
+    check: str  # filter | rounds | arms | releases | rewards | replay | snapshot | digest | raised | realized | status
     detail: str
 
 
@@ -202,6 +205,9 @@ def deployment_audit(path, deployment=None, *, min_version: int = 0) -> Deployme
             f"the snapshot's ledger counts {drawn.tolist()} releases per arm, the log records {logged.tolist()}: "
             "releases were made outside the logged calls")))
 
+    # rewards (session 17): what the policy was fed is a fixed map of each record's own raw value into [0, 1]
+    findings.extend(_fed_rewards(log))
+
     # replay: the synchronous run from the seed, through the logged policy rounds; then the replayed state
     # against the snapshot, and every call's digest cell against the snapshot the replay says it left
     replay = _Replay(policy, config, k, horizon)
@@ -230,6 +236,38 @@ def deployment_audit(path, deployment=None, *, min_version: int = 0) -> Deployme
             notes.append(note)
             incomplete = True
     return DeploymentAuditResult(str(path), config["policy"], n, stop, findings, notes, incomplete)
+
+
+def _fed_rewards(log) -> list[DeploymentFinding]:
+    """Check ``rewards`` (session 17): every applied update fed the policy a value in [0, 1], and one raw reward
+    was always fed as one value.
+
+    The replay feeds the logged (fed) rewards, so it cannot see how they were made. Every policy's sensitivity
+    rests on each record moving its statistics by a value in [0, 1] that depends on that record alone: the
+    library feeds clip(raw), and any fixed map of the raw value (0 -> 0.5, say: "no response" read as the prior
+    mean) keeps that. A raw value fed as two different values was mapped through something else -- another
+    record (round 19's ``deploy_zero_reward_imputed`` carried the arm's last applied reward forward into every
+    later zero: one user's reward entered the policy once per later non-responder) or the state. A deterministic
+    map that reads other records but happens to agree on every repeated raw value is not seen (documented
+    limit), nor is a randomised map (flagged, though it may be private)."""
+    fed: dict[float, float] = {}
+    for d in log:
+        if not d["applied"] or d["reward"] is None:
+            continue
+        value, raw = float(d["reward"]), d["raw_reward"]
+        if not 0.0 <= value <= 1.0:  # (a NaN fails this too)
+            return [DeploymentFinding("rewards", (
+                f"decision {d['decision']} fed the policy the reward {value!r}, outside [0, 1]: every sensitivity "
+                "assumes rewards clipped into [0, 1]"))]
+        if raw is None:
+            continue
+        first = fed.setdefault(float(raw), value)
+        if first != value:
+            return [DeploymentFinding("rewards", (
+                f"the raw reward {float(raw)!r} was fed to the policy as {first!r} and as {value!r} (decision "
+                f"{d['decision']}): the value fed depends on more than its own record, so one record can move the "
+                "policy's statistics more than once"))]
+    return []
 
 
 def _status_check(path, deployment, odo, budget: float, n: int, stop: int) -> tuple[list, str | None]:
