@@ -98,3 +98,18 @@ def hh_lazy_beta_params(mean: np.ndarray, eps_o: np.ndarray, o: np.ndarray, c: f
     for r in range(R):
         for k in range(K):
             a[r, k], b[r, k] = _beta_params(float(mean[r, k]) + c / float(eps_o[r, k]), float(o[r, k]))
+
+
+@dividing_kernel
+def hh_lazy_select(mean: np.ndarray, eps_o: np.ndarray, o: np.ndarray, c: float, a: np.ndarray, b: np.ndarray,
+                   beta: int, state: int, theta: np.ndarray, out: np.ndarray) -> int:
+    """Lazy-DP-TS's whole selection (Algorithm 2, lines 6-9) in one call: :func:`hh_lazy_beta_params` into
+    ``a`` and ``b``, then :func:`privbandit.policies._ts_kernels.beta_argmax_rows` (numpy's ``random_beta``
+    at address ``beta`` on the bit generator at ``state``, row-major, the arg max into ``out``): the same two
+    kernels in the order the policy called them, one crossing from Python instead of two with
+    ``beta_argmax``'s Python between them (session 18, as :func:`hh_dpts_select` for DP-TS).
+
+    Returns 0 (drawn) or 1 (``beta_argmax_rows`` refused a parameter <= 0 and drew nothing -- which the
+    clipped parameters, >= 1, never are; the caller would let ``Generator.beta`` raise its error)."""
+    hh_lazy_beta_params(mean, eps_o, o, c, a, b)
+    return beta_argmax_rows(beta, state, a, b, theta, out)

@@ -42,7 +42,7 @@ from accountants import Certificate, best_epsilon
 from accountants.events import NO_EVENT
 from accountants.laplace_exact import laplace_epsilon  # noqa: F401 (re-exported: its home before session 17)
 from privbandit.mechanisms import FreshBatchMean, SplitMechanism
-from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_dpts_select, hh_lazy_beta_params
+from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_dpts_select, hh_lazy_beta_params, hh_lazy_select
 from privbandit.policies._ts_kernels import SCALAR_BETA_MAX, beta_argmax, native_beta  # noqa: F401 (re-exported)
 from privbandit.policies.base import PolicyRun, PureEpsilonPolicy, check_arms
 from privbandit.schedule import UNHASHABLE, PrivacySchedule, accountants_key
@@ -119,6 +119,24 @@ def log2_next_table(size: int) -> np.ndarray:
     return np.log2(np.arange(size, dtype=float) + 1.0)
 
 
+def fused_select(rng: np.random.Generator, kernel, theta: np.ndarray, *params) -> tuple[int | None, np.ndarray | None]:
+    """A policy's whole selection -- ``kernel`` (``hh_dpts_select`` / ``hh_lazy_select``): its Beta parameters,
+    numpy's own Beta sampler on ``rng``'s stream into ``theta``, the arg max -- in one compiled call, under the
+    bit generator's lock as ``Generator.beta`` takes it. ``params``: the kernel's arguments before the
+    sampler's address. Returns (the kernel's code, the arms), or (None, None) where the kernel does not run
+    compiled on a plain Generator with numpy's sampler (:func:`native_beta`: the caller's two-step path)."""
+    rows = theta.shape[0]
+    way = kernel.at(rows)
+    address = native_beta(rng, way, kernel)
+    if address is None:
+        return None, None
+    out = np.empty(rows, dtype=np.intp)
+    bits = rng.bit_generator
+    with bits.lock:
+        code = way(*params, address, bits.ctypes.bit_generator.value, theta, out)
+    return code, out
+
+
 class _DPTSRun(PolicyRun):
     def __init__(self, policy: DPTS, n_arms, replicates, rng, ledger):
         self.eps, self.n_arms, self.rng = policy.epsilon, n_arms, rng
@@ -148,22 +166,16 @@ class _DPTSRun(PolicyRun):
         split = self.split
         count = split.count
         rows = self.rows.size
-        fused = hh_dpts_select.at(rows)
-        address = native_beta(self.rng, fused, hh_dpts_select)
-        if address is not None:
-            # compiled, numpy's own Beta sampler: parameters, draws and arg max in one call (the same
-            # kernels as below, the same stream); under the bit generator's lock, as Generator.beta
-            out = np.empty(rows, dtype=np.intp)
-            bits = self.rng.bit_generator
-            while True:
-                with bits.lock:
-                    code = fused(count, split.noisy_sum, self._log2_next, DPTS_SHIFT, math.log2(t), self.eps,
-                                 self._a, self._b, address, bits.ctypes.bit_generator.value, self._theta, out)
-                if code == 0:
-                    return out
-                if code == 2:  # a parameter <= 0 (the clip never gives one): Generator.beta's own error
-                    return beta_argmax(self.rng, self._a, self._b)
-                self._grow_table(count)
+        while True:
+            code, out = fused_select(self.rng, hh_dpts_select, self._theta, count, split.noisy_sum, self._log2_next,
+                                     DPTS_SHIFT, math.log2(t), self.eps, self._a, self._b)
+            if code is None:  # not compiled on a plain Generator: the two-step path below
+                break
+            if code == 0:
+                return out
+            if code == 2:  # a parameter <= 0 (the clip never gives one): Generator.beta's own error
+                return beta_argmax(self.rng, self._a, self._b)
+            self._grow_table(count)
         params = hh_dpts_beta_params.at(rows)
         # lines 6-8 in one kernel: O = count (>= 1 for every arm after the initial pulls),
         # v = 6 sqrt(8) log2(O + 1) log2(t) / (eps O), mubar = clip(noisy_sum / O + v, 0, 1)
@@ -236,13 +248,15 @@ class _LazyDPTSRun(PolicyRun):
         self._buffers()
 
     def _buffers(self) -> None:
-        """Beta-parameter buffers (rebuilt for a run pickled without them)."""
+        """Beta-parameter and draw buffers (rebuilt for a run pickled without them)."""
         self._a, self._b = np.zeros((self.rows.size, self.n_arms)), np.zeros((self.rows.size, self.n_arms))
+        self._theta = np.zeros((self.rows.size, self.n_arms))  # the Beta draws, read only by the arg max
 
     def __setstate__(self, state: dict) -> None:
-        # a run pickled before session 6 (a deployment's snapshot) has no buffers: scratch, recreated
+        # a run pickled before session 6 (a deployment's snapshot) has no buffers, one pickled before
+        # session 18 no draw buffer: scratch space only, recreated
         self.__dict__.update(state)
-        if "_a" not in state:
+        if {"_a", "_b", "_theta"} - state.keys():
             self._buffers()
 
     def select(self, t):
@@ -252,9 +266,15 @@ class _LazyDPTSRun(PolicyRun):
             o = self.batches.batch_size.astype(float)  # 2^r >= 1 after the initial pulls
             self._o, self._eps_o, self._mean = o, self.eps * o, self.batches.noisy_sum / o
             self._version = self.batches.version
-        # lines 6-8 in one kernel: v = 3 log2(t) / (eps O), mubar = clip(noisy mean + v, 0, 1)
-        hh_lazy_beta_params.at(self.rows.size)(self._mean, self._eps_o, self._o, LAZY_SHIFT * math.log2(t),
-                                               self._a, self._b)
+        shift = LAZY_SHIFT * math.log2(t)
+        code, out = fused_select(self.rng, hh_lazy_select, self._theta, self._mean, self._eps_o, self._o, shift,
+                                 self._a, self._b)
+        if code == 0:
+            return out
+        if code is None:  # not compiled on a plain Generator: lines 6-8 in one kernel, then the draws
+            # v = 3 log2(t) / (eps O), mubar = clip(noisy mean + v, 0, 1)
+            hh_lazy_beta_params.at(self.rows.size)(self._mean, self._eps_o, self._o, shift, self._a, self._b)
+        # (code 1: a parameter <= 0, which the clip never gives: Generator.beta raises its own error)
         return beta_argmax(self.rng, self._a, self._b)
 
     def update(self, t, arms, rewards):
