@@ -44,3 +44,29 @@ def run_manual(policy, n_arms, replicates, horizon, reward=0.5, rounds=None, see
         arms = run.select(t)
         run.update(t, arms, np.full(replicates, reward))
     return run
+
+
+def hh_selects(monkeypatch, policy, fused: bool, rounds: int, replicates: int, pickled_at: int | None = None):
+    """A Hu & Hegde run's arms over ``rounds`` (3 Bernoulli arms), compiled, with the policy's fused select or
+    with its two-step one (``beta_argmax``), and the stream's state after them; ``pickled_at``: the round at
+    which the run is pickled without its draw buffer (an older snapshot) and resumed."""
+    import pickle
+
+    from privbandit.mechanisms import _kernels
+    from privbandit.policies import hu_hegde
+
+    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)
+    if not fused:
+        monkeypatch.setattr(hu_hegde, "native_beta", lambda rng, way, kernel: None)
+    run = policy.start(3, replicates, rounds, np.random.default_rng(5))
+    data = np.random.default_rng(6)
+    seen = []
+    for t in range(1, rounds + 1):
+        if t == pickled_at:
+            del run._theta
+            run = pickle.loads(pickle.dumps(run))
+        arms = run.select(t)
+        run.update(t, arms, (data.random(replicates) < np.array([0.7, 0.5, 0.4])[arms]).astype(float))
+        seen.append(arms.copy())
+    monkeypatch.undo()
+    return np.array(seen), run.rng.bit_generator.state

@@ -16,6 +16,8 @@ from privbandit.policies._hh_kernels import hh_dpts_beta_params, hh_dpts_select
 from privbandit.policies._ts_kernels import beta_argmax_rows, numpy_beta
 from privbandit.policies.hu_hegde import DPTS, DPTS_SHIFT, log2_next_table
 
+from _ts_helpers import hh_selects
+
 WAYS = ["py_func", "jit"]
 
 
@@ -69,29 +71,13 @@ def test_fused_select_refuses_as_its_parts_drawing_nothing(way):
         assert (a == -7.0).all() and (b == -7.0).all() and rng.bit_generator.state == before
 
 
-def _selects(monkeypatch, fused: bool, rounds=400, replicates=6):
-    """A DP-TS run's arms, compiled, with the fused select or with the two-step one (beta_argmax)."""
-    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)
-    if not fused:
-        monkeypatch.setattr(hu_hegde, "native_beta", lambda rng, way, kernel: None)
-    run = DPTS(0.7).start(3, replicates, rounds, np.random.default_rng(5))
-    data = np.random.default_rng(6)
-    seen = []
-    for t in range(1, rounds + 1):
-        arms = run.select(t)
-        run.update(t, arms, (data.random(replicates) < np.array([0.7, 0.5, 0.4])[arms]).astype(float))
-        seen.append(arms.copy())
-    monkeypatch.undo()
-    return np.array(seen), run.rng.bit_generator.state
-
-
 @pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the two-step path exists")
 def test_dpts_select_is_one_kernel_call_with_the_same_arms_and_stream(monkeypatch):
     _needs_numpy_beta()
-    two_step = _selects(monkeypatch, fused=False)
+    two_step = hh_selects(monkeypatch, DPTS(0.7), fused=False, rounds=400, replicates=6)
     # the fused path makes no call of the two-step one (beta_argmax) ...
     monkeypatch.setattr(hu_hegde, "beta_argmax", lambda *args: pytest.fail("select crossed into beta_argmax"))
-    fused = _selects(monkeypatch, fused=True)
+    fused = hh_selects(monkeypatch, DPTS(0.7), fused=True, rounds=400, replicates=6)
     # ... and plays the same arms, leaving the stream where the two-step path leaves it
     assert np.array_equal(fused[0], two_step[0]) and fused[1] == two_step[1]
 

@@ -6,7 +6,6 @@ compiled, keeping the two-step path (``Generator.beta``) everywhere else."""
 from __future__ import annotations
 
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -16,6 +15,8 @@ from privbandit.policies import hu_hegde
 from privbandit.policies._hh_kernels import hh_lazy_beta_params, hh_lazy_select
 from privbandit.policies._ts_kernels import beta_argmax_rows, numpy_beta
 from privbandit.policies.hu_hegde import LAZY_SHIFT, LazyDPTS
+
+from _ts_helpers import hh_selects
 
 
 def _needs_numpy_beta():
@@ -46,35 +47,14 @@ def test_fused_select_is_the_two_kernels_in_turn(way):
         assert mine.bit_generator.state == ref.bit_generator.state
 
 
-def _selects(monkeypatch, fused: bool, rounds=300, replicates=6, pickled_at=None):
-    """A Lazy-DP-TS run's arms, compiled, with the fused select or with the two-step one (beta_argmax);
-    ``pickled_at``: round at which the run is pickled without its draw buffer (a pre-session-18 snapshot)
-    and resumed."""
-    monkeypatch.setattr(_kernels, "JIT_MIN_ROWS", 0)
-    if not fused:
-        monkeypatch.setattr(hu_hegde, "native_beta", lambda rng, way, kernel: None)
-    run = LazyDPTS(0.7).start(3, replicates, rounds, np.random.default_rng(5))
-    data = np.random.default_rng(6)
-    seen = []
-    for t in range(1, rounds + 1):
-        if t == pickled_at:
-            del run._theta
-            run = pickle.loads(pickle.dumps(run))
-        arms = run.select(t)
-        run.update(t, arms, (data.random(replicates) < np.array([0.7, 0.5, 0.4])[arms]).astype(float))
-        seen.append(arms.copy())
-    monkeypatch.undo()
-    return np.array(seen), run.rng.bit_generator.state
-
-
 @pytest.mark.skipif(not _kernels.COMPILED, reason="numba not installed: only the two-step path exists")
 def test_lazy_select_is_one_kernel_call_with_the_same_arms_and_stream(monkeypatch):
     _needs_numpy_beta()
-    two_step = _selects(monkeypatch, fused=False)
+    two_step = hh_selects(monkeypatch, LazyDPTS(0.7), fused=False, rounds=300, replicates=6)
     # the fused path makes no call of the two-step one (beta_argmax) ...
     monkeypatch.setattr(hu_hegde, "beta_argmax", lambda *args: pytest.fail("select crossed into beta_argmax"))
     for pickled_at in (None, 150):
-        fused = _selects(monkeypatch, fused=True, pickled_at=pickled_at)
+        fused = hh_selects(monkeypatch, LazyDPTS(0.7), fused=True, rounds=300, replicates=6, pickled_at=pickled_at)
         monkeypatch.setattr(hu_hegde, "beta_argmax", lambda *args: pytest.fail("select crossed into beta_argmax"))
         # ... and plays the same arms, leaving the stream where the two-step path leaves it
         assert np.array_equal(fused[0], two_step[0]) and fused[1] == two_step[1]
