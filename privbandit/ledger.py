@@ -1734,18 +1734,6 @@ class _PrefixRecorder:
                                else (_STAGE_ROUNDS, ledger.replicates, ledger.streams))
         self.pending = 0
 
-    def slot(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where one call is staged by a compiled caller (:func:`prefix_slot`): the ledger's flat draw counts
-        and this call's staging row, the arguments ``prefix_stage`` takes after the flat counts; the caller
-        then calls :meth:`staged`."""
-        return self.ledger._draws.reshape(-1), self.buffer[self.pending]
-
-    def staged(self) -> None:
-        """One call staged (by :meth:`record`, or by a compiled caller into :meth:`slot`)."""
-        self.pending += 1
-        if self.pending == _STAGE_ROUNDS:
-            self.ledger._drain()
-
     def record(self, counts: np.ndarray) -> None:
         if not self.counts_draws:
             self.buffer[self.pending] = counts
@@ -1764,18 +1752,6 @@ class _PrefixRecorder:
                 full = np.broadcast_to(counts, draws.shape)  # ValueError on a shape that does not broadcast
                 draws += full >= 1
                 row[:] = full[: row.size // led.streams].reshape(-1)
-        self.staged()
-
-
-def prefix_slot(record) -> _PrefixRecorder | None:
-    """The recorder behind ``record`` (a :meth:`Ledger.prefix_recorder` callable) where a compiled caller may
-    stage its calls itself -- ``prefix_stage`` into :meth:`_PrefixRecorder.slot`, then
-    :meth:`_PrefixRecorder.staged`, in the same kernel call as its release (Gaussian TS's posterior draws,
-    session 18: the recorder's Python and second crossing were ~6-9 of its ~12 us a call at 1000 x 5): the
-    recorder's own, unreplaced ``record``, counting draws at each call. None otherwise -- the old layout, the
-    dense recorders of tight or discrete ledgers, or a ``record`` replaced or wrapped (an audit's hook): the
-    caller then calls ``record``."""
-    recorder = getattr(record, "__self__", None)
-    if type(recorder) is _PrefixRecorder and record.__func__ is _PrefixRecorder.record and recorder.counts_draws:
-        return recorder
-    return None
+        self.pending += 1
+        if self.pending == _STAGE_ROUNDS:
+            self.ledger._drain()

@@ -18,8 +18,7 @@ import math
 import numpy as np
 
 from privbandit.mechanisms._base import check_ledger, check_name, positive, whole
-from privbandit.ledger import prefix_slot
-from privbandit.mechanisms._kernels import dividing_kernel, prefix_stage
+from privbandit.mechanisms._kernels import dividing_kernel
 from privbandit.mechanisms.sampling import NoiseSampler
 
 
@@ -47,18 +46,6 @@ def posterior_theta(sums: np.ndarray, counts: np.ndarray, z: np.ndarray, c: floa
             denom = counts[i] + 1.0
             q = c / denom
             theta[i] = sums[i] / denom + ((math.sqrt(q) if q >= 0.0 else math.nan) * z[i]) * factor
-
-
-@dividing_kernel
-def posterior_theta_staged(sums: np.ndarray, counts: np.ndarray, z: np.ndarray, c: float, factor: float,
-                           theta: np.ndarray, draws: np.ndarray, row: np.ndarray) -> None:
-    """:func:`posterior_theta`, then the ledger's record of the same releases
-    (:func:`privbandit.mechanisms._kernels.prefix_stage` of the same flat counts into the recorder's
-    ``draws`` and staging ``row``, :meth:`privbandit.ledger._PrefixRecorder.slot`): the two kernels in the
-    order the mechanism called them, one crossing from Python instead of two with the recorder's Python
-    between them (session 18: Gaussian TS's ledger record was 14-20 us of a 122-138 us round at 1000 x 5)."""
-    posterior_theta(sums, counts, z, c, factor, theta)
-    prefix_stage(counts, draws, row)
 
 
 class GaussianPosteriorRelease:
@@ -117,17 +104,8 @@ class GaussianPosteriorRelease:
                                      f"got {s.shape} and {k.shape}") from None
             z = self._standard_normals()
             theta = np.empty(shape)
-            factor = float(self.sampler._noise_scale_factor)
-            recorder = None if self._record is None else prefix_slot(self._record)
-            staged = posterior_theta_staged.at(self.replicates)
-            if recorder is not None and staged is not posterior_theta_staged.py_func:
-                # compiled: the draw and the ledger's staging of the same releases in one call
-                staged(s.reshape(-1), k.reshape(-1), z.reshape(-1), self.c, factor, theta.reshape(-1),
-                       *recorder.slot())
-                recorder.staged()
-                return theta
-            posterior_theta.at(self.replicates)(s.reshape(-1), k.reshape(-1), z.reshape(-1), self.c, factor,
-                                                theta.reshape(-1))
+            posterior_theta.at(self.replicates)(s.reshape(-1), k.reshape(-1), z.reshape(-1), self.c,
+                                                float(self.sampler._noise_scale_factor), theta.reshape(-1))
         if self._record is not None:
             self._record(counts)
         return theta
