@@ -63,11 +63,12 @@ def interval_scales(counts, v: float) -> np.ndarray:
     n = np.asarray(counts)
     e = v / 2.0 - 1.0
     if n.size > _LOOP_MAX and n.dtype.kind in "iuf":
-        whole_counts = n if n.dtype.kind != "f" else n.astype(np.int64)
-        lo, hi = whole_counts.min(), whole_counts.max()
-        if 1 <= lo and hi < _TABLE_CAP and (n.dtype.kind != "f" or np.array_equal(whole_counts, n)):
-            # fancy indexing copies: the ledger may hold the returned scales, never the table
-            return _pow_table(e, int(hi))[whole_counts.ravel()].reshape(n.shape)
+        lo, hi = n.min(), n.max()
+        if 1 <= lo and hi < _TABLE_CAP:  # (a NaN fails both: never cast to an integer)
+            whole_counts = n.astype(np.int64, copy=False)
+            if n.dtype.kind != "f" or np.array_equal(whole_counts, n):
+                # fancy indexing copies: the ledger may hold the returned scales, never the table
+                return _pow_table(e, int(hi))[whole_counts.ravel()].reshape(n.shape)
     n = np.asarray(n, dtype=float)
     return np.fromiter((math.pow(x, e) for x in n.ravel().tolist()), dtype=float, count=n.size).reshape(n.shape)
 

@@ -9,6 +9,7 @@ counts already tabled.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -35,6 +36,11 @@ def test_lookup_is_pow_across_growth_and_fallbacks(v, monkeypatch):
             assert got.shape == c.shape and got.dtype == float
             assert [x.hex() for x in got.ravel().tolist()] == _pow_hex(c, v)
     assert interval._POW_TABLES[e].size <= interval._TABLE_CAP
+    # NaN and infinite counts are pow's too (the loop), and never cast to an integer (no warning)
+    odd = np.r_[np.arange(1.0, 40.0), np.nan, np.inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [x.hex() for x in interval.interval_scales(odd, v).tolist()] == _pow_hex(odd, v)
 
 
 def test_counts_below_one_behave_as_pow():
