@@ -70,3 +70,13 @@ def hh_selects(monkeypatch, policy, fused: bool, rounds: int, replicates: int, p
         seen.append(arms.copy())
     monkeypatch.undo()
     return np.array(seen), run.rng.bit_generator.state
+
+
+class CountingBeta(np.random.Generator):
+    """A Generator subclass overriding ``beta`` (counted in ``calls``): the policies must draw through it."""
+
+    calls = 0
+
+    def beta(self, a, b, size=None):
+        type(self).calls += 1
+        return super().beta(a, b, size)
