@@ -39,7 +39,6 @@ import sys
 
 import numpy as np
 
-import privbandit.deploy.deployment as _deployment
 from privbandit.deploy.deployment import Decision, Deployment
 from privbandit.deploy.store import transaction
 from privbandit.mechanisms.sampling import NoiseSampler
@@ -49,7 +48,8 @@ from privbandit.policies.gaussian_ts import GaussianTSSchedule
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from audit_planted_bugs import _named  # noqa: E402
+from audit_planted_bugs import _named, drive_deployment  # noqa: E402
+from audit_planted_round19 import _feeding  # noqa: E402
 
 FIXED_POINT = 1e9
 """Fixed-point noise: values kept as whole multiples of 10^-9 ("nano-units", so a replay is bit-identical across
@@ -367,46 +367,16 @@ for _prefix, _table in (("control_", CONTROLS20), ("bug_", ROUND20_BUGS)):  # th
 
 
 # =============================== deployment rows ================================================
-def drive_deployment20(cls, path, *, decisions: int = 60, seed: int = 7, policy: str = "gaussian_ts",
-                       params: dict | None = None, rounds_afforded: int = 30) -> str | None:
-    """``audit_planted_bugs.drive_deployment`` (budget of ``rounds_afforded`` rounds, horizon 200, a hold before every
-    third update, a restart every fourth decision) with **continuous** rewards: Beta(6, 4) on arm 0, Beta(4, 6) on
-    arm 1 (no raw reward repeats). Returns None, or the deployment's own refusal (``LogMismatch``) to go on."""
-    from privbandit.deploy.deployment import LogMismatch
-    from privbandit.deploy.odometer import Odometer
-    from privbandit.policies import make_policy
-
-    params = {"c": 4.0} if params is None else params
-    budget = Odometer(make_policy(policy, **params), 200, 2, 1e-6).epsilon(rounds_afforded)
-    dep = cls.create(path, policy, params=params, n_arms=2, budget=budget, delta=1e-6, horizon=200, seed=seed)
-    rng = np.random.default_rng(seed)
-    try:
-        for i in range(decisions):
-            d = dep.select()
-            if i % 3 == 0:
-                dep.select()  # a concurrent caller while the round is open: a hold
-            dep.update(d.decision, float(rng.beta(6.0, 4.0) if d.arm == 0 else rng.beta(4.0, 6.0)))
-            if i % 4 == 3:
-                dep.close()
-                dep = cls.open(path)
-    except LogMismatch as exc:
-        return str(exc)
-    finally:
-        dep.close()
-    return None
+def _beta_reward(rng, arm: int) -> float:
+    """Round 20's continuous rewards: Beta(6, 4) on arm 0, Beta(4, 6) on arm 1 (no raw reward repeats)."""
+    return float(rng.beta(6.0, 4.0) if arm == 0 else rng.beta(4.0, 6.0))
 
 
-def _feeding(dep, decision: int, reward, fed_of):
-    """``Deployment.update`` feeding the policy ``fed_of(dep, raw)`` instead of the clipped reward; the log keeps
-    what the caller sent as ``raw_reward`` and what the policy learned as ``reward``."""
-    raw, clipped = _deployment.check_reward(reward, dep.strict_rewards)
-    fed = float(fed_of(dep, clipped))
-    check = _deployment.check_reward
-    _deployment.check_reward = lambda value, strict: (raw, fed)
-    try:
-        return Deployment.update(dep, decision, reward)
-    finally:
-        _deployment.check_reward = check
+def drive_deployment20(cls, path, **options) -> str | None:
+    """``audit_planted_bugs.drive_deployment`` (budget of 30 rounds, horizon 200, a hold before every third update, a
+    restart every fourth decision, 60 decisions) with continuous rewards (:func:`_beta_reward`). Returns None, or the
+    deployment's own refusal (``LogMismatch``) to go on."""
+    return drive_deployment(cls, path, reward=_beta_reward, **options)
 
 
 def _running_raw_mean(dep) -> float:
@@ -448,7 +418,7 @@ class DeployRewardsSquared(Deployment):
     claimed cert(stop)."""
 
     def update(self, decision, reward):
-        return _feeding(self, decision, reward, lambda dep, r: r * r)
+        return _feeding(self, decision, reward, lambda r: r * r)
 
 
 class DeployReopenRedrawsNormalBlock(Deployment):
@@ -491,7 +461,7 @@ class DeployRewardsCentredOnRunningMean(Deployment):
     later arms' sums up to 1 + sum_n 1/n ~ 1 + ln N; claimed cert(stop) = 10.36 at delta 1e-6."""
 
     def update(self, decision, reward):
-        return _feeding(self, decision, reward, lambda dep, r: min(1.0, max(0.0, r - _running_raw_mean(dep) + 0.5)))
+        return _feeding(self, decision, reward, lambda r: min(1.0, max(0.0, r - _running_raw_mean(self) + 0.5)))
 
 
 class DeployReopenReplaysNormalBlock(Deployment):
