@@ -10,6 +10,7 @@ policy (the false-alarm controls). Prints the markdown tables of docs/audit.md.
     python bench/audit_planted.py --only round17 --json r17.json   # round 17 likewise
     python bench/audit_planted.py --only round18 --json r18.json   # round 18 likewise
     python bench/audit_planted.py --only round19 --json r19.json   # round 19 likewise
+    python bench/audit_planted.py --only round20 --json r20.json   # round 20 likewise (continuous-reward deployments)
 
 Each row is one full CLI run (ledger audits, the coupled white-box audit, the black-box audits), in
 process, with the bug class registered under ``bug_<kind>``. "caught by" lists every check that
@@ -42,15 +43,18 @@ from audit_planted_round17 import (CONTROLS17, DEPLOY_BUGS17, DEPLOY_CONTROLS17,
                                    drive_deployment17)
 from audit_planted_round18 import CONTROLS18, DEPLOY_BUGS18, DEPLOY_CONTROLS18, ROUND18_BUGS  # noqa: E402
 from audit_planted_round19 import CONTROLS19, DEPLOY_BUGS19, DEPLOY_CONTROLS19, ROUND19_BUGS  # noqa: E402
+from audit_planted_round20 import (CONTROLS20, DEPLOY_BUGS20, DEPLOY_CONTROLS20, ROUND20_BUGS,  # noqa: E402
+                                   drive_deployment20)
 
 BUGS = {**BUGS, **ROUND12_BUGS, **ROUND13_BUGS, **ROUND14_BUGS, **ROUND15_BUGS, **ROUND16_BUGS, **ROUND17_BUGS, **ROUND18_BUGS,
-        **ROUND19_BUGS}
+        **ROUND19_BUGS, **ROUND20_BUGS}
 ROUNDS_ALONE = {"round14": (CONTROLS14, ROUND14_BUGS, DEPLOY_BUGS14, DEPLOY_CONTROLS14),
                 "round15": (CONTROLS15, ROUND15_BUGS, DEPLOY_BUGS15, DEPLOY_CONTROLS15),
                 "round16": (CONTROLS16, ROUND16_BUGS, DEPLOY_BUGS16, DEPLOY_CONTROLS16),
                 "round17": (CONTROLS17, ROUND17_BUGS, DEPLOY_BUGS17, DEPLOY_CONTROLS17),
                 "round18": (CONTROLS18, ROUND18_BUGS, DEPLOY_BUGS18, DEPLOY_CONTROLS18),
-                "round19": (CONTROLS19, ROUND19_BUGS, DEPLOY_BUGS19, DEPLOY_CONTROLS19)}
+                "round19": (CONTROLS19, ROUND19_BUGS, DEPLOY_BUGS19, DEPLOY_CONTROLS19),
+                "round20": (CONTROLS20, ROUND20_BUGS, DEPLOY_BUGS20, DEPLOY_CONTROLS20)}
 """``--only roundN``: that round's controls, bugs, deployment bugs and deployment controls."""
 
 import functools  # noqa: E402
@@ -301,7 +305,7 @@ def _round_of(key: str) -> str:
                         ("round 8", ROUND8), ("round 9", ROUND9), ("round 10", ROUND10), ("round 11", ROUND11),
                         ("round 12", ROUND12_BUGS), ("round 13", ROUND13_BUGS), ("round 14", ROUND14_BUGS),
                         ("round 15", ROUND15_BUGS), ("round 16", ROUND16_BUGS), ("round 17", ROUND17_BUGS),
-                        ("round 18", ROUND18_BUGS), ("round 19", ROUND19_BUGS)):
+                        ("round 18", ROUND18_BUGS), ("round 19", ROUND19_BUGS), ("round 20", ROUND20_BUGS)):
         if key in keys:
             return label
     return "no"
@@ -335,10 +339,12 @@ def deployments(rows: list, cases: dict, bug_keys) -> None:
     print("|---|---|---|---|---:|")
     round12 = {**DEPLOY_BUGS12, **DEPLOY_CONTROLS12}
     round17 = {**DEPLOY_BUGS17, **DEPLOY_CONTROLS17}  # round 17's drive: crashes between a decision and its reward
+    round20 = {**DEPLOY_BUGS20, **DEPLOY_CONTROLS20}  # round 20's drive: continuous rewards (no raw value repeats)
     for key, cls in cases.items():
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            drive = drive_deployment17 if key in round17 else drive_deployment12 if key in round12 else drive_deployment
+            drive = (drive_deployment20 if key in round20 else drive_deployment17 if key in round17
+                     else drive_deployment12 if key in round12 else drive_deployment)
             refused = drive(cls, os.path.join(tmp, "store.db"))
             res = deployment_audit(os.path.join(tmp, "store.db"), deployment=cls)
             seconds = round(time.perf_counter() - started, 1)
@@ -372,7 +378,7 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
     # round 10's to 18's correct variants (subclasses of the policies with a privacy-neutral change)
     rounds = ((10, CONTROLS10), (11, CONTROLS11), (12, CONTROLS12), (13, CONTROLS13), (14, CONTROLS14),
               (15, CONTROLS15), (16, CONTROLS16), (17, CONTROLS17), (18, CONTROLS18),
-              (19, CONTROLS19))
+              (19, CONTROLS19), (20, CONTROLS20))
     for key, cls in variants.items():
         if opts.controls is not None and key not in opts.controls:
             continue
@@ -388,7 +394,7 @@ def controls(opts, rows: list, unmodified: dict, variants: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=("bugs", "controls", "all", *ROUNDS_ALONE), default="all",
-                    help="round14 .. round19: that round's controls (first), then its bugs and deployment rows")
+                    help="round14 .. round20: that round's controls (first), then its bugs and deployment rows")
     ap.add_argument("--seeds", type=whole(0), nargs="+", default=[0])
     ap.add_argument("--exact", action="store_true", help="controls also in exact mode")
     ap.add_argument("--bugs", nargs="+", default=None, choices=sorted(BUGS), help="only these planted bugs")
@@ -413,13 +419,13 @@ def main() -> None:
         deployments(rows, {**DEPLOY_BUGS, **DEPLOY_CONTROLS, **DEPLOY_BUGS12, **DEPLOY_CONTROLS12, **DEPLOY_BUGS14,
                            **DEPLOY_CONTROLS14, **DEPLOY_BUGS15, **DEPLOY_CONTROLS15, **DEPLOY_BUGS16,
                            **DEPLOY_CONTROLS16, **DEPLOY_BUGS17, **DEPLOY_CONTROLS17, **DEPLOY_BUGS18, **DEPLOY_CONTROLS18,
-                           **DEPLOY_BUGS19, **DEPLOY_CONTROLS19},
+                           **DEPLOY_BUGS19, **DEPLOY_CONTROLS19, **DEPLOY_BUGS20, **DEPLOY_CONTROLS20},
                     {**DEPLOY_BUGS, **DEPLOY_BUGS12, **DEPLOY_BUGS14, **DEPLOY_BUGS15, **DEPLOY_BUGS16, **DEPLOY_BUGS17, **DEPLOY_BUGS18,
-                     **DEPLOY_BUGS19})
+                     **DEPLOY_BUGS19, **DEPLOY_BUGS20})
     if opts.only in ("controls", "all"):
         controls(opts, rows, unmodified, {**CONTROLS10, **CONTROLS11, **CONTROLS12, **CONTROLS13, **CONTROLS14,
                                                **CONTROLS15, **CONTROLS16, **CONTROLS17, **CONTROLS18,
-                                               **CONTROLS19})
+                                               **CONTROLS19, **CONTROLS20})
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -2199,10 +2199,11 @@ DEPLOY_CONTROLS = {"deploy_unmodified": DeployControl}
 
 
 def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: str = "gaussian_ts",
-                     params: dict | None = None, rounds_afforded: int = 30) -> str | None:
+                     params: dict | None = None, rounds_afforded: int = 30, reward=None) -> str | None:
     """Create a store at ``path`` with ``cls`` (budget: what ``rounds_afforded`` rounds certify, horizon
     200) and serve ``decisions`` decisions: a second select (a hold) before every third update, a
-    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``.
+    restart (close, ``cls.open``) every fourth decision, Bernoulli(0.6 / 0.4) rewards from ``seed``
+    (or ``reward(rng, arm)``, round 20's continuous rewards).
 
     Returns None, or the message of the deployment's own refusal to go on (session 14: a reopened
     deployment checks its counters and release counts against its log before its first call,
@@ -2222,7 +2223,8 @@ def drive_deployment(cls, path, *, decisions: int = 60, seed: int = 7, policy: s
             d = dep.select()
             if i % 3 == 0:
                 dep.select()  # a concurrent caller while the round is open: a hold
-            dep.update(d.decision, float(rng.random() < (0.6 if d.arm == 0 else 0.4)))
+            dep.update(d.decision, float(rng.random() < (0.6 if d.arm == 0 else 0.4)) if reward is None
+                       else reward(rng, d.arm))
             if i % 4 == 3:
                 dep.close()
                 dep = cls.open(path)

@@ -498,8 +498,14 @@ for _prefix, _table in (("control_", CONTROLS19), ("bug_", ROUND19_BUGS)):  # th
 def _imputing(dep, decision: int, reward, impute):
     """``Deployment.update`` with a reward of 0 replaced by ``impute(dep, decision)`` (None: kept) before it reaches
     the policy; the log keeps what the caller sent as ``raw_reward`` and what the policy learned as ``reward``."""
+    return _feeding(dep, decision, reward, lambda clipped: impute(dep, decision) if clipped == 0.0 else None)
+
+
+def _feeding(dep, decision: int, reward, fed_of):
+    """``Deployment.update`` feeding the policy ``fed_of(clipped reward)`` (None: the clipped reward itself); the log
+    keeps what the caller sent as ``raw_reward`` and what the policy learned as ``reward`` (round 20 reuses it)."""
     raw, clipped = _deployment.check_reward(reward, dep.strict_rewards)
-    fed = impute(dep, decision) if clipped == 0.0 else None
+    fed = fed_of(clipped)
     if fed is None:
         return Deployment.update(dep, decision, reward)
     check = _deployment.check_reward
