@@ -344,9 +344,11 @@ class DPUCBIntSchedule(PrivacySchedule):
         """(scale, sensitivity) of the releases at ``counts``, as the mechanism draws them: Lap(scale(c)) on a
         mean of sensitivity 1/c (grid-rounded in exact mode)."""
         sampler = self.mechanism.sampler
-        counts = np.maximum(np.asarray(counts, dtype=np.int64), 1)
+        # as floats: the same values as the mechanism's int64 counts converted (exact below 2^53), and counts past
+        # 2^63 -- certified up to the budget's 10^30 rounds, never reached by a run -- do not overflow
+        counts = np.maximum(np.asarray(counts, dtype=float), 1.0)
         scale = np.asarray(sampler.effective_scale(self.mechanism.scale_fn(counts)), dtype=float)
-        sens = np.asarray(sampler.effective_sensitivity(1.0 / counts.astype(float)), dtype=float)
+        sens = np.asarray(sampler.effective_sensitivity(1.0 / counts), dtype=float)
         return scale, sens
 
     def max_items(self, rounds: int) -> int:
@@ -463,7 +465,7 @@ class DPUCBIntSchedule(PrivacySchedule):
             return Composed(tuple(Laplace(1.0 / (math.pow(c0, -v / 2.0) * (1 + 1e-12)), 1.0) * n
                                   for c0, n in zip(firsts, sizes)))
         # (one sampler call for every cell's two ends: u at its first count, t at its last)
-        scale, sens = self._leaf_parts(np.array(firsts + lasts, dtype=np.int64))
+        scale, sens = self._leaf_parts(np.array(firsts + lasts, dtype=float))
         k = len(firsts)
         return Composed(tuple(PureDP.at_least(Fraction(round(u / GRID), round(t / GRID))) * n  # (grid multiples)
                               for u, t, n in zip(sens[:k].tolist(), scale[k:].tolist(), sizes)))

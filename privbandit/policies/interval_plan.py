@@ -110,13 +110,16 @@ class ReleasePlan:
         return self._c[k] + (j - self._j[k]) * self._s[k]
 
     def counts(self, limit: int) -> np.ndarray:
-        """Every release count <= ``limit``, in order (int64): one entry per release, for short horizons
-        and for the run's own table of due counts."""
+        """Every release count <= ``limit``, in order (int64; float past 2^63): one entry per release, for
+        short horizons and for the run's own table of due counts."""
         m = self.releases_upto(limit)
+        # int64 as the run's pull counts; floats where a count passes 2^63 (a schedule's horizon up to 10^30,
+        # which no run reaches)
+        dtype = np.int64 if m == 0 or self.count(m) < 2**63 else float
         parts = []
         for j, c, s, n in zip(self._j, self._c, self._s, self._n):
             if j > m:
                 break
             take = m - j + 1 if n is None else min(n, m - j + 1)
-            parts.append(np.arange(take, dtype=np.int64) * s + c)
+            parts.append(np.arange(take, dtype=dtype) * s + c)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

@@ -76,3 +76,14 @@ def test_grouped_certificate_at_1e12_covers_every_release(params):
     # (two cheap accountants: the full certificate's are timed in bench/long_horizon_certs.py)
     cert = sched.epsilon(T, 1e-6, [PureAccountant, KOVHeterogeneousAccountant])
     assert math.isfinite(cert.value) and max(own) <= cert.value <= cert.values["pure"]
+
+
+@pytest.mark.parametrize("params", [dict(exact=True), dict(interval=200, decay=0.2, exact=True)])
+def test_counts_past_int64_are_certified_not_overflowed(params):
+    """The budget certifies up to 10^30 rounds; pull counts past 2^63 (never reached by a run) are read as
+    floats (an OverflowError escaped the budget at 10^19 rounds in exact mode before)."""
+    from privbandit import budget
+
+    cert = budget.epsilon("dp_ucb_int", 10**30, 1e-6, accountants=[PureAccountant, KOVHeterogeneousAccountant],
+                          **params)
+    assert math.isfinite(cert.value) and cert.value > 0
