@@ -58,6 +58,18 @@ def shown(value: object, limit: int = SHOWN_MAX, *, quote: bool = True) -> str:
     return f"{text[:max(limit - 25, 10)]}...({len(text)} characters)"
 
 
+def exact_text(x: float) -> str:
+    """A float in a message that a reader compares with another number (a target against a certificate, a
+    range's end): ``:g``'s short form where it reads back as the same float ("1e-06", "1e+30"), else every
+    digit (``repr``). Session 17: ``affordable_horizon`` printed a target one ulp below 1 as "1", next to a
+    certificate of 1 -- the reader could not see why 1 was out of reach."""
+    x = float(x)
+    if not math.isfinite(x):
+        return repr(x)
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
+
+
 def unknown_name(kind: str, value: object, known, where: str) -> ValueError:
     """The error for a name that is not one of ``known``: the close matches when there are some
     (difflib, or names holding the given text), else every name; ``where`` says where the names

@@ -95,15 +95,25 @@ def _exact_sum_up(terms: dict) -> float:
     return math.nextafter(x, math.inf) if xn * den < num * xd else x
 
 
-def _noting_pure(add):
+def _noting_pure(add, shadows: bool = True):
     """``add(self, leaf, count)`` (a subclass's ``_add``), recording the release for :meth:`Accountant.pure_epsilon`
     first. Session 17: the record was kept by ``compose`` alone, so a subclass that added releases through its
     ``_add`` by a path of its own left it empty, and an empty record is "nothing composed": ``pure_epsilon()`` 0,
     ``epsilon(0)`` 0 for a PureDP(1) release (session 16 guarded only ``delta``'s shortcut). Every release that
     enters an accountant's state goes through ``_add`` (the abstract method), so the record is now complete
     whatever calls it. An ``_add`` that calls its parent's (``super()._add``) is recorded once: only the
-    outermost call records."""
+    outermost call records.
+
+    ``shadows`` (session 18): whether a parent class has a recording ``_add`` of its own, which this one may
+    reach through ``super()``. Where none has and this is the instance's own class's ``_add`` -- every
+    accountant of this package -- no call can be nested in another, so it records without the flag set in
+    and deleted from the instance's ``__dict__`` around every call: cachegrind, one ``compose(Laplace(100))``
+    into PureAccountant, GDP and KOV (mean of 12,000) 38,403 -> 36,446 instructions; 57774e4, before the
+    record, 31,256."""
     def _add(self, leaf, count):
+        if not shadows and type(self)._add is _add:
+            self._note_pure(leaf, count)
+            return add(self, leaf, count)
         state = self.__dict__
         if "_adding" in state:
             return add(self, leaf, count)
@@ -131,7 +141,8 @@ class Accountant(abc.ABC):
             cls.delta = _zero_above_pure_sum(own)
         own_add = cls.__dict__.get("_add")
         if callable(own_add) and not getattr(own_add, "_notes_pure", False):
-            cls._add = _noting_pure(own_add)
+            shadows = any(getattr(base.__dict__.get("_add"), "_notes_pure", False) for base in cls.__mro__[1:])
+            cls._add = _noting_pure(own_add, shadows)
 
     def compose(self, event: Event, count: int = 1) -> Self:
         """Add ``count`` sequential repetitions of ``event``; returns ``self`` for chaining.

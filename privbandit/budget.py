@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from accountants._validate import shown
+from accountants._validate import exact_text as _num, shown
 from accountants import Certificate, _validate, calibrate, gdp_conversion
 from accountants.calibrate import UnreachableTargetError, _lattice_boundary
 from privbandit.policies import Policy, make_policy, policy_class
@@ -307,7 +307,7 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
         try:
             make(end)
         except ValueError as exc:
-            raise ValueError(f"bounds: {solve_for}={end:g} is outside the parameter's valid range ({exc})") from None
+            raise ValueError(f"bounds: {solve_for}={_num(end)} is outside the parameter's valid range ({exc})") from None
 
     certify = _certificate_fn(make, horizon, n_arms, delta, target_mu, accountants, structure, relation)
     c_lo, c_hi = certify(lo), certify(hi)
@@ -315,14 +315,15 @@ def invert(policy: str | type[Policy], target: float, horizon: int, *, solve_for
     if c_lo == c_hi:  # flat here: every value certifies the same, so the direction is read further out
         increasing = _flat_direction(make, lo, hi, horizon, n_arms, delta, target_mu, accountants, structure,
                                      relation)
-    currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+    currency = "mu" if target_mu else f"epsilon at delta={_num(delta)}"
     try:
         result = calibrate(certify, target, lo, hi, increasing=increasing, integer=integer)
     except UnreachableTargetError:  # name the parameter and its range, not calibrate's "most private parameter"
         safe = lo if increasing else hi
         raise UnreachableTargetError(
-            f"target {currency} {target:g} is unreachable for {cls.__name__} over {horizon:.6g} rounds: even "
-            f"{solve_for} = {safe:g}, the most private end of bounds [{lo:g}, {hi:g}], certifies {certify(safe):.17g}"
+            f"target {currency} {_num(target)} is unreachable for {cls.__name__} over {horizon:.6g} rounds: even "
+            f"{solve_for} = {_num(safe)}, the most private end of bounds [{_num(lo)}, {_num(hi)}], certifies "
+            f"{_num(certify(safe))}"
         ) from None
     value = int(round(result.parameter)) if integer else result.parameter
     final = certify(value)
@@ -388,10 +389,10 @@ def affordable_horizon(policy: Policy | str, target: float, n_arms: int = 2, *, 
     try:
         return int(calibrate(certify, target, n_arms, max_horizon, increasing=True, integer=True).parameter)
     except UnreachableTargetError:  # name the horizon and its range, not calibrate's "most private parameter"
-        currency = "mu" if target_mu else f"epsilon at delta={delta:g}"
+        currency = "mu" if target_mu else f"epsilon at delta={_num(delta)}"
         raise UnreachableTargetError(
-            f"target {currency} {target:g} is unreachable for {pol!r}: even the shortest horizon, n_arms = {n_arms} "
-            f"(horizons lie in [n_arms, max_horizon = {max_horizon:.6g}]), certifies {certify(n_arms):.17g}"
+            f"target {currency} {_num(target)} is unreachable for {pol!r}: even the shortest horizon, n_arms = {n_arms} "
+            f"(horizons lie in [n_arms, max_horizon = {max_horizon:.6g}]), certifies {_num(certify(n_arms))}"
         ) from None
 
 
@@ -448,7 +449,7 @@ def ts_frontier(target: float, horizon: int, n_arms: int, bs: Iterable[int], *, 
                                          f"releases (horizon {horizon:.6g}, b = {b}): a Gaussian release has no finite "
                                          f"epsilon at delta 0; give delta in [{sys.float_info.min:.17g}, 1) or a mu target")
         if not c <= C_RANGE[1]:
-            raise UnreachableTargetError(f"target mu {mu_target:g} over {n:.6g} releases (horizon {horizon:.6g}) needs a variance factor c "
+            raise UnreachableTargetError(f"target mu {_num(mu_target)} over {n:.6g} releases (horizon {horizon:.6g}) needs a variance factor c "
                                          f"beyond GaussianTS's range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] "
                                          f"(c = {n:.6g} / (mu^2 (max(b, 1) + 1)), b = {b})")
 
@@ -478,7 +479,7 @@ def _least_feasible_c(feasible: Callable[[float], bool], c0: float, target: floa
     good, step = c0, 2.0 ** -40  # a feasible c at or above the closed form (rounding may need a step)
     while not feasible(good):
         if good >= C_RANGE[1]:
-            raise UnreachableTargetError(f"target {target:g} needs a variance factor c beyond GaussianTS's "
+            raise UnreachableTargetError(f"target {_num(target)} needs a variance factor c beyond GaussianTS's "
                                          f"range [{C_RANGE[0]:g}, {C_RANGE[1]:g}] (b = {b})")
         good, step = min(C_RANGE[1], good * (1.0 + step)), min(2.0 * step, 1.0)
     bad, step = good, 2.0 ** -40  # an infeasible c below it (C_RANGE[0] at the latest: checked above)

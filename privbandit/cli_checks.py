@@ -32,11 +32,8 @@ EXTRAS = {"matplotlib": "plot", "pandas": "frames", "pyarrow": "frames", "dask":
 def _interval(lo, hi, lo_open: bool, hi_open: bool) -> str:
     left = "(" if lo_open or lo == -math.inf else "["
     right = ")" if hi_open or hi == math.inf else "]"
-    def fmt(x) -> str:  # short where exact ("1e+30"), else every digit (the least normal float)
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return f"{x:g}" if float(f"{x:g}") == x else repr(float(x))
-    return f"{left}{fmt(lo)}, {fmt(hi)}{right}"
+    # short where exact ("1e+30"), else every digit (the least normal float)
+    return f"{left}{_validate.exact_text(lo)}, {_validate.exact_text(hi)}{right}"
 
 
 def _shown(text: str) -> str:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from accountants import _validate
-from accountants._validate import choice, shown
+from accountants._validate import choice, exact_text, shown
 from privbandit.deploy import store as _store
 from privbandit.deploy.odometer import Odometer, finite, plan
 from privbandit.deploy.store import StoreError, transaction
@@ -414,8 +414,8 @@ class Deployment:
         p = plan(pol, n_arms, float(budget), float(delta), horizon)
         odo = Odometer(pol, p.horizon, n_arms, float(delta))
         if p.stop_round == 0:
-            raise ValueError(f"budget {float(budget):g} affords no policy round: one round certifies epsilon "
-                             f"{odo.epsilon(1):.6g} at delta {float(delta):g}")  # (a Fraction has no :g format)
+            raise ValueError(f"budget {exact_text(budget)} affords no policy round: one round certifies epsilon "
+                             f"{exact_text(odo.epsilon(1))} at delta {exact_text(delta)}")  # (a Fraction has no :g format)
         fresh = fresh_state(pol, n_arms, p.horizon, seed, track_realized)
         at_stop = odo.certificate(p.stop_round)
         config = {
@@ -732,9 +732,9 @@ class Deployment:
                     cause = "horizon" if self.stop_round == self.horizon else "budget"
                     raise BudgetExhausted(
                         f"{cause} exhausted: {rounds} policy rounds certify epsilon "
-                        f"{self.odometer.epsilon(rounds):.6g} at delta {self.delta:g}"
-                        + (f"; round {rounds + 1} would certify {self.odometer.epsilon(rounds + 1):.6g} > "
-                           f"budget {self.budget:g}" if cause == "budget" else f" (horizon {self.horizon})"))
+                        f"{exact_text(self.odometer.epsilon(rounds))} at delta {exact_text(self.delta)}"
+                        + (f"; round {rounds + 1} would certify {exact_text(self.odometer.epsilon(rounds + 1))} > "
+                           f"budget {exact_text(self.budget)}" if cause == "budget" else f" (horizon {self.horizon})"))
                 kind, t, arm = "exploit", None, self._exploit_arm()
             elif open_decision is not None:
                 (arm,) = self._cells(self._conn.execute("SELECT arm FROM decisions WHERE id = ?",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
@@ -38,6 +39,7 @@ from privbandit.mechanisms.interval import IntervalMean, interval_scales
 from privbandit.mechanisms.sampling import GRID
 from privbandit.policies.base import (Policy, PolicyRun, PureEpsilonPolicy, check_arms, check_flag, check_positive,
                                      check_unit)
+from privbandit.policies.interval_plan import ReleasePlan
 from privbandit.schedule import PrivacySchedule
 
 _SQRT8 = math.sqrt(8.0)
@@ -296,19 +298,10 @@ def release_counts(first: int, decay: float, limit: int) -> np.ndarray:
     Interval j (j = 1, 2, ...) is f_j = max(1, ceil(first * j^-decay)); release j happens at
     c_j = f_1 + ... + f_j. ``decay = 0`` is the fixed interval f (releases at f, 2f, ...); ``decay > 0``
     is a decreasing interval series (the paper's Lemma B.1 series is not recovered, ALGORITHMS.md 4.4).
+    Laid out from :class:`~privbandit.policies.interval_plan.ReleasePlan`'s arithmetic runs (the
+    schedule's own reading of the same counts).
     """
-    if decay == 0.0:
-        return np.arange(first, limit + 1, first, dtype=np.int64)
-    out, c, j = [], 0, 1
-    while True:
-        step = max(1, math.ceil(first * j ** -decay - 1e-12))
-        if step == 1:  # every count from here on
-            return np.array(out + list(range(c + 1, limit + 1)), dtype=np.int64)
-        c += step
-        if c > limit:
-            return np.array(out, dtype=np.int64)
-        out.append(c)
-        j += 1
+    return ReleasePlan(first, decay).counts(limit)
 
 
 class DPUCBIntSchedule(PrivacySchedule):
@@ -319,10 +312,11 @@ class DPUCBIntSchedule(PrivacySchedule):
     n(t) = ceil(t/K) during the round-robin phase (K c_1 rounds), t - (K - 1) c_1 after it.
 
     :meth:`epsilon` is every accountant's minimum, as :class:`PrivacySchedule` does; above
-    ``exact_limit`` releases the leaves are first grouped by rounding each eps_j UP to a geometric
-    grid of ratio ``1 + grid`` (a Laplace release with a larger eps dominates one with a smaller eps
+    ``exact_limit`` releases the leaves are first grouped, each charged UP to within a ratio
+    ``1 + grid`` of its own eps (a Laplace release with a larger eps dominates one with a smaller eps
     under every accountant), so the certificate stays valid -- never smaller than the exact one --
-    and costs O(number of groups); there, unless ``accountants`` are named, the PLD accountant (seconds
+    and costs O(number of groups), read from the release counts' arithmetic runs
+    (:class:`~privbandit.policies.interval_plan.ReleasePlan`) at any horizon; there, unless ``accountants`` are named, the PLD accountant (seconds
     per evaluation on hundreds of heterogeneous groups) is skipped: the minimum over the others (pure,
     GDP, advanced = Theorem 3.4's heterogeneous composition, KOV, RDP) is still a valid certificate,
     within a few percent of PLD's (docs/policies_ucb.md).
@@ -339,15 +333,23 @@ class DPUCBIntSchedule(PrivacySchedule):
         self._fixed = policy.decay == 0.0 and not policy.exact
         if self._fixed:
             return
-        self.counts = release_counts(self.first, policy.decay, horizon)
+        # the release counts as arithmetic runs (session 18): per-release arrays of the whole horizon took
+        # 146-485 s and ~7 GB per certificate at 10^8 rounds with decay > 0, and exact mode's ran out of memory
+        # at 10^12; a schedule now reads counts only where it needs them
+        self.plan = ReleasePlan(self.first, policy.decay)
         self.mechanism = IntervalMean(1, 1, v=policy.v, rng=np.random.default_rng(0), ledger=None,
                                       exact=policy.exact)
-        # the leaves release_leaf(c) would give, vectorised: Lap(scale(c)) on a mean of sensitivity 1/c
+
+    def _leaf_parts(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(scale, sensitivity) of the releases at ``counts``, as the mechanism draws them: Lap(scale(c)) on a
+        mean of sensitivity 1/c (grid-rounded in exact mode)."""
         sampler = self.mechanism.sampler
-        counts = np.maximum(self.counts, 1)
-        self._scale = np.asarray(sampler.effective_scale(self.mechanism.scale_fn(counts)), dtype=float)
-        self._sens = np.asarray(sampler.effective_sensitivity(1.0 / counts.astype(float)), dtype=float)
-        self._eps = self._sens / self._scale
+        # as floats: the same values as the mechanism's int64 counts converted (exact below 2^53), and counts past
+        # 2^63 -- certified up to the budget's 10^30 rounds, never reached by a run -- do not overflow
+        counts = np.maximum(np.asarray(counts, dtype=float), 1.0)
+        scale = np.asarray(sampler.effective_scale(self.mechanism.scale_fn(counts)), dtype=float)
+        sens = np.asarray(sampler.effective_sensitivity(1.0 / counts), dtype=float)
+        return scale, sens
 
     def max_items(self, rounds: int) -> int:
         k, f = self.n_arms, self.first
@@ -360,7 +362,7 @@ class DPUCBIntSchedule(PrivacySchedule):
             return 0
         if self._fixed:
             return self.max_items(rounds) // self.first
-        return int(np.searchsorted(self.counts, self.max_items(rounds), side="right"))
+        return self.plan.releases_upto(self.max_items(rounds))
 
     def _fixed_eps(self, j: np.ndarray) -> np.ndarray:
         """eps of releases j (1-based) for a fixed interval: sensitivity 1/c over scale c^(v/2-1)."""
@@ -374,41 +376,99 @@ class DPUCBIntSchedule(PrivacySchedule):
             c = np.arange(1, m + 1, dtype=float) * self.first
             scales = interval_scales(c, self.policy.v)  # (the mechanism's own scales, bit for bit)
             return Composed(tuple(Laplace(float(b), float(1.0 / n)) for b, n in zip(scales, c)))
+        scale, sens = self._leaf_parts(self.plan.counts(self.max_items(rounds)))
         if self.policy.exact:  # what the ledger records: the discrete Laplace actually drawn, by its own curves
-            return Composed(tuple(DiscreteLaplace(float(b), float(d), grid=GRID)
-                                  for b, d in zip(self._scale[:m], self._sens[:m])))
-        return Composed(tuple(Laplace(float(b), float(d)) for b, d in zip(self._scale[:m], self._sens[:m])))
+            return Composed(tuple(DiscreteLaplace(float(b), float(d), grid=GRID) for b, d in zip(scale, sens)))
+        return Composed(tuple(Laplace(float(b), float(d)) for b, d in zip(scale, sens)))
 
     def epsilons(self, rounds: int) -> np.ndarray:
-        """The per-release eps_j of the worst record after ``rounds`` rounds."""
+        """The per-release eps_j of the worst record after ``rounds`` rounds (one entry per release)."""
         if self._fixed:
             return self._fixed_eps(np.arange(1, self._releases(rounds) + 1))
-        return self._eps[: self._releases(rounds)]
+        return self.epsilons_upto(self._releases(rounds))
 
     def grouped_events(self, rounds: int) -> Event:
-        """An event dominating :meth:`events`: eps_j rounded up to the grid, equal ones grouped."""
+        """An event dominating :meth:`events` in O(groups): every release charged at least its own eps, at
+        most ~1% more, equal charges grouped."""
+        m = self._releases(rounds)
         if self._fixed:
-            return self._fixed_groups(self._releases(rounds))
-        eps = self.epsilons(rounds)
-        if eps.size == 0:
-            return NO_EVENT
+            return self._fixed_groups(m)
+        if not self.policy.exact:
+            return self._count_cells(1, m, (1.0 + self.grid) ** (2.0 / self.policy.v))
+        # exact mode: below the count where the grid-rounded sensitivity of the mean bottoms out at one grid
+        # step (2^20 pulls) eps_j = u_j / t_j moves with both parts; those at most 2^20 releases are grouped by
+        # their own eps, as before session 18; above it u = 1 and eps_j = 1 / t_j, cells of counts as float mode
+        small = min(m, self.plan.releases_upto(self._unit_sensitivity_count() - 1))
+        parts = [self._level_groups(self.epsilons_upto(small))] if small else []
+        if m > small:  # t changes by at most (1 + grid) across a cell of ratio (1 + grid)^(1 / (1 - v/2))
+            parts.append(self._count_cells(small + 1, m, (1.0 + self.grid) ** (1.0 / (1.0 - self.policy.v / 2.0))))
+        return Composed(tuple(parts))
+
+    def epsilons_upto(self, m: int) -> np.ndarray:
+        """eps_j = sensitivity / scale of the first ``m`` releases as drawn (one entry per release)."""
+        counts = self.plan.counts(self.plan.count(m)) if m else np.zeros(0, dtype=np.int64)
+        scale, sens = self._leaf_parts(counts)
+        return sens / scale
+
+    def _unit_sensitivity_count(self) -> int:
+        """The least pull count whose mean the exact-mode sampler certifies at sensitivity one grid step
+        (its grid-rounded 1/c never increases with c): found by evaluating the sampler, not assumed."""
+        lo, hi = 0, 1  # sens(hi) == GRID once found; lo: a count whose sens is larger (0: none yet)
+        while self._leaf_parts(np.array([hi]))[1][0] > GRID:
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._leaf_parts(np.array([mid]))[1][0] > GRID:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def _level_groups(self, eps: np.ndarray) -> Event:
+        """Exact mode's releases grouped by eps_j rounded up to the grid ratio (contiguous runs of equal level:
+        eps_j falls with c_j below 2^20 pulls, so levels come in runs; a recurring level forms another group),
+        each charged at the largest member's eps as pure releases (valid for the discrete Laplace, whose Renyi
+        and PLD curves are slightly worse than the continuous one's at the same eps). O(n), no sort."""
         ratio = math.log1p(self.grid)
         level = np.ceil(np.log(eps) / ratio - 1e-9)
-        # Group contiguous runs of equal level (eps_j falls as c_j grows, so levels come in runs; a
-        # level that recurs later just forms another group). Each group is charged at the largest
-        # eps in it, so the grouped event dominates the exact one whatever the order. O(n), no sort.
         starts = np.flatnonzero(np.r_[True, level[1:] != level[:-1]])
         sizes = np.diff(np.r_[starts, eps.size])
         tops = np.maximum.reduceat(eps, starts)
-        parts = []
-        # Exact mode draws discrete Laplace, whose Renyi/PLD curves are slightly worse than the
-        # continuous one's at the same eps: a group is then charged as pure e-DP releases (valid for
-        # every e-DP mechanism, the discrete Laplace included), not by the continuous curves.
-        leaf = (lambda e: PureDP(e)) if self.policy.exact else (lambda e: Laplace(1.0 / e, 1.0))
-        for lv, c, m in zip(level[starts], sizes, tops):
-            e = max(math.exp(lv * ratio) * (1 + 1e-12), float(m))  # never below any member
-            parts.append(leaf(e) * int(c))
-        return Composed(tuple(parts))
+        # never below any member: the float quotient u/t is within half an ulp of the exact one, so the top
+        # rounded up by 1e-12 covers it (session 18: the bare top could read an ulp below u/t)
+        return Composed(tuple(PureDP(max(math.exp(lv * ratio), float(top)) * (1 + 1e-12)) * int(n)
+                              for lv, n, top in zip(level[starts], sizes, tops)))
+
+    def _count_cells(self, j_first: int, m: int, ratio: float) -> Event:
+        """Releases ``j_first``..``m`` in cells of pull counts [c0, c0 ratio) (each cell's size read from the
+        plan's arithmetic runs, never one by one), every release in a cell charged at a bound of the cell's
+        largest eps: O(log(c_m / c_first) / log ratio + 1 / (ratio - 1)) groups at any horizon (session 18).
+
+        Float mode: eps(c) = c^(-v/2) falls with c, so a cell's largest is its first release's, charged at
+        c0^(-v/2) (1 + 1e-12) -- the margin covers the few ulps between that and the drawn (1/c) / c^(v/2-1),
+        as :meth:`_fixed_groups` does -- within (1 + grid) of every member's at ratio (1 + grid)^(2/v).
+
+        Exact mode draws t Z on the grid for a statistic of grid sensitivity u, exactly (u/t)-DP; u (the
+        grid-rounded 1/c) and t (the grid-rounded c^(v/2-1)) never increase with c, so every member's u/t is at
+        most u(c0) / t(c_last), charged as pure releases at the least float at or above that fraction."""
+        if j_first > m:
+            return NO_EVENT
+        plan, v = self.plan, self.policy.v
+        firsts, lasts, sizes, j0 = [], [], [], j_first
+        while j0 <= m:
+            c0 = plan.count(j0)
+            end = max(c0 + 1, math.ceil(c0 * ratio))  # the cell's counts: [c0, end)
+            j1 = min(m, plan.releases_upto(end - 1)) + 1  # first release beyond the cell
+            firsts.append(c0), lasts.append(plan.count(j1 - 1)), sizes.append(j1 - j0)
+            j0 = j1
+        if not self.policy.exact:
+            return Composed(tuple(Laplace(1.0 / (math.pow(c0, -v / 2.0) * (1 + 1e-12)), 1.0) * n
+                                  for c0, n in zip(firsts, sizes)))
+        # (one sampler call for every cell's two ends: u at its first count, t at its last)
+        scale, sens = self._leaf_parts(np.array(firsts + lasts, dtype=float))
+        k = len(firsts)
+        return Composed(tuple(PureDP.at_least(Fraction(round(u / GRID), round(t / GRID))) * n  # (grid multiples)
+                              for u, t, n in zip(sens[:k].tolist(), scale[k:].tolist(), sizes)))
 
     def _fixed_groups(self, m: int) -> Event:
         """Fixed interval: releases j in [j0, j1) with j1 = ceil(j0 (1 + grid)^(2/v)) differ in eps by
