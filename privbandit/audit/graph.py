@@ -20,9 +20,10 @@ for the others), moving values to the far end of [0, 1]:
 **Checks.** Those of the K-armed audit (:func:`privbandit.audit.whitebox._coupled_checks`: decisions,
 unreported, sensitivity, noise_report, noise_coupling, redraw, noise law), with the footprint checks
 made per stream (:func:`privbandit.audit.whitebox._footprint_records`): a change enters the stream of
-every arm observed in round h, at that arm's observation count before h (or, for the played arm, its
-pull count -- a policy may keep only its pulls), and every release whose statistic changed must be
-reported on one of those streams with a footprint holding that position. Two checks are new:
+every arm observed in round h, at the position the policy tagged for that stream's record of round h
+(``note_rounds``; session 18) or, untagged, at that arm's observation count before h (or, for the played
+arm, its pull count -- a policy may keep only its pulls), and every release whose statistic changed must
+be reported on one of those streams with a footprint holding that position. Two checks are new:
 
 * **round_records** -- under the round relation the ledger composes, for round h, the releases that
   touch any record it tagged with round h (``note_rounds``; a record never tagged is its own round).

@@ -41,8 +41,9 @@ def test_value_thinned_side_observations_still_refuted(no_certificate):
 
 
 def test_tags_name_the_position(no_certificate):
-    # a tag that disagrees with the numbering the releases use is now a footprint finding: the policy's own
-    # insertion positions, shifted by one in the tags only
+    # tags one past the position each record was inserted at (the releases' footprints number it right): the
+    # footprint check now holds the releases to the tags -- the numbering the round relation composes by -- and
+    # flags them (10 releases); before, only round_records saw it, on the whole-round replicates
     from privbandit.policies import DPUCBN
 
     class TagsShifted(DPUCBN):
@@ -61,4 +62,4 @@ def test_tags_name_the_position(no_certificate):
             return run
 
     found = _checks(TagsShifted(epsilon=1.0), "star", 6)
-    assert "footprint" in found or "round_records" in found, found
+    assert "footprint" in found, found
