@@ -45,6 +45,8 @@ from itertools import compress
 
 import numpy as np
 
+from privbandit.audit.tracing import _subclasses
+
 NARROW_BITS = 40
 """One foreign generator seeded with at most this many bits is a finding (module docstring)."""
 POOL_BITS = 56
@@ -52,19 +54,10 @@ POOL_BITS = 56
 POOL_MIN = 4
 
 
-def _bit_generator_types() -> set:
-    out, todo = set(), [np.random.BitGenerator]
-    while todo:
-        cls = todo.pop()
-        out.add(cls)
-        todo.extend(cls.__subclasses__())
-    return out
-
-
 def _bit_generators() -> list:
     """Every live numpy bit generator (they are gc-tracked). By exact type through ``map``: ~3x faster than an
     ``isinstance`` per object (~0.1 s for 450,000 objects), which matters as the probe scans twice per run."""
-    types = _bit_generator_types()
+    types = set(_subclasses(np.random.BitGenerator))
     objs = gc.get_objects()
     return list(compress(objs, map(types.__contains__, map(type, objs))))
 
