@@ -20,9 +20,10 @@ for the others), moving values to the far end of [0, 1]:
 **Checks.** Those of the K-armed audit (:func:`privbandit.audit.whitebox._coupled_checks`: decisions,
 unreported, sensitivity, noise_report, noise_coupling, redraw, noise law), with the footprint checks
 made per stream (:func:`privbandit.audit.whitebox._footprint_records`): a change enters the stream of
-every arm observed in round h, at that arm's observation count before h (or, for the played arm, its
-pull count -- a policy may keep only its pulls), and every release whose statistic changed must be
-reported on one of those streams with a footprint holding that position. Two checks are new:
+every arm observed in round h, at the position the policy tagged for that stream's record of round h
+(``note_rounds``; session 18) or, untagged, at that arm's observation count before h (or, for the played
+arm, its pull count -- a policy may keep only its pulls), and every release whose statistic changed must
+be reported on one of those streams with a footprint holding that position. Two checks are new:
 
 * **round_records** -- under the round relation the ledger composes, for round h, the releases that
   touch any record it tagged with round h (``note_rounds``; a record never tagged is its own round).
@@ -244,19 +245,33 @@ def _leaf_mu2(leaf) -> float:
     return float(acc.compose(leaf).sum_mu_squared) if acc.supports(leaf) else math.inf
 
 
-def _records(observed: np.ndarray, actions: np.ndarray, h: np.ndarray, j: np.ndarray) -> list[dict]:
+def _records(observed: np.ndarray, actions: np.ndarray, h: np.ndarray, j: np.ndarray, ledger: Ledger | None = None
+             ) -> list[dict]:
     """Per replicate, {stream: candidate positions} of the records its change entered on D: every
-    arm observed in round h (only arm j for an entry change), at its observation count before h, and
-    for the played arm also at its pull count (a policy may keep only its pulls in a stream)."""
+    arm observed in round h (only arm j for an entry change). Session 18: where the policy tagged that
+    stream's record of round h (``note_rounds``, read from ``ledger``), the tagged position is the
+    candidate -- the numbering the ledger composes by, whatever rule of public counts decided which side
+    observations became records (round 19's control ``dp_ucb_n_side_thinned_by_counts`` keeps a side
+    observation only for arms observed fewer times than the played arm: its streams are numbered by kept
+    observations). Otherwise the position is inferred: the arm's observation count before h, and for the
+    played arm also its pull count (a policy may keep only its pulls in a stream)."""
+    tags: dict = {}
+    if ledger is not None:
+        rep, st, pos, t = ledger.noted_rounds()
+        mine = t == h[rep] if rep.size else np.zeros(0, dtype=bool)
+        for r, s, x in zip(rep[mine].tolist(), st[mine].tolist(), pos[mine].tolist()):
+            tags.setdefault((r, s), set()).add(x)
     out = []
     for r in range(observed.shape[0]):
         seen = observed[r, h[r] - 1]
         arms = np.flatnonzero(seen) if j[r] < 0 else ([j[r]] if seen[j[r]] else [])
         rec = {}
         for a in arms:
-            cands = {int(observed[r, : h[r] - 1, a].sum())}
-            if actions[r, h[r] - 1] == a:
-                cands.add(int(np.count_nonzero(actions[r, : h[r] - 1] == a)))
+            cands = tags.get((r, int(a)))
+            if cands is None:
+                cands = {int(observed[r, : h[r] - 1, a].sum())}
+                if actions[r, h[r] - 1] == a:
+                    cands.add(int(np.count_nonzero(actions[r, : h[r] - 1] == a)))
             rec[int(a)] = cands
         out.append(rec)
     return out
@@ -364,7 +379,7 @@ def graph_whitebox_audit(policy: Policy, horizon: int, n_arms: int = 2, replicat
                              [f"feedback graph: {shape if not starve else 'starving'} on {n_arms} arms"], started, spend)
     act_d, obs_d, tr_d, led_d = out_d
     act_p, _, tr_p, _ = out_p
-    records = _records(obs_d, act_d, h, j)
+    records = _records(obs_d, act_d, h, j, led_d)
     rows = np.arange(replicates)
     arm = np.where(j >= 0, j, act_d[rows, h - 1])
     pull = np.array([int(obs_d[r, : h[r] - 1, arm[r]].sum()) for r in rows], dtype=np.int64)

@@ -81,17 +81,28 @@ def seed_check(traced_run, run_seq, notes: list[str]):
     """Check 5e on any coupled audit's run (K-armed, contextual, graph): ``traced_run(seed)`` runs the policy on the
     audit's first tapes with that seed and returns its tracer's draws (it raises the audit's ``PolicyRaised`` when
     the policy raised); two children of ``run_seq`` (the run's own seed sequence) are used. A run that raises leaves
-    the check out (a note in ``notes``): the coupled runs report the exception. Returns a Finding or None."""
+    the check out (a note in ``notes``): the coupled runs report the exception. Returns a Finding or None.
+
+    Session 18: the second run is also watched by check 5g (:mod:`privbandit.audit.seed_entropy`): a generator that
+    drew in it without descending from its seed must be widely seeded. The second, so that what a process does once
+    (``_ts_kernels``' first-use self-check of numpy's beta sampler on two ``default_rng(2024)``) is done by then;
+    one run, as a probe lists the process's objects twice (~0.1 s each). Its finding is returned when 5e has none."""
+    from privbandit.audit.seed_entropy import GeneratorProbe, entropy_finding
     from privbandit.audit.whitebox import attempt
 
-    draws = []
+    draws, narrow = [], None
     for s in run_seq.spawn(2):
-        out, exc = attempt(traced_run, s)
+        if not draws:
+            out, exc = attempt(traced_run, s)
+        else:
+            with GeneratorProbe() as probe:
+                out, exc = attempt(traced_run, s)
+            narrow = entropy_finding(probe.drawn, s)
         if exc is not None:
             notes.append("seed check skipped: a run with another seed raised")
-            return None
+            return narrow
         draws.append(out)
-    return seed_finding(draws[0], draws[1], "two children of the run's seed")
+    return seed_finding(draws[0], draws[1], "two children of the run's seed") or narrow
 
 
 __all__ = ["MIN_FRACTION", "MIN_SAME", "run_generator", "seed_check", "seed_coincidences", "seed_finding"]

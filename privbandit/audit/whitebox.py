@@ -90,6 +90,11 @@ changed arm's stream, so every release whose statistic changed must be reported 
    own (not the library's) is probed off the run with 2^23 unit draws per path: its largest |draw| must be
    plausible under the declared law (a truncation far out, invisible in the run's residuals).
 
+5g. **seed entropy** (session 18, :mod:`privbandit.audit.seed_entropy`, inside check 5e's runs) -- every numpy
+   generator that drew in the run descends from the run's seed or is widely seeded (one of at most 40 bits, or
+   four or more of at most 56, is a finding): noise from a 32-bit seed is right in law and seed-dependent, and
+   an observer enumerates it. Exact (the seeds are read), no alpha.
+
 13. **sampling** (session 15, :mod:`privbandit.audit.weights`) -- a policy whose certificate declares a sampling
    floor and a log-weight step (EXP3, EXP3-tau: no noise to check) keeps every choice probability >= the floor,
    and a changed record moves a log-weight by at most the step, on coupled runs of its own.
