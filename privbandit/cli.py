@@ -430,13 +430,13 @@ def _add_certify(sub) -> None:
 
 
 def _one_line(exc: BaseException | str) -> str:
-    """An error message as one line, every word of it at most ~80 characters: a newline in a quoted
-    argument becomes a space, and a word longer than that (a 5000-digit number or text quoted by
-    argparse's "invalid choice" or by a message deep in the package) is shortened to its start and
-    its length (``accountants._validate.shown``), so no error echoes thousands of characters."""
-    from accountants._validate import shown
-
-    words = [w if len(w) <= 80 else shown(w, quote=False) for w in str(exc).split()]
+    """An error message as one line, every word of it at most ~100 characters: a newline in a quoted
+    argument becomes a space, and a word longer than 80 (a 5000-digit number or text quoted by
+    argparse's "invalid choice" or by a message deep in the package) is shortened to its start, its
+    length and its end, so no error echoes thousands of characters. The end is kept because a long
+    word is most often a path, and its file name is at the end (session 18: a log path of 99
+    characters under pytest-xdist's longer temporary directory lost ``log.csv'`` from its message)."""
+    words = [w if len(w) <= 80 else f"{w[:30]}...({len(w)} characters)...{w[-30:]}" for w in str(exc).split()]
     return " ".join(words) or type(exc).__name__
 
 
