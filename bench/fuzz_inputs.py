@@ -76,6 +76,15 @@ def _alarm(signum, frame):
 _CHILDREN: list = []
 
 
+def _tree() -> str:
+    """The tree whose ``privbandit`` this process imported (``PYTHONPATH=/work/wt/base python bench/...``): child
+    processes import the same one. (They imported the fuzzer file's own tree before session 18, so a run against
+    another tree mixed the two: savers of one, readers of the other.)"""
+    import privbandit
+
+    return str(Path(privbandit.__file__).resolve().parents[1])
+
+
 def _spawn(argv, **kwargs) -> subprocess.Popen:
     """``subprocess.Popen`` in a process group of its own, registered for :func:`_reap`. A case's time limit
     (SIGALRM -> Hang) firing before its own kill or wait left the child running: session 17's "kill at random"
@@ -1295,7 +1304,7 @@ def fuzz_kills(fz: Fuzzer, tmp: Path, quick: bool) -> None:
     complete content or a new complete one; a deployment store must reopen with every acknowledged call,
     an odometer >= the spend of every returned decision, no decision lost or credited twice."""
     rng = random.Random(fz.rng.random())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([_tree()] + sys.path))
     kills = 3 if quick else 6
     writers = ["save_csv", "sweep_plot"]
     try:
@@ -1471,7 +1480,7 @@ def fuzz_sets(fz: Fuzzer, tmp: Path, quick: bool) -> None:
     from privbandit.policies import make_policy
 
     rng = random.Random(fz.rng.random())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([_tree()] + sys.path))
     d = tmp / "sets"
     d.mkdir()
     fz.limit = 120.0  # (a saver process starts in ~3 s of CPU: 15 s wall at load 10)
@@ -1781,7 +1790,7 @@ def fuzz_env(fz: Fuzzer, tmp: Path) -> None:
     (read at import: a child process each) -- a bad value must be named on stderr (a warning) and the run must
     go on with the default, a valid one must change nothing; ``PRIVBANDIT_DEPLOY_KEY`` / ``..._KEY_FILE`` (read
     per call) through ``deploy init`` and ``select`` -- empty, short, huge, bytes that are not UTF-8, a FIFO."""
-    base_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    base_env = dict(os.environ, PYTHONPATH=os.pathsep.join([_tree()] + sys.path))
     for var in ("PRIVBANDIT_JIT", "PRIVBANDIT_NO_JIT", "PRIVBANDIT_TRACEBACK"):
         base_env.pop(var, None)
     fz.limit = 120.0
@@ -2085,7 +2094,7 @@ def fuzz_concurrency(fz: Fuzzer, tmp: Path) -> None:
 
     d = tmp / "concurrency"
     d.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1])] + sys.path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([_tree()] + sys.path))
     fz.limit = 400.0
     for i in range(3):
         path = d / f"race{i}.db"
