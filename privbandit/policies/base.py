@@ -101,7 +101,7 @@ def check_pulls(run, arms, rewards: np.ndarray, block: bool = False) -> np.ndarr
     replicates, n_arms = shape
     want = "(n, {0})".format(replicates) if block else f"({replicates},)"
     if (rewards.ndim != 2 or rewards.shape[1] != replicates) if block else rewards.shape != (replicates,):
-        raise ValueError(f"rewards must be an array of shape {want} (one per replicate), got shape {rewards.shape}")
+        raise ValueError(f"rewards must have shape {want} (one per replicate), got shape {rewards.shape}")
     values = np.asarray(arms)
     if values.shape != rewards.shape or values.dtype.kind not in "iu":
         raise ValueError(f"arms must be an integer array of shape {rewards.shape} (one arm per replicate), got "

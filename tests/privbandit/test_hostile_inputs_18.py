@@ -70,7 +70,7 @@ def test_two_dimensional_rewards_are_refused_by_name_not_by_numba():
     (run, _) = _twins("dp_exp3_lap")
     _drive(run, 1, 3)
     arms = run.select(4)
-    with pytest.raises(ValueError, match=r"rewards must be an array of shape \(3,\)"):  # (was numba's TypingError)
+    with pytest.raises(ValueError, match=r"rewards must have shape \(3,\)"):  # (was numba's TypingError)
         run.update(4, arms, np.full((2, 3), 0.5))
 
 
