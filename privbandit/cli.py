@@ -312,7 +312,14 @@ def _experiment(args: argparse.Namespace) -> int:
             result.summary_frame().to_csv(stage.path("summary.csv"), index=False)
             result.plot(stage.path("regret.png"), title=f"{args.name} (horizon {args.horizon}, "
                                                         f"{args.replicates} replicates)")
-        print(f"wrote {args.out}/summary.csv and {args.out}/regret.png")
+            # (session 18: the pair's digests, read back by privbandit.saved.load_summary; moved last)
+            from privbandit.saved import write_summary_metadata
+
+            write_summary_metadata(stage.path("summary.csv.json"), stage.path("summary.csv"),
+                                   stage.path("regret.png"), experiment=args.name, horizon=args.horizon,
+                                   replicates=args.replicates, seed=args.seed)
+        print(f"wrote {args.out}/summary.csv, regret.png and summary.csv.json (privbandit.saved.load_summary "
+              "reads them)")
     return 0
 
 

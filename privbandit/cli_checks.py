@@ -18,6 +18,7 @@ import argparse
 import decimal
 import math
 import os
+import stat
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,16 +160,76 @@ def writable_dir(path: str, option: str) -> Path:
     return p
 
 
+#: a staging directory's name: ``.privbandit-<host>-<pid>-<random>`` (host: 8 hex digits of this machine's name)
+STAGE_PREFIX = ".privbandit-"
+#: a staging directory named before session 18 (no host or pid) is removed once this old: a save stages for
+#: seconds (a figure, a frame), so one this old was left by a process killed mid-save
+LEGACY_STAGE_AGE = 3600.0
+
+
+def _host_tag() -> str:
+    import hashlib
+    import socket
+
+    return hashlib.sha256(socket.gethostname().encode(errors="surrogateescape")).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # (another user's process, or a pid the system cannot hold: not ours to judge dead)
+    return True
+
+
+def remove_stale_stages(directory: Path) -> list[str]:
+    """Remove the staging directories in ``directory`` that a process killed mid-save left behind (session 18,
+    s18/fuzz; a SIGKILL runs no ``finally``): those named by this machine for a process that no longer exists,
+    and those named before session 18 older than :data:`LEGACY_STAGE_AGE`; only our own (same owner), only
+    directories. A live saver's stage -- its process still running, here or on another machine sharing the
+    directory -- is left alone. Returns the names removed. Called by every staged save into ``directory``."""
+    import shutil
+    import time
+
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(STAGE_PREFIX)]
+    except OSError:
+        return removed
+    host, uid = _host_tag(), os.geteuid() if hasattr(os, "geteuid") else None
+    for name in names:
+        path = Path(directory) / name
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
+            continue
+        parts = name[len(STAGE_PREFIX):].split("-")
+        if len(parts) == 3 and parts[1].isdigit():
+            stale = parts[0] == host and not _pid_alive(int(parts[1]))
+        else:
+            stale = time.time() - st.st_mtime > LEGACY_STAGE_AGE
+        if stale:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
 class _Stage:
     """A fresh private directory (``tempfile.mkdtemp``: mode 0700, a name no one else can have chosen) beside
-    the destination; ``path(name)`` is where to write the file ``name``."""
+    the destination, named for this machine and process (:func:`remove_stale_stages` removes it if the process
+    is killed before its ``finally``); ``path(name)`` is where to write the file ``name``."""
 
     def __init__(self, directory: Path, option: str) -> None:
         import tempfile
 
         self.directory, self.option = directory, option
+        remove_stale_stages(directory)
         try:
-            self.tmp = Path(tempfile.mkdtemp(prefix=".privbandit-", dir=directory))
+            self.tmp = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{_host_tag()}-{os.getpid()}-", dir=directory))
         except OSError as exc:
             raise ValueError(f"{option} {str(directory)!r}: cannot write there ({exc.strerror or exc})") from None
 

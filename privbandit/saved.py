@@ -107,6 +107,9 @@ def load_saved(path: str | os.PathLike, *, verify: bool = True):
 def _load(p: Path, suffix: str, verify: bool):
     meta = _metadata(p)
     meta_name = p.name + ".json"
+    if meta.get("kind") == EXPERIMENT_KIND:
+        raise ValueError(f"path {str(p)!r} is an experiment's summary (privbandit experiment --out): read it with "
+                         "privbandit.saved.load_summary(directory)")
     if verify:
         recorded = meta.get(DIGEST_KEY)
         if recorded is None:
@@ -146,3 +149,57 @@ def _read_frame(p: Path, suffix: str):
     except Exception as exc:  # noqa: BLE001 -- pandas / pyarrow raise many types for a file not theirs
         raise ValueError(f"path {str(p)!r} is not a readable {suffix[1:]} file ({type(exc).__name__}: "
                          f"{str(exc)[:160]})") from None
+
+
+# --- an experiment's --out directory (session 18, s18/fuzz) -----------------------------------------------------
+#: the ``kind`` of an experiment summary's metadata; its files, moved in this (sorted) order, the metadata last
+EXPERIMENT_KIND = "privbandit-experiment-summary"
+SUMMARY, FIGURE = "summary.csv", "regret.png"
+
+
+def write_summary_metadata(meta_path: str | os.PathLike, summary_path: str | os.PathLike,
+                           figure_path: str | os.PathLike, **fields: Any) -> None:
+    """Write ``summary.csv.json`` beside an experiment's ``summary.csv`` and ``regret.png``: ``fields`` (the
+    experiment, horizon, replicates, seed) and the SHA-256 of both files. ``privbandit experiment --out`` wrote
+    the two files with nothing pairing them: a kill between their moves left a new summary beside an old
+    figure, and no reader could tell. The metadata sorts after both, so it moves last."""
+    meta = {"kind": EXPERIMENT_KIND, **fields, DATA_KEY: SUMMARY, DIGEST_KEY: file_sha256(summary_path),
+            "figure_file": FIGURE, "figure_sha256": file_sha256(figure_path)}
+    Path(meta_path).write_text(json.dumps(meta, indent=2, default=str))
+
+
+def load_summary(directory: str | os.PathLike, *, verify: bool = True):
+    """The summary frame (pandas) and the metadata dict of ``privbandit experiment --out DIRECTORY``.
+
+    With ``verify`` (the default) the metadata's digests must equal ``summary.csv``'s and ``regret.png``'s:
+    an ``--out`` interrupted between its files, or a file changed after it, is refused (ValueError naming
+    the file), never read as one run's output. Directories written before session 18 have no metadata:
+    ``verify=False`` reads their ``summary.csv`` unchecked."""
+    if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
+        raise ValueError(f"directory must name an experiment's --out directory, got {shown(directory)}")
+    if not isinstance(verify, bool):
+        raise ValueError(f"verify must be True or False, got {shown(verify)}")
+    d = Path(directory)
+    if not d.is_dir():
+        raise ValueError(f"directory {str(d)!r} is not a directory")
+    from privbandit.cli_checks import set_lock
+
+    summary = d / SUMMARY
+    _regular_file(summary, "summary")
+    with set_lock(d, shared=True):  # (the command line moves the three files under the exclusive lock)
+        meta: dict[str, Any] = {}
+        if verify:
+            meta = _metadata(summary)
+            name = SUMMARY + ".json"
+            if meta.get("kind") != EXPERIMENT_KIND:
+                raise ValueError(f"metadata {name!r} is not an experiment summary's (kind {shown(meta.get('kind'))})")
+            for file, key in ((SUMMARY, DIGEST_KEY), (FIGURE, "figure_sha256")):
+                _regular_file(d / file, "figure" if file == FIGURE else "summary")
+                recorded = meta.get(key)
+                if not isinstance(recorded, str) or recorded != file_sha256(d / file):
+                    raise ValueError(f"{file} in {str(d)!r} does not match its metadata {name!r} (the SHA-256 it "
+                                     "records differs): the files are not one experiment's output -- an --out "
+                                     "interrupted between them, or a file changed after it; run it again")
+        frame = _read_frame(summary, ".csv")
+    frame.attrs["metadata"] = meta
+    return frame, meta

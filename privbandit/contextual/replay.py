@@ -119,6 +119,25 @@ def _safe_parquet_reader() -> None:
                          "upgrade it (pip install -U 'pyarrow>=14.0.1') or convert the log to CSV")
 
 
+def _unique_parquet_names(path: Path) -> None:
+    """ValueError naming the log unless its Parquet schema names each column once (session 18, s18/fuzz): a file
+    written with one name twice was refused by pyarrow's "Multiple matches for FieldRef.Name(x0)", naming neither
+    the log nor the column -- the CSV reader's check (session 17) had no Parquet counterpart."""
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- not a Parquet file, truncated, ...
+        raise ValueError(f"log {path.name!r} is not a readable Parquet file ({type(exc).__name__}: "
+                         f"{str(exc)[:160]})") from None
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"log {path.name!r} names the column(s) {', '.join(map(repr, repeated))} more than once in "
+                         "its schema; each column must have a name of its own")
+
+
 def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedData:
     """Read a log from CSV or Parquet (by suffix; Parquet needs the ``frames`` extra): columns
     ``action``, ``reward``, ``propensity`` and the context columns (default: every other column,
@@ -135,10 +154,17 @@ def load_log(path, context_columns=None, n_arms: int | None = None) -> LoggedDat
         raise ValueError(f"path {str(path)!r} is not a file")
     if suffix != ".csv":
         _safe_parquet_reader()
+        _unique_parquet_names(path)
     try:
         frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         raise ValueError(f"log {path.name!r} is empty (no header)") from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- pandas / pyarrow raise many types for a file not theirs
+        # (pyarrow's ArrowInvalid "Could not open Parquet input source ..." named no parameter)
+        raise ValueError(f"log {path.name!r} is not a readable {'CSV' if suffix == '.csv' else 'Parquet'} file "
+                         f"({type(exc).__name__}: {str(exc)[:160]})") from None
     if len(frame) == 0:
         raise ValueError(f"log {path.name!r} has no rows")
     if suffix == ".csv":

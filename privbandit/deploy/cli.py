@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import types
@@ -46,11 +47,15 @@ def _print(obj) -> None:
     print(json.dumps(obj, sort_keys=False))
 
 
-def _key(args) -> bytes | None:
-    """The key of ``--key-file`` (None without it: the environment's, if any, see store.resolve_key)."""
-    from privbandit.deploy.store import read_key_file
+def _key(args, new_store: bool = False) -> bytes | None:
+    """The key of ``--key-file`` (None without it: the environment's, if any, see store.resolve_key);
+    ``new_store`` (``init``): refused, naming the file, when obviously weak."""
+    from privbandit.deploy.store import check_key_strength, read_key_file
 
-    return None if args.key_file is None else read_key_file(args.key_file)
+    if args.key_file is None:
+        return None
+    key = read_key_file(args.key_file)
+    return check_key_strength(key, f"--key-file {os.fsdecode(args.key_file)!r}") if new_store else key
 
 
 def _open(args):
@@ -67,7 +72,7 @@ def _init(args) -> int:
         args.store, args.policy, params=_params(args.param), n_arms=args.n_arms,
         budget=args.budget, delta=args.delta, seed=args.seed, horizon=args.horizon,
         on_exhausted=args.on_exhausted, strict_rewards=args.strict_rewards, synchronous=args.synchronous,
-        track_realized=not args.no_realized, key=_key(args))
+        track_realized=not args.no_realized, key=_key(args, new_store=True))
     with dep:
         keys = ("policy", "params", "n_arms", "horizon", "anytime", "budget_epsilon", "delta", "seed", "stop_round",
                 "certified_at_stop", "accountant_at_stop", "next_round_epsilon", "on_exhausted", "synchronous", "track_realized")

@@ -409,7 +409,7 @@ class Deployment:
             raise ValueError(f"track_realized must be True or False, got {shown(track_realized)}")
         if not isinstance(strict_rewards, bool):
             raise ValueError(f"strict_rewards must be True or False, got {shown(strict_rewards)}")
-        key = _store.resolve_key(key)
+        key = _store.resolve_key(key, new_store=True)
 
         p = plan(pol, n_arms, float(budget), float(delta), horizon)
         odo = Odometer(pol, p.horizon, n_arms, float(delta))
@@ -501,6 +501,12 @@ class Deployment:
 
     def __enter__(self) -> "Deployment":
         return self
+
+    def __reduce__(self):
+        # (pickle's own refusal named a sqlite3.Connection, not what to do; a copy that pickled its state
+        # would be a second writer beside this one, outside the store's transactions -- never offered)
+        raise TypeError(f"a Deployment cannot be pickled: it is an open store ({str(self.path)!r}); pickle the "
+                        "path and call Deployment.open(path) where the deployment is needed")
 
     def __exit__(self, *exc) -> None:
         self.close()

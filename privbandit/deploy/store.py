@@ -34,11 +34,13 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import stat
 import pickle
 import sqlite3
 import zlib
+from collections import Counter
 from contextlib import contextmanager
 
 from accountants._validate import shown
@@ -267,6 +269,39 @@ def key_bytes(key, source: str = "key") -> bytes:
     return bytes(key)
 
 
+#: the least empirical entropy a new store's key may have, in bits: the Shannon entropy of its byte frequencies
+#: times its length (16 random bytes have ~60; 16 bytes of one value 0). A test of the obvious mistakes -- a key
+#: file of zeros (``truncate -s 32``, ``head -c 32 /dev/zero``), one repeated byte, a short pattern repeated --
+#: not a proof of unpredictability
+KEY_MIN_ENTROPY_BITS = 32
+
+
+def weak_key(key: bytes) -> str | None:
+    """Why ``key`` is an obviously weak key (one repeated byte, a pattern shorter than :data:`KEY_MIN` bytes
+    repeated, fewer than :data:`KEY_MIN_ENTROPY_BITS` bits of empirical entropy), or None."""
+    n = len(key)
+    for period in range(1, min(n // 2, KEY_MIN - 1) + 1):
+        if key[period:] == key[:-period]:  # (key[i] == key[i + period] for every i: periodic)
+            return f"one byte value ({key[0]:#04x}) repeated {n} times" if period == 1 else \
+                f"a pattern of {period} bytes repeated over its {n} bytes"
+    bits = -sum(c * math.log2(c / n) for c in Counter(key).values())
+    if bits < KEY_MIN_ENTROPY_BITS:
+        return f"{bits:.1f} bits of empirical entropy (a new key needs {KEY_MIN_ENTROPY_BITS})"
+    return None
+
+
+def check_key_strength(key: bytes, source: str = "key") -> bytes:
+    """``key``, or a ValueError naming ``source`` when :func:`weak_key` finds it obviously weak (session 18: a
+    key file of 32 zero bytes authenticated a new store). Applied when a store is created, not when one is
+    opened: a store created under such a key before stays readable with it."""
+    reason = weak_key(key)
+    if reason is not None:
+        raise ValueError(f"{source} is not a usable key for a new store: {reason}. Use random bytes, e.g. "
+                         "head -c 32 /dev/urandom > KEYFILE (a key file), or python -c 'import secrets; "
+                         "print(secrets.token_hex(32))'")
+    return key
+
+
 #: the most bytes a key file may hold (a key is 16 bytes to this)
 KEY_FILE_MAX = 1 << 16
 
@@ -306,13 +341,20 @@ def using_key(key):
         _scoped_key.reset(token)
 
 
-def resolve_key(key) -> bytes | None:
+def resolve_key(key, new_store: bool = False) -> bytes | None:
     """The key a call uses: ``key`` if given, else :func:`using_key`'s, else the environment's
-    (:data:`KEY_ENV`, then :data:`KEY_FILE_ENV`), else None (no authentication)."""
+    (:data:`KEY_ENV`, then :data:`KEY_FILE_ENV`), else None (no authentication). ``new_store``: the key of a
+    store being created, refused when obviously weak (:func:`check_key_strength`)."""
     if key is not None:
-        return key_bytes(key)
+        return check_key_strength(key_bytes(key), "key") if new_store else key_bytes(key)
     if _scoped_key.get() is not None:
-        return _scoped_key.get()
+        return check_key_strength(_scoped_key.get(), "key") if new_store else _scoped_key.get()
+    source, found = _environment_key()
+    return check_key_strength(found, source) if new_store and found is not None else found
+
+
+def _environment_key() -> tuple[str, bytes | None]:
+    """(the variable it came from, the key) of the environment's key, or ("", None)."""
     if os.environ.get(KEY_ENV) and os.environ.get(KEY_FILE_ENV):
         # (the first silently won: a store created under one of two different keys then opened only while the
         # other variable was unset -- which one was meant is not ours to guess)
@@ -320,10 +362,12 @@ def resolve_key(key) -> bytes | None:
     if os.environ.get(KEY_ENV):
         # the variable's own bytes (os.fsencode undoes the surrogate escapes Python decoded them with): a key that
         # is not UTF-8 text is still a key -- identical bytes for one that is
-        return key_bytes(os.fsencode(os.environ[KEY_ENV]), f"the environment variable {KEY_ENV}")
+        source = f"the environment variable {KEY_ENV}"
+        return source, key_bytes(os.fsencode(os.environ[KEY_ENV]), source)
     if os.environ.get(KEY_FILE_ENV):
-        return read_key_file(os.environ[KEY_FILE_ENV], f"the environment variable {KEY_FILE_ENV}")
-    return None
+        source = f"the environment variable {KEY_FILE_ENV}"
+        return source, read_key_file(os.environ[KEY_FILE_ENV], source)
+    return "", None
 
 
 def state_mac(key: bytes, config: dict, version: int, rounds: int, open_decision, digest: str) -> str:

@@ -203,6 +203,7 @@ class BarabasiAlbert(GraphModel):
         whole("n", self.n, 2)
         if not _integral(self.m) or not 1 <= self.m < self.n:
             raise ValueError(f"m must be a whole number in [1, n - 1 = {self.n - 1}], got {shown(self.m)}")
+        object.__setattr__(self, "m", int(self.m))  # (m=2.0 reached networkx as a float: its TypeError, session 18)
 
     def sample(self, rng):
         edges = _networkx().barabasi_albert_graph(self.n, self.m, seed=_seed(rng)).edges
@@ -223,6 +224,7 @@ class PlantedPartition(GraphModel):
         if not _integral(self.groups) or not 1 <= self.groups <= self.n \
                 or self.n % self.groups:
             raise ValueError(f"groups must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.groups)}")
+        object.__setattr__(self, "groups", int(self.groups))
         object.__setattr__(self, "p_in", _check_p("p_in", self.p_in))
         object.__setattr__(self, "p_out", _check_p("p_out", self.p_out))
 
@@ -249,6 +251,7 @@ class DisjointCliques(GraphModel):
         if not _integral(self.size) or not 1 <= self.size <= self.n \
                 or self.n % self.size:
             raise ValueError(f"size must be a whole number in [1, n] dividing n = {self.n}, got {shown(self.size)}")
+        object.__setattr__(self, "size", int(self.size))  # (size=3.0: numpy's "cannot be interpreted as an integer")
 
     def sample(self, rng):
         # a random assignment of arms to cliques (so arm indices carry no information about cliques)

@@ -50,6 +50,7 @@ from __future__ import annotations
 import abc
 import functools
 import inspect
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -76,17 +77,68 @@ def check_rewards(rewards, t=None) -> np.ndarray:
     return values
 
 
-def _validating(update):
+#: (replicates, arms) of every run started through ``Policy.start`` (wrapped by ``Policy.__init_subclass__``),
+#: kept beside the run rather than on it: a deployment's snapshot compares a run's attributes with a fresh
+#: run's, and stores written before session 18 hold runs without such an attribute
+_RUN_SHAPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def check_pulls(run, arms, rewards: np.ndarray, block: bool = False) -> np.ndarray:
+    """``arms`` as an integer array matching ``rewards`` -- shape (replicates,), or (n, replicates) for a
+    block -- with every arm in [0, arms), or ValueError naming ``arms`` / ``rewards`` and the valid shape
+    and range (session 18, s18/fuzz). Driven directly, a run took an arm of 5 (of 2) or -1 silently (numpy
+    indexing wraps -1 to the last arm: a reward credited to another arm), hung on one (DP-TS), failed
+    half-way through a shorter array (Beta-TS: its counts updated, its sums not -- every later round then
+    differed from a run never given the bad call), or raised numba's TypingError for 2-d rewards. Checked
+    up front, so a refused call changes nothing. Runs not started through ``Policy.start`` (unknown shape)
+    are not checked here."""
+    try:
+        shape = _RUN_SHAPES.get(run)
+    except TypeError:  # (a run type that cannot be weakly referenced or hashed)
+        shape = None
+    if shape is None:
+        return arms
+    replicates, n_arms = shape
+    want = "(n, {0})".format(replicates) if block else f"({replicates},)"
+    if (rewards.ndim != 2 or rewards.shape[1] != replicates) if block else rewards.shape != (replicates,):
+        raise ValueError(f"rewards must have shape {want} (one per replicate), got shape {rewards.shape}")
+    values = np.asarray(arms)
+    if values.shape != rewards.shape or values.dtype.kind not in "iu":
+        raise ValueError(f"arms must be an integer array of shape {rewards.shape} (one arm per replicate), got "
+                         f"{values.dtype} of shape {values.shape}")
+    if values.size and (values.min() < 0 or values.max() >= n_arms):
+        raise ValueError(f"arms must lie in [0, {n_arms}) (the arms), got {int(values.min())}..{int(values.max())}")
+    return values
+
+
+def _validating(update, block: bool = False):
     @functools.wraps(update)
     def checked_update(self, t, arms, rewards, *args, **kwargs):
         # extra arguments (e.g. the contextual runs' replay ``mask``) pass through unchanged; every
         # replicate's reward is still checked, which is stricter than checking the masked ones only
         if not self.rewards_checked:
             rewards = check_rewards(rewards, t)
+            arms = check_pulls(self, arms, rewards, block)
         return update(self, t, arms, rewards, *args, **kwargs)
 
     checked_update.validates_rewards = True
     return checked_update
+
+
+def _recording_shape(start):
+    """``Policy.start`` recording the run's (replicates, arms) for :func:`check_pulls`."""
+
+    @functools.wraps(start)
+    def recorded_start(self, n_arms, replicates, *args, **kwargs):
+        run = start(self, n_arms, replicates, *args, **kwargs)
+        try:
+            _RUN_SHAPES[run] = (int(replicates), int(n_arms))
+        except TypeError:
+            pass
+        return run
+
+    recorded_start.records_shape = True
+    return recorded_start
 
 
 class PolicyRun(abc.ABC):
@@ -107,7 +159,7 @@ class PolicyRun(abc.ABC):
             cls.update = _validating(update)
         block = cls.__dict__.get("update_block")
         if block is not None and not getattr(block, "validates_rewards", False):
-            cls.update_block = _validating(block)
+            cls.update_block = _validating(block, block=True)
 
     @abc.abstractmethod
     def select(self, t: int) -> np.ndarray:
@@ -174,6 +226,10 @@ class Policy(abc.ABC):
         schedule = cls.__dict__.get("privacy_schedule")
         if schedule is not None and not getattr(schedule, "bounds_horizon", False):
             cls.privacy_schedule = _bounded_horizon(schedule)
+        start = cls.__dict__.get("start")
+        if start is not None and not getattr(start, "__isabstractmethod__", False) \
+                and not getattr(start, "records_shape", False):
+            cls.start = _recording_shape(start)
 
     name: ClassVar[str] = "policy"
     private: ClassVar[bool] = False

@@ -159,7 +159,7 @@ def test_a_key_in_the_environment_authenticates_the_store_it_creates(tmp_path, m
     from privbandit.deploy.store import KEY_ENV, KEY_FILE_ENV
 
     monkeypatch.delenv(KEY_FILE_ENV, raising=False)
-    monkeypatch.setenv(KEY_ENV, "k" * 32)
+    monkeypatch.setenv(KEY_ENV, "0123456789abcdef-session-15-key")
     with _create(tmp_path) as dep:
         assert dep.authenticated and dep.status()["authenticated"]
     with Deployment.open(tmp_path / "s.db") as dep:

@@ -55,20 +55,20 @@ def test_a_live_deployment_refuses_a_backup_restored_under_it(tmp_path):
 
 def test_open_refuses_a_store_below_min_version(tmp_path):
     path, copy = str(tmp_path / "s.db"), str(tmp_path / "backup.db")
-    _create(path, key=b"k" * 16)  # the tag holds: the old state was written with the key
-    with Deployment.open(path, key=b"k" * 16) as dep:
+    _create(path, key=b"rollback-key-16b")  # the tag holds: the old state was written with the key
+    with Deployment.open(path, key=b"rollback-key-16b") as dep:
         _rounds(dep, 2)
         _backup(path, copy)
         _rounds(dep, 2)
         kept = dep.status()["state_version"]
     _backup(copy, path)
     with pytest.raises(StoreError, match=f"older than version {kept}"):
-        Deployment.open(path, key=b"k" * 16, min_version=kept)
-    with Deployment.open(path, key=b"k" * 16, min_version=kept - 4) as dep:  # the backup's own version
+        Deployment.open(path, key=b"rollback-key-16b", min_version=kept)
+    with Deployment.open(path, key=b"rollback-key-16b", min_version=kept - 4) as dep:  # the backup's own version
         assert dep.status()["state_version"] == kept - 4
     for bad in (-1, 1.5, True, "3", float("nan")):
         with pytest.raises(ValueError, match="min_version"):
-            Deployment.open(path, key=b"k" * 16, min_version=bad)
+            Deployment.open(path, key=b"rollback-key-16b", min_version=bad)
 
 
 def test_a_lowered_version_counter_is_refused_by_a_live_deployment(tmp_path):

@@ -431,7 +431,8 @@ def test_experiment_out_replaces_a_planted_symlink(tmp_path):
     assert victim.read_text() == "the user's file"
     for name in ("summary.csv", "regret.png"):
         assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
-    assert sorted(p.name for p in out.iterdir()) == ["regret.png", "summary.csv"]  # (no staging directory left)
+    # (no staging directory left; summary.csv.json: the pair's digests since session 18)
+    assert sorted(p.name for p in out.iterdir()) == ["regret.png", "summary.csv", "summary.csv.json"]
 
 
 def test_run_save_and_plot_replace_planted_symlinks(tmp_path):
