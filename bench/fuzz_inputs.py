@@ -2151,14 +2151,14 @@ def _round4():
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    from privbandit.cli_checks import whole
+    from privbandit.cli_checks import real, whole
 
     ap.add_argument("--seed", type=whole(0), default=15)
     ap.add_argument("--quick", action="store_true", help="fewer random command lines, no audit run")
     ap.add_argument("--only", default="cli,deploy,api,acc,mech,data,files")
     ap.add_argument("--show", type=whole(0), default=5, help="findings printed per entry point")
     ap.add_argument("--dump", help="also write every case's (entry, label, outcome, detail) to this JSON file")
-    ap.add_argument("--limit", type=float, default=math.inf,
+    ap.add_argument("--limit", type=real(0, math.inf, lo_open=True), default=math.inf,
                     help="cap every case's time limit at this many seconds (cases then end as hang; a check that "
                          "no part leaves a process behind)")
     args = ap.parse_args(argv)
