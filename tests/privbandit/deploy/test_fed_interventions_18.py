@@ -10,22 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import privbandit.deploy.deployment as _deployment
 from privbandit.audit.deployment import deployment_audit
 from privbandit.audit.fed_interventions import fed_interventions
+from _deploy_helpers import feeding
 from privbandit.deploy import Deployment
-
-
-def _feeding(dep, decision, reward, fed_of):
-    """``Deployment.update`` with the value fed replaced by ``fed_of(dep, raw)`` (the log keeps the raw value)."""
-    raw = float(reward)
-    fed = float(fed_of(dep, raw))
-    check = _deployment.check_reward
-    _deployment.check_reward = lambda value, strict: (raw, fed)
-    try:
-        return Deployment.update(dep, decision, reward)
-    finally:
-        _deployment.check_reward = check
 
 
 def _earlier_raw(dep):
@@ -39,7 +27,7 @@ class CentredOnRunningMean(Deployment):
         def fed(dep, raw):
             before = _earlier_raw(dep)
             return min(1.0, max(0.0, raw - (float(np.mean(before)) if before else 0.5) + 0.5))
-        return _feeding(self, decision, reward, fed)
+        return feeding(self, decision, reward, fed)
 
 
 class SmoothedWithPrevious(Deployment):
@@ -49,14 +37,14 @@ class SmoothedWithPrevious(Deployment):
         def fed(dep, raw):
             before = _earlier_raw(dep)
             return min(1.0, max(0.0, (raw + before[-1]) / 2 if before else raw))
-        return _feeding(self, decision, reward, fed)
+        return feeding(self, decision, reward, fed)
 
 
 class Squared(Deployment):
     """Round 20's control: each reward fed as its square -- a fixed map of each record alone."""
 
     def update(self, decision, reward):
-        return _feeding(self, decision, reward, lambda dep, raw: min(1.0, max(0.0, raw)) ** 2)
+        return feeding(self, decision, reward, lambda dep, raw: min(1.0, max(0.0, raw)) ** 2)
 
 
 def _drive(cls, path, n=12):
