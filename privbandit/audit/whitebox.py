@@ -776,7 +776,7 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
       noise shared between arms, or a sampler with few reachable values (the inverse CDF of a float32
       uniform: 2^24) make many.
     * **lattice** -- residuals on a dyadic lattice 2^-k (k = 4 ... 40), or (session 18) on a decimal one
-      10^-k (k = 1 ... 12) among the statistics off that grid, up to rounding: a release within
+      10^-k (k = 1 ... 12) among the statistics off that grid (a binomial tail there), up to rounding: a release within
       w of a lattice point has probability at most 2 w (1 / 2^-k + f_max) for a residual of density at
       most f_max; Markov again, Bonferroni over the lattices. Noise snapped to a grid while the statistic
       is not leaves the statistic's offset from the grid in every released value (Mironov 2012's
@@ -838,9 +838,20 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
                 continue
             off = np.abs(resid * m - np.round(resid * m)) / m
             hits = int(np.count_nonzero((off <= slack) & off_grid))
-            expected = float(np.sum(np.minimum(1.0, 2.0 * slack[off_grid] * (m + f_max[off_grid]))))
-            if hits and expected / hits <= a / n_lattices:
-                rejected.append((-hits, 1, k, expected, f"10^-{k}"))
+            # A binomial tail, not Markov: each draw is fresh given the past (5d tests that), and the chance that
+            # it lands within its slack of a grid point is at most p_i = 4 c (|s_i| + scale_i + g)(1/g + f_max)
+            # (c = COINCIDENCE_ULPS; |z| replaced by its mean, the scale, at most doubling the hit set's measure
+            # in a cell), a bound fixed before the draw -- so the hits are dominated by independent Bernoulli(p_i)
+            # and Chernoff's P(X >= h) <= exp(-mu) (e mu / h)^h holds. Markov's mu / h needs h >= mu / level: with
+            # the vector tree's scale 120 against 10^-9 that is ~10^6 hits, more than a run releases.
+            p = np.minimum(1.0, 4.0 * COINCIDENCE_ULPS * (np.abs(stat[off_grid]) + scale[off_grid] + 1.0 / m)
+                           * (m + f_max[off_grid]))
+            expected = float(np.sum(p))
+            if hits > expected:
+                log_tail = -expected + hits * (1.0 + math.log(expected) - math.log(hits)) if expected > 0 \
+                    else -math.inf
+                if log_tail <= math.log(a / n_lattices):
+                    rejected.append((-hits, 1, k, expected, f"10^-{k}"))
         if rejected:  # the coarsest lattice among those holding the most residuals (a finer one holds them too)
             hits, _, k, expected, grid = min(rejected)
             out.append(Finding("noise_law", (
