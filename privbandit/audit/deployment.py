@@ -20,6 +20,10 @@ store (its configuration, its decision and update log, and the committed snapsho
 * **rewards** (session 17) -- every applied update fed the policy a value in [0, 1], and one raw reward was
   always fed as one value: what a record contributes is a fixed map of its own raw value (the replay below
   feeds the logged values, so it cannot see how they were made).
+* **interventions** (session 18, when the deployment class is given) -- the class replayed on scratch stores
+  through the logged raw rewards, and again with a fixed half of them changed: every later record of the other
+  half must be fed the same value (privbandit.audit.fed_interventions): with continuous rewards no raw value
+  repeats, and ``rewards`` cannot see a map that reads other records.
 * **replay** -- the policy started from the configuration's seed and driven through the logged policy
   rounds (``select(t)`` must return the logged arm; ``update`` with the logged reward) ends in the
   snapshot's generator state with the same ledger counts: the committed history *is* the synchronous
@@ -60,7 +64,7 @@ REL_TOL = 1e-6
 
 @dataclasses.dataclass
 class DeploymentFinding:
-    check: str  # filter | rounds | arms | releases | rewards | replay | snapshot | digest | raised | realized | status
+    check: str  # filter | rounds | arms | releases | rewards | interventions | replay | snapshot | digest | raised | realized | status
     detail: str
 
 
@@ -234,6 +238,14 @@ def deployment_audit(path, deployment=None, *, min_version: int = 0) -> Deployme
         findings.extend(found)
         if note:
             notes.append(note)
+            incomplete = True
+        # interventions (session 18): the class replayed on scratch stores with earlier raw rewards changed
+        from privbandit.audit.fed_interventions import fed_interventions
+
+        found, more = fed_interventions(deployment, config, log)
+        findings.extend(DeploymentFinding(check, detail) for check, detail in found)
+        if more:
+            notes.extend(more)
             incomplete = True
     return DeploymentAuditResult(str(path), config["policy"], n, stop, findings, notes, incomplete)
 

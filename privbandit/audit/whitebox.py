@@ -749,6 +749,9 @@ to within 2^-52 (|s| + |z|) (one rounding of the sum, one of the difference); th
 (the residual divided by its scale adds one more rounding)."""
 LATTICES = tuple(range(4, 41))
 """The dyadic lattices 2^-k of :func:`_noise_coincidences` (the exact mode's grid 2^-20 among them)."""
+DECIMAL_LATTICES = tuple(range(1, 13))
+"""The decimal lattices 10^-k of :func:`_noise_coincidences` (session 18: round 20's noise kept in fixed point at
+10^-9, a grid no 2^-k is; past 10^-12 the rounding slack of a statistic near 10 covers a lattice point's share)."""
 
 
 def _float_units(rel: dict) -> np.ndarray:
@@ -772,7 +775,8 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
       scale); by Markov, k such pairs have probability at most that / k. Antithetic noise (z and -z),
       noise shared between arms, or a sampler with few reachable values (the inverse CDF of a float32
       uniform: 2^24) make many.
-    * **lattice** -- residuals on a dyadic lattice 2^-k (k = 4 ... 40) up to rounding: a release within
+    * **lattice** -- residuals on a dyadic lattice 2^-k (k = 4 ... 40), or (session 18) on a decimal one
+      10^-k (k = 1 ... 12) among the statistics off that grid (a binomial tail there), up to rounding: a release within
       w of a lattice point has probability at most 2 w (1 / 2^-k + f_max) for a residual of density at
       most f_max; Markov again, Bonferroni over the lattices. Noise snapped to a grid while the statistic
       is not leaves the statistic's offset from the grid in every released value (Mironov 2012's
@@ -813,17 +817,45 @@ def _noise_coincidences(rel: dict, alpha: float) -> list[Finding]:
             continue
         f_max = (0.5 if laplace else 1.0 / math.sqrt(2.0 * math.pi)) / scale
         rejected = []
+        n_lattices = len(LATTICES) + len(DECIMAL_LATTICES)
         for k in LATTICES:
             g = 2.0 ** -k
             off = np.abs(resid - np.round(resid / g) * g)
             hits = int(np.count_nonzero(off <= slack))
             expected = float(np.sum(np.minimum(1.0, 2.0 * slack * (1.0 / g + f_max))))
-            if hits and expected / hits <= a / len(LATTICES):
-                rejected.append((-hits, k, expected))
+            if hits and expected / hits <= a / n_lattices:
+                rejected.append((-hits, 0, k, expected, f"2^-{k}"))
+        for k in DECIMAL_LATTICES:
+            # 10^k is exact in a double (k <= 22), so residual x 10^k costs one rounding: the offset from the grid
+            # 10^-k is measured to within the slack. Only statistics off the grid count: a release rounded to the
+            # grid after the noise (post-processing, round 20's control) puts the residual of an on-grid statistic
+            # (whole sums of 0/1 rewards) on the grid too, and tells nothing; noise snapped to the grid keeps an
+            # off-grid statistic's offset in the released value (the leak).
+            m = 10.0 ** k
+            stat_off = np.abs(stat * m - np.round(stat * m)) / m
+            off_grid = stat_off > 2.0 * slack
+            if not off_grid.any():
+                continue
+            off = np.abs(resid * m - np.round(resid * m)) / m
+            hits = int(np.count_nonzero((off <= slack) & off_grid))
+            # A binomial tail, not Markov: each draw is fresh given the past (5d tests that), and the chance that
+            # it lands within its slack of a grid point is at most p_i = 4 c (|s_i| + scale_i + g)(1/g + f_max)
+            # (c = COINCIDENCE_ULPS; |z| replaced by its mean, the scale, at most doubling the hit set's measure
+            # in a cell), a bound fixed before the draw -- so the hits are dominated by independent Bernoulli(p_i)
+            # and Chernoff's P(X >= h) <= exp(-mu) (e mu / h)^h holds. Markov's mu / h needs h >= mu / level: with
+            # the vector tree's scale 120 against 10^-9 that is ~10^6 hits, more than a run releases.
+            p = np.minimum(1.0, 4.0 * COINCIDENCE_ULPS * (np.abs(stat[off_grid]) + scale[off_grid] + 1.0 / m)
+                           * (m + f_max[off_grid]))
+            expected = float(np.sum(p))
+            if hits > expected:
+                log_tail = -expected + hits * (1.0 + math.log(expected) - math.log(hits)) if expected > 0 \
+                    else -math.inf
+                if log_tail <= math.log(a / n_lattices):
+                    rejected.append((-hits, 1, k, expected, f"10^-{k}"))
         if rejected:  # the coarsest lattice among those holding the most residuals (a finer one holds them too)
-            hits, k, expected = min(rejected)
+            hits, _, k, expected, grid = min(rejected)
             out.append(Finding("noise_law", (
-                f"{-hits} of {idx.size} residuals of {name} lie on the lattice 2^-{k} up to rounding (a continuous "
+                f"{-hits} of {idx.size} residuals of {name} lie on the lattice {grid} up to rounding (a continuous "
                 f"law expects at most {expected:.3g}): the noise is snapped to a grid the statistic is not on, "
                 f"so every released value carries the statistic's offset from the grid")))
     return out

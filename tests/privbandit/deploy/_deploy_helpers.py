@@ -50,3 +50,19 @@ def run_worker(*args: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, str(WORKER), *args], cwd=str(ROOT), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def feeding(dep, decision, reward, fed_of):
+    """``Deployment.update`` with the value fed to the policy replaced by ``fed_of(dep, raw)`` (the log keeps the raw
+    value beside it): the shape of a deployment that maps rewards before the policy sees them (sessions 17, 18)."""
+    import privbandit.deploy.deployment as _deployment
+    from privbandit.deploy import Deployment
+
+    raw = float(reward)
+    fed = float(fed_of(dep, raw))
+    check = _deployment.check_reward
+    _deployment.check_reward = lambda value, strict: (raw, fed)
+    try:
+        return Deployment.update(dep, decision, reward)
+    finally:
+        _deployment.check_reward = check

@@ -11,21 +11,9 @@ import sqlite3
 
 import numpy as np
 
-import privbandit.deploy.deployment as _deployment
 from privbandit.audit.deployment import deployment_audit
+from _deploy_helpers import feeding
 from privbandit.deploy import Deployment
-
-
-def _feeding(dep, decision, reward, fed_of):
-    """``Deployment.update`` with the value fed replaced by ``fed_of(dep, raw)`` (the log keeps the raw value)."""
-    raw = float(reward)
-    fed = fed_of(dep, raw)
-    check = _deployment.check_reward
-    _deployment.check_reward = lambda value, strict: (raw, fed)
-    try:
-        return Deployment.update(dep, decision, reward)
-    finally:
-        _deployment.check_reward = check
 
 
 class CarryForward(Deployment):
@@ -39,14 +27,14 @@ class CarryForward(Deployment):
             arm = next(d["arm"] for d in log if d["decision"] == decision)
             applied = [d["reward"] for d in log if d["applied"] and d["arm"] == arm]
             return applied[-1] if applied else 0.0
-        return _feeding(self, decision, reward, fed)
+        return feeding(self, decision, reward, fed)
 
 
 class ZeroAsHalf(Deployment):
     """A zero read as 0.5 (the prior mean): a fixed map, record by record -- private, must pass."""
 
     def update(self, decision, reward):
-        return _feeding(self, decision, reward, lambda dep, raw: 0.5 if raw == 0.0 else raw)
+        return feeding(self, decision, reward, lambda dep, raw: 0.5 if raw == 0.0 else raw)
 
 
 def _drive(cls, path, n=24):
